@@ -1,0 +1,1 @@
+"""Evaluation harness: qrels and runs, metrics, significance, sweeps, reports, importers."""

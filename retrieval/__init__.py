@@ -1,0 +1,1 @@
+"""Retrieval engine: dataset → index → candidates → scoring → ranking."""

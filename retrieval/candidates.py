@@ -1,0 +1,285 @@
+"""Candidate generation: retrieve once per query, keep every raw feature.
+
+For each query: the top ``pool_depth`` documents of the dense path and of the BM25 path
+(run concurrently), their union, plus the memories the fast path (its target file) and
+the timeline path (journal memories of the last 7 days) would read. One row per
+(query, document) with the raw features every strategy needs. A pipeline with a
+smaller depth sees only rows ranked within its depth on some path, so changing a
+weight, ``rrf_k`` or the candidate multiplier never touches an index.
+
+Features: ``dense_sim`` (cosine, computed for every row), ``dense_rank`` / ``bm25_rank``
+(0-based, -1 when the path did not return the document), ``bm25_score`` (0 when absent),
+``age_days`` (reference time − updated_at, NaN when undated), ``in_window`` (1/0 whether
+the memory's created_at lies in the window the query names, NaN when it names none),
+``graph`` (1 when a ``related`` link joins the memory to a top-3 hit of either path),
+``confidence``, ``vitality``, ``reinforcement``, ``access_count``, ``token_count``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from retrieval.bm25 import Filters
+from retrieval.dataset import Dataset, Query
+from retrieval.index import IndexHandle
+from retrieval.routing import JOURNAL_PREFIX, TIMELINE_DAYS, fast_path_target, route_intent, triggers_timeline
+from retrieval.timewindow import parse_time_window
+from retrieval.vector_store import VectorFilters, VectorStoreUnavailable
+
+DEFAULT_POOL_DEPTH = 50
+GRAPH_ANCHORS = 3
+_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
+
+ROW_COLUMNS = (
+    "query_idx", "doc_idx", "dense_sim", "dense_rank", "bm25_score", "bm25_rank", "via_fast", "via_timeline",
+    "age_days", "in_window", "graph", "confidence", "vitality", "reinforcement", "access_count", "token_count",
+    "tie_key", "line_start",
+)
+
+
+def token_count(text: str) -> int:
+    """Approximate LLM tokens: one per CJK character, word or punctuation mark."""
+    return len(_TOKEN.findall(text))
+
+
+@dataclass(frozen=True, eq=False)
+class Candidates:
+    """Columnar candidate table for a query set; rows grouped by query in order."""
+
+    dataset: str
+    fingerprint: str
+    embedder: str
+    pool_depth: int
+    doc_ids: tuple[str, ...]
+    query_ids: tuple[str, ...]
+    query_texts: tuple[str, ...]
+    offsets: np.ndarray          # (Q+1,) row range of each query
+    fast_target: tuple[str, ...]  # per query: fast path file or ""
+    timeline: np.ndarray         # per query: timeline path triggered
+    intent_route: tuple[str, ...]  # per query: routed profile name
+    window: tuple[str, ...]      # per query: label of the named time window or ""
+    degraded: tuple[tuple[str, ...], ...]
+    cols: dict[str, np.ndarray] = field(repr=False)
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        cols = self.__dict__.get("cols")
+        if cols is not None and name in cols:
+            return cols[name]
+        raise AttributeError(name)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def visible(self, depth: int) -> np.ndarray:
+        """Rows a pipeline of this per-path depth retrieves."""
+        if depth > self.pool_depth:
+            raise ValueError(f"depth {depth} exceeds the candidate pool depth {self.pool_depth}; "
+                             "build candidates with a larger pool_depth")
+        dense = (self.dense_rank >= 0) & (self.dense_rank < depth)
+        sparse = (self.bm25_rank >= 0) & (self.bm25_rank < depth)
+        return dense | sparse
+
+    def save(self, path: Path) -> None:
+        """Write atomically: to a temporary file, then rename."""
+        meta = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("offsets", "timeline", "cols")}
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as handle:
+            np.savez(handle, offsets=self.offsets, timeline=self.timeline, meta=np.array(json.dumps(meta)),
+                     **{f"col_{k}": v for k, v in self.cols.items()})
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> "Candidates":
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            cols = {k[4:]: data[k] for k in data.files if k.startswith("col_")}
+            meta = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v
+                    for k, v in meta.items()}
+            return cls(offsets=data["offsets"], timeline=data["timeline"], cols=cols, **meta)
+
+
+def _filters(query: Query, scope: str = "", group: str = "", project: str = "") -> tuple[Filters, VectorFilters]:
+    scope, group = scope or query.scope, group or query.group
+    return Filters(scope, project, group), VectorFilters(scope, project, group)
+
+
+def _dense_lists(handle: IndexHandle, vectors: np.ndarray | None, vfilters: list[VectorFilters], depth: int,
+                 degraded: list[str]) -> list[list[tuple[str, float]]]:
+    if vectors is None:
+        return [[] for _ in vfilters]
+    out = []
+    for vector, flt in zip(vectors, vfilters):
+        if handle.store is not None:
+            try:
+                out.append(handle.store.search(vector, depth, flt))
+                continue
+            except VectorStoreUnavailable as error:
+                handle.store = None
+                degraded.append(f"vector store unavailable ({error}): exact in-memory search")
+            except ValueError:  # a filter value that cannot be quoted matches nothing
+                out.append([])
+                continue
+        try:
+            out.append(handle.exact.search(vector, depth, flt))
+        except ValueError:
+            out.append([])
+    return out
+
+
+def _embed_queries(handle: IndexHandle, texts: Sequence[str], degraded: list[str]) -> np.ndarray | None:
+    if handle.embedder is None or handle.vectors is None:
+        return None
+    try:
+        return handle.embedder.encode(list(texts))
+    except Exception as error:  # a failing model degrades to keyword-only, as Lingxi G3 asks
+        degraded.append(f"embedder failed ({type(error).__name__}: {error}): keyword-only")
+        return None
+
+
+def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: int = DEFAULT_POOL_DEPTH,
+                     scope: str = "", group: str = "", project: str = "",
+                     progress: Callable[[int, int], None] | None = None) -> Candidates:
+    """Retrieve the candidate pool of every query (paths concurrently) into one table."""
+    dataset = handle.dataset
+    docs = dataset.documents
+    position = {doc_id: i for i, doc_id in enumerate(handle.doc_ids)}
+    degraded = list(handle.degraded)
+    filters = [_filters(q, scope, group, project) for q in queries]
+    qvecs = _embed_queries(handle, [q.text for q in queries], degraded)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        dense_future = pool.submit(_dense_lists, handle, qvecs, [f[1] for f in filters], pool_depth, degraded)
+        sparse_lists = [handle.bm25.search(q.text, pool_depth, f[0]) for q, f in zip(queries, filters)]
+        dense_lists = dense_future.result()
+    statics = _static_doc_features(dataset)
+    neighbours = _neighbours(dataset, position)
+    rows: dict[str, list] = {name: [] for name in ROW_COLUMNS}
+    offsets = [0]
+    fast_targets, timelines, intents, windows = [], [], [], []
+    for qi, query in enumerate(queries):
+        now = dataset.query_reference_time(query)
+        window = parse_time_window(query.text, now)
+        target = fast_path_target(query.text) or ""
+        timeline = triggers_timeline(query.text)
+        fast_targets.append(target)
+        timelines.append(timeline)
+        intents.append(route_intent(query.text))
+        windows.append(window.label if window else "")
+        dense = {position[d]: (r, s) for r, (d, s) in enumerate(dense_lists[qi])}
+        sparse = {position[d]: (r, s) for r, (d, s) in enumerate(sparse_lists[qi])}
+        members = dict.fromkeys([*dense, *sparse])
+        allowed = _allowed(docs, filters[qi][0])
+        if target:
+            members.update(dict.fromkeys(i for i, d in enumerate(docs) if d.path == target and allowed(d)))
+        recent_since = now - timedelta(days=TIMELINE_DAYS)
+        if timeline:
+            members.update(dict.fromkeys(
+                i for i, d in enumerate(docs)
+                if d.path.startswith(JOURNAL_PREFIX) and d.created_at and recent_since <= d.created_at <= now
+                and allowed(d)))
+        anchors = [i for i, (r, _) in dense.items() if r < GRAPH_ANCHORS] + \
+                  [i for i, (r, _) in sparse.items() if r < GRAPH_ANCHORS]
+        linked = set().union(*(neighbours.get(a, set()) for a in anchors)) if anchors else set()
+        idx = np.fromiter(members, dtype=np.int64, count=len(members))
+        idx.sort()
+        n = len(idx)
+        rows["query_idx"].append(np.full(n, qi, dtype=np.int32))
+        rows["doc_idx"].append(idx.astype(np.int32))
+        if qvecs is not None:
+            rows["dense_sim"].append((handle.vectors[idx] @ qvecs[qi]).astype(np.float32))
+        else:
+            rows["dense_sim"].append(np.zeros(n, dtype=np.float32))
+        rows["dense_rank"].append(np.array([dense[i][0] if i in dense else -1 for i in idx], dtype=np.int32))
+        rows["bm25_rank"].append(np.array([sparse[i][0] if i in sparse else -1 for i in idx], dtype=np.int32))
+        rows["bm25_score"].append(np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], dtype=np.float32))
+        rows["via_fast"].append(np.array([bool(target) and docs[i].path == target for i in idx], dtype=bool))
+        rows["via_timeline"].append(np.array(
+            [timeline and docs[i].path.startswith(JOURNAL_PREFIX) and docs[i].created_at is not None
+             and recent_since <= docs[i].created_at <= now for i in idx], dtype=bool))
+        updated = statics["updated_ts"][idx]
+        rows["age_days"].append(np.maximum(0.0, (now.timestamp() - updated) / 86400.0).astype(np.float32))
+        if window:
+            created = statics["created_ts"][idx]
+            inside = (created >= window.start.timestamp()) & (created < window.end.timestamp())
+            rows["in_window"].append(inside.astype(np.float32))
+        else:
+            rows["in_window"].append(np.full(n, np.nan, dtype=np.float32))
+        rows["graph"].append(np.array([1.0 if i in linked else 0.0 for i in idx], dtype=np.float32))
+        for name in ("confidence", "vitality", "reinforcement", "access_count", "token_count", "tie_key",
+                     "line_start"):
+            rows[name].append(statics[name][idx])
+        offsets.append(offsets[-1] + n)
+        if progress:
+            progress(qi + 1, len(queries))
+    cols = {name: (np.concatenate(parts) if parts else np.empty(0)) for name, parts in rows.items()}
+    return Candidates(
+        dataset=dataset.name, fingerprint=dataset.fingerprint,
+        embedder=handle.embedder.model_id if handle.embedder else "none",
+        pool_depth=pool_depth, doc_ids=tuple(handle.doc_ids),
+        query_ids=tuple(q.id for q in queries), query_texts=tuple(q.text for q in queries),
+        offsets=np.asarray(offsets, dtype=np.int64), fast_target=tuple(fast_targets),
+        timeline=np.asarray(timelines, dtype=bool), intent_route=tuple(intents), window=tuple(windows),
+        degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols,
+    )
+
+
+def _allowed(docs, flt: Filters):
+    def check(doc) -> bool:
+        return ((not flt.scope or doc.scope == flt.scope) and (not flt.project or doc.project == flt.project)
+                and (not flt.group or doc.group == flt.group))
+    return check
+
+
+_STATIC_CACHE: "weakref.WeakKeyDictionary[Dataset, dict[str, np.ndarray]]" = weakref.WeakKeyDictionary()
+
+
+def _static_doc_features(dataset: Dataset) -> dict[str, np.ndarray]:
+    """Per-document feature arrays, computed once per loaded dataset."""
+    cached = _STATIC_CACHE.get(dataset)
+    if cached is not None:
+        return cached
+    docs = dataset.documents
+    order = sorted(range(len(docs)), key=lambda i: docs[i].id)
+    tie = np.empty(len(docs), dtype=np.int32)
+    tie[order] = np.arange(len(docs), dtype=np.int32)
+
+    def ts(moment: datetime | None) -> float:
+        return moment.timestamp() if moment else np.nan
+
+    features = {
+        "confidence": np.array([d.confidence for d in docs], dtype=np.float32),
+        "vitality": np.array([d.vitality for d in docs], dtype=np.float32),
+        "reinforcement": np.array([d.reinforcement for d in docs], dtype=np.float32),
+        "access_count": np.array([d.access_count for d in docs], dtype=np.float32),
+        "token_count": np.array([token_count(d.text) for d in docs], dtype=np.int32),
+        "line_start": np.array([d.line_start for d in docs], dtype=np.int32),
+        "tie_key": tie,
+        "updated_ts": np.array([ts(d.updated_at) for d in docs], dtype=np.float64),
+        "created_ts": np.array([ts(d.created_at or d.updated_at) for d in docs], dtype=np.float64),
+    }
+    _STATIC_CACHE[dataset] = features
+    return features
+
+
+def _neighbours(dataset: Dataset, position: dict[str, int]) -> dict[int, set[int]]:
+    links: dict[int, set[int]] = {}
+    for doc in dataset.documents:
+        for other in doc.related:
+            a, b = position[doc.id], position[other]
+            if a != b:
+                links.setdefault(a, set()).add(b)
+                links.setdefault(b, set()).add(a)
+    return links

@@ -1,0 +1,129 @@
+"""Engine commands of ``rwb``: index, search, pipelines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from retrieval.dataset import load_dataset
+from retrieval.embedders import DEFAULT_EMBEDDER
+from retrieval.index import open_index
+from retrieval.pipeline import PIPELINES, get_pipeline, search, to_dict
+
+
+class ProgressBar:
+    """One tqdm bar per stage, on stderr."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled and sys.stderr.isatty()
+        self._bars: dict[str, object] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        bar = self._bars.get(stage)
+        if bar is None:
+            bar = self._bars[stage] = tqdm(total=total, desc=stage, unit="doc", file=sys.stderr, leave=False)
+        bar.n = done
+        bar.refresh()
+
+    def close(self) -> None:
+        for bar in self._bars.values():
+            bar.close()
+
+
+def open_for_cli(path: str, embedder: str, quiet: bool = False, rebuild: bool = False):
+    dataset = load_dataset(path)
+    bar = ProgressBar(not quiet)
+    try:
+        handle = open_index(dataset, embedder, progress=bar, rebuild=rebuild,
+                            on_notice=lambda text: print(f"rwb: {text}", file=sys.stderr))
+    finally:
+        bar.close()
+    return dataset, handle
+
+
+def cmd_index(args) -> int:
+    dataset, handle = open_for_cli(args.dataset, args.embedder, args.quiet, args.rebuild)
+    encoded = handle.embedder.encoded if handle.embedder else 0
+    print(f"{dataset.name}: {len(dataset.documents)} documents indexed at {handle.path} "
+          f"(model {handle.manifest['model'] or 'none'}, analyzer {handle.manifest['analyzer']}, "
+          f"{encoded} texts encoded)")
+    for note in handle.degraded:
+        print(f"degraded: {note}")
+    return 0
+
+
+def cmd_search(args) -> int:
+    config = get_pipeline(args.pipeline)
+    if args.top_k is not None:
+        if args.top_k < 1:
+            raise ValueError(f"--top-k must be ≥ 1, got {args.top_k}")
+        from dataclasses import replace
+
+        config = replace(config, max_results=args.top_k)
+    _, handle = open_for_cli(args.dataset, args.embedder, quiet=True)
+    response = search(handle, args.query, config, scope=args.scope or "", group=args.group or "",
+                      project=args.project or "")
+    if args.json:
+        print(json.dumps(response.to_json(), ensure_ascii=False, indent=2))
+        return 0
+    print(f"route={response.route} profile={response.profile or '-'} tokens={response.total_tokens}"
+          + (f" budget_remaining={response.budget_remaining}" if response.budget_remaining is not None else "")
+          + (f" degraded={'; '.join(response.degraded)}" if response.degraded else ""))
+    if not response.results:
+        print("(no results)")
+    for r in response.results:
+        text = r.text.replace("\n", " ")
+        print(f"{r.rank + 1:>2}. {r.score:8.4f}  {r.id:<12} {r.path:<24} {text[:80]}")
+    return 0
+
+
+def cmd_pipelines(args) -> int:
+    if args.json:
+        print(json.dumps({name: to_dict(p) for name, p in PIPELINES.items()}, ensure_ascii=False, indent=2))
+        return 0
+    for name, p in PIPELINES.items():
+        extras = [f"fusion={p.fusion}", f"max_results={p.max_results}", f"depth={p.path_depth}"]
+        if p.min_score is not None:
+            extras.append(f"min_score={p.min_score}")
+        if p.token_budget is not None:
+            extras.append(f"token_budget={p.token_budget}")
+        if p.fusion == "rrf" or p.fusion == "salience":
+            extras.append(f"rrf_k={p.rrf.rrf_k:g}")
+        if p.fusion == "weighted":
+            extras.append(f"weights={p.weighted.vector_weight}/{p.weighted.text_weight} norm={p.weighted.text_norm}")
+        if p.fusion == "adaptive":
+            extras.append("router=on" if p.adaptive.intent_router else f"profile={p.adaptive.profile.name}")
+        if p.fast_path or p.timeline_path:
+            extras.append("routes=fast,timeline")
+        print(f"{name:<17} {' '.join(extras)}\n{'':<17} {p.description}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("index", help="build or refresh a dataset's indexes")
+    p.add_argument("dataset")
+    p.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="minilm, use-multilingual or a model path")
+    p.add_argument("--rebuild", action="store_true", help="rebuild even if the index is current")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("search", help="search a dataset with a pipeline")
+    p.add_argument("dataset")
+    p.add_argument("query")
+    p.add_argument("--pipeline", default="rrf", help="a pipeline name or a TOML file")
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--scope", choices=["global", "project"])
+    p.add_argument("--group")
+    p.add_argument("--project")
+    p.add_argument("--embedder", default=DEFAULT_EMBEDDER)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("pipelines", help="list the named pipelines")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_pipelines)

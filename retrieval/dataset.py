@@ -1,0 +1,369 @@
+"""Load and validate a dataset folder (BEIR layout plus memory metadata).
+
+Layout: ``corpus.jsonl``, ``queries.jsonl`` (optional), ``qrels/test.tsv`` or
+``qrels.tsv`` (optional) and ``dataset.toml`` (optional).
+
+Defaults for missing document metadata (documented in README.md):
+``scope`` "global", ``memory_type`` "fact", ``confidence`` 1.0, ``vitality`` 50,
+``reinforcement`` 0, ``access_count`` 0, ``updated_at`` = ``created_at``; an undated
+memory has no age (its recency score is 0). The reference time ("now") is the
+query's ``reference_time``, else ``dataset.toml``'s, else the newest date in the corpus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+MAX_TEXT_CHARS = 100_000
+SCOPES = ("global", "project")
+_DOC_FIELDS = {
+    "_id", "text", "title", "path", "line_start", "line_end", "scope", "project", "group",
+    "memory_type", "created_at", "updated_at", "confidence", "vitality", "reinforcement",
+    "access_count", "source", "related",
+}
+_QUERY_FIELDS = {"_id", "text", "intent", "lang", "scope", "group", "reference_time"}
+
+
+class DatasetError(ValueError):
+    """Every problem found in a dataset, one ``file:line: field: what is wrong`` each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        shown = self.problems[:20]
+        more = len(self.problems) - len(shown)
+        text = "\n".join(shown) + (f"\n… and {more} more problems" if more > 0 else "")
+        super().__init__(text)
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    text: str
+    title: str = ""
+    path: str = ""
+    line_start: int = 0
+    line_end: int = 0
+    scope: str = "global"
+    project: str = ""
+    group: str = ""
+    memory_type: str = "fact"
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    confidence: float = 1.0
+    vitality: float = 50.0
+    reinforcement: int = 0
+    access_count: int = 0
+    source: str = ""
+    related: tuple[str, ...] = ()
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+    intent: str = ""
+    lang: str = ""
+    scope: str = ""
+    group: str = ""
+    reference_time: datetime | None = None
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    root: Path
+    name: str
+    documents: tuple[Document, ...]
+    queries: tuple[Query, ...]
+    qrels: dict[str, dict[str, int]]
+    reference_time: datetime
+    description: str = ""
+    languages: tuple[str, ...] = ()
+    license: str = ""
+    fingerprint: str = ""
+
+    def query_reference_time(self, query: Query) -> datetime:
+        return query.reference_time or self.reference_time
+
+
+def parse_time(value: object) -> datetime:
+    """ISO 8601 string → aware datetime (naive values are taken as UTC)."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected an ISO 8601 string, got {value!r}")
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(f"not an ISO 8601 date/time: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+class _Problems(list):
+    def add(self, file: str, line: int, field_name: str, message: str) -> None:
+        self.append(f"{file}:{line}: {field_name}: {message}")
+
+
+def _read_lines(path: Path, problems: _Problems) -> list[tuple[int, str]] | None:
+    name = path.name if path.parent.name != "qrels" else f"qrels/{path.name}"
+    data = path.read_bytes()
+    if not data.strip():
+        problems.add(name, 1, "file", "is empty")
+        return None
+    if data.startswith(b"\xef\xbb\xbf"):
+        problems.add(name, 1, "encoding", "starts with a UTF-8 byte-order mark (BOM); save it as plain UTF-8")
+        return None
+    lines = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            problems.add(name, number, "encoding", f"not valid UTF-8 (byte {error.start})")
+            continue
+        if text.strip():
+            lines.append((number, text.rstrip("\r")))
+    return lines
+
+
+def _number(obj: dict, key: str, default, lo, hi, kind, problems, file, line):
+    if key not in obj or obj[key] is None:
+        return default
+    value = obj[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+        kind is int and not float(value).is_integer()
+    ):
+        problems.add(file, line, key, f"expected {'an integer' if kind is int else 'a number'}, got {value!r}")
+        return default
+    if not math.isfinite(value) or (lo is not None and value < lo) or (hi is not None and value > hi):
+        bounds = f"in [{lo}, {hi}]" if hi is not None else f"≥ {lo}"
+        problems.add(file, line, key, f"{value!r} is out of range (must be {bounds})")
+        return default
+    return kind(value)
+
+
+def _string(obj, key, problems, file, line, default=""):
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        problems.add(file, line, key, f"expected a string, got {type(value).__name__}")
+        return default
+    return value
+
+
+def _time(obj, key, problems, file, line):
+    if obj.get(key) in (None, ""):
+        return None
+    try:
+        return parse_time(obj[key])
+    except ValueError as error:
+        problems.add(file, line, key, str(error))
+        return None
+
+
+def _json_objects(path: Path, problems: _Problems):
+    lines = _read_lines(path, problems)
+    for number, text in lines or ():
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as error:
+            problems.add(path.name, number, "json", f"malformed JSON ({error.msg} at column {error.colno})")
+            continue
+        if not isinstance(obj, dict):
+            problems.add(path.name, number, "json", "expected a JSON object")
+            continue
+        yield number, obj
+
+
+def _id_and_text(obj, problems, file, line) -> tuple[str, str] | None:
+    ok = True
+    raw_id = obj.get("_id")
+    if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        raw_id = str(raw_id)
+    if not isinstance(raw_id, str) or not raw_id.strip():
+        problems.add(file, line, "_id", "missing or empty")
+        ok = False
+    text = obj.get("text")
+    if not isinstance(text, str) or not text.strip():
+        problems.add(file, line, "text", "missing or empty")
+        ok = False
+    elif len(text) > MAX_TEXT_CHARS:
+        problems.add(file, line, "text", f"{len(text)} characters exceeds the {MAX_TEXT_CHARS} limit; split it")
+        ok = False
+    return (raw_id, text) if ok else None
+
+
+def _load_documents(path: Path, problems: _Problems) -> list[Document]:
+    docs: list[Document] = []
+    seen: dict[str, int] = {}
+    for line, obj in _json_objects(path, problems):
+        file = path.name
+        head = _id_and_text(obj, problems, file, line)
+        if head is None:
+            continue
+        doc_id, text = head
+        if doc_id in seen:
+            problems.add(file, line, "_id", f"duplicate id {doc_id!r} (first on line {seen[doc_id]})")
+            continue
+        seen[doc_id] = line
+        scope = _string(obj, "scope", problems, file, line, "global") or "global"
+        if scope not in SCOPES:
+            problems.add(file, line, "scope", f"{scope!r} is not one of {list(SCOPES)}")
+        related = obj.get("related") or []
+        if not isinstance(related, list) or not all(isinstance(r, str) for r in related):
+            problems.add(file, line, "related", "expected a list of document ids")
+            related = []
+        created = _time(obj, "created_at", problems, file, line)
+        updated = _time(obj, "updated_at", problems, file, line) or created
+        title = _string(obj, "title", problems, file, line)
+        extra = {k: v for k, v in obj.items() if k not in _DOC_FIELDS}
+        docs.append(Document(
+            id=doc_id, text=text, title=title,
+            path=_string(obj, "path", problems, file, line),
+            line_start=_number(obj, "line_start", 0, 0, None, int, problems, file, line),
+            line_end=_number(obj, "line_end", 0, 0, None, int, problems, file, line),
+            scope=scope,
+            project=_string(obj, "project", problems, file, line),
+            group=_string(obj, "group", problems, file, line),
+            memory_type=_string(obj, "memory_type", problems, file, line, "fact") or "fact",
+            created_at=created, updated_at=updated,
+            confidence=_number(obj, "confidence", 1.0, 0.0, 1.0, float, problems, file, line),
+            vitality=_number(obj, "vitality", 50.0, 0.0, 100.0, float, problems, file, line),
+            reinforcement=_number(obj, "reinforcement", 0, 0, None, int, problems, file, line),
+            access_count=_number(obj, "access_count", 0, 0, None, int, problems, file, line),
+            source=_string(obj, "source", problems, file, line),
+            related=tuple(related), extra=extra,
+        ))
+    return docs
+
+
+def _load_queries(path: Path, problems: _Problems) -> list[Query]:
+    queries: list[Query] = []
+    seen: dict[str, int] = {}
+    for line, obj in _json_objects(path, problems):
+        file = path.name
+        head = _id_and_text(obj, problems, file, line)
+        if head is None:
+            continue
+        query_id, text = head
+        if query_id in seen:
+            problems.add(file, line, "_id", f"duplicate id {query_id!r} (first on line {seen[query_id]})")
+            continue
+        seen[query_id] = line
+        scope = _string(obj, "scope", problems, file, line)
+        if scope and scope not in SCOPES:
+            problems.add(file, line, "scope", f"{scope!r} is not one of {list(SCOPES)}")
+        queries.append(Query(
+            id=query_id, text=text,
+            intent=_string(obj, "intent", problems, file, line),
+            lang=_string(obj, "lang", problems, file, line),
+            scope=scope,
+            group=_string(obj, "group", problems, file, line),
+            reference_time=_time(obj, "reference_time", problems, file, line),
+            extra={k: v for k, v in obj.items() if k not in _QUERY_FIELDS},
+        ))
+    return queries
+
+
+def _load_qrels(path: Path, doc_ids: set[str], query_ids: set[str], problems: _Problems):
+    qrels: dict[str, dict[str, int]] = {}
+    file = f"qrels/{path.name}" if path.parent.name == "qrels" else path.name
+    for line, text in _read_lines(path, problems) or ():
+        parts = text.split("\t") if "\t" in text else text.split()
+        if line == 1 and parts and parts[0].strip().lower() in ("query-id", "query_id", "qid"):
+            continue
+        if len(parts) == 4:  # TREC layout: qid 0 docid grade
+            parts = [parts[0], parts[2], parts[3]]
+        if len(parts) != 3:
+            problems.add(file, line, "row", f"expected 3 columns (query-id corpus-id score), got {len(parts)}")
+            continue
+        query_id, doc_id, grade = (p.strip() for p in parts)
+        try:
+            value = int(grade)
+        except ValueError:
+            problems.add(file, line, "score", f"expected an integer grade, got {grade!r}")
+            continue
+        if value < 0:
+            problems.add(file, line, "score", f"grade {value} is negative")
+            continue
+        if query_id not in query_ids:
+            problems.add(file, line, "query-id", f"unknown query {query_id!r}")
+            continue
+        if doc_id not in doc_ids:
+            problems.add(file, line, "corpus-id", f"unknown document {doc_id!r}")
+            continue
+        qrels.setdefault(query_id, {})[doc_id] = value
+    return qrels
+
+
+def _load_card(path: Path, problems: _Problems) -> dict:
+    try:
+        card = tomllib.loads(path.read_text("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        problems.add("dataset.toml", getattr(error, "lineno", 1) or 1, "toml", str(error))
+        return {}
+    if "reference_time" in card:
+        value = card["reference_time"]
+        try:
+            card["reference_time"] = value if isinstance(value, datetime) else parse_time(value)
+            if card["reference_time"].tzinfo is None:
+                card["reference_time"] = card["reference_time"].replace(tzinfo=timezone.utc)
+        except ValueError as error:
+            problems.add("dataset.toml", 1, "reference_time", str(error))
+            del card["reference_time"]
+    return card
+
+
+def qrels_path(root: Path) -> Path | None:
+    for candidate in (root / "qrels" / "test.tsv", root / "qrels.tsv"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def fingerprint(root: Path) -> str:
+    """sha256 over the dataset's files, so a result names the exact data it came from."""
+    digest = hashlib.sha256()
+    for path in (root / "corpus.jsonl", root / "queries.jsonl", qrels_path(root), root / "dataset.toml"):
+        if path is not None and path.is_file():
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def load_dataset(root: str | Path) -> Dataset:
+    """Read and validate a dataset folder; raise DatasetError listing every problem."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetError([f"{root}: not a dataset folder (expected corpus.jsonl inside)"])
+    if not (root / "corpus.jsonl").is_file():
+        raise DatasetError([f"{root}/corpus.jsonl: missing (a dataset needs at least a corpus)"])
+    problems = _Problems()
+    card = _load_card(root / "dataset.toml", problems) if (root / "dataset.toml").is_file() else {}
+    documents = _load_documents(root / "corpus.jsonl", problems)
+    queries = _load_queries(root / "queries.jsonl", problems) if (root / "queries.jsonl").is_file() else []
+    doc_ids = {d.id for d in documents}
+    for doc in documents:
+        for target in doc.related:
+            if target not in doc_ids:
+                problems.append(f"corpus.jsonl: related: {doc.id!r} links to unknown document {target!r}")
+    qpath = qrels_path(root)
+    qrels = _load_qrels(qpath, doc_ids, {q.id for q in queries}, problems) if qpath else {}
+    if problems:
+        raise DatasetError(problems)
+    dates = [d.updated_at for d in documents if d.updated_at is not None]
+    reference = card.get("reference_time") or (max(dates) if dates else datetime(2000, 1, 1, tzinfo=timezone.utc))
+    return Dataset(
+        root=root, name=str(card.get("name") or root.name),
+        documents=tuple(documents), queries=tuple(queries), qrels=qrels,
+        reference_time=reference,
+        description=str(card.get("description", "")),
+        languages=tuple(card.get("languages", ())),
+        license=str(card.get("license", "")),
+        fingerprint=fingerprint(root),
+    )
