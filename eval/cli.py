@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from eval import commands, importers
 from retrieval import cli as engine_cli
 from retrieval.dataset import DatasetError
 
@@ -14,6 +15,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rwb", description="Retrieval Workbench")
     sub = parser.add_subparsers(dest="command", required=True)
     engine_cli.add_commands(sub)
+    commands.add_commands(sub)
+    importers.add_commands(sub)
     return parser
 
 
