@@ -104,6 +104,22 @@ def cmd_pipelines(args) -> int:
     return 0
 
 
+def cmd_show(args) -> int:
+    from pathlib import Path
+
+    from retrieval.files import read_memory_file
+
+    start, end = 1, None
+    if args.lines:
+        try:
+            lo, _, hi = args.lines.partition(":")
+            start, end = int(lo or 1), (int(hi) if hi else None)
+        except ValueError:
+            raise ValueError(f"--lines must look like 10:20, got {args.lines!r}") from None
+    print(read_memory_file(Path(args.dataset), args.path, start, end))
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="build or refresh a dataset's indexes")
     p.add_argument("dataset")
@@ -123,6 +139,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("show", help="print a memory file (or lines of it) from inside a dataset folder")
+    p.add_argument("dataset")
+    p.add_argument("path", help="path relative to the dataset folder, e.g. user/preferences.md")
+    p.add_argument("--lines", help="line range START:END (1-based, inclusive)")
+    p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("pipelines", help="list the named pipelines")
     p.add_argument("--json", action="store_true")

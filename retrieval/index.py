@@ -129,6 +129,8 @@ def _check(build: Path, manifest: dict) -> None:
             vectors = np.load(build / "vectors.npy", mmap_mode="r")
             if vectors.shape[0] != len(ids):
                 raise IndexCorrupt(f"vectors.npy holds {vectors.shape[0]} rows, expected {len(ids)}")
+            if not (build / "lance").is_dir():
+                raise IndexCorrupt("the LanceDB folder is missing")
     except IndexCorrupt:
         raise
     except Exception as error:
