@@ -17,6 +17,8 @@ from typing import Iterable
 
 import tantivy
 
+from retrieval.dataset import scrub_text
+
 ANALYZER_VERSION = "bilingual-v1"
 WORDS_PATTERN = r"\p{Han}|[A-Za-z0-9]+"
 IDENTS_PATTERN = r"[A-Za-z0-9_]+(?:[./:\-][A-Za-z0-9_]+)*"
@@ -71,6 +73,7 @@ class IndexedDoc:
 
 def query_terms(text: str) -> list[tuple[str, str]]:
     """(field, term) pairs for a user string, deduplicated, capped at MAX_QUERY_TERMS."""
+    text = scrub_text(text)
     terms = [("words", t) for t in WORDS.analyze(text)]
     terms += [("idents", t) for t in IDENTS.analyze(text) if not t.isalnum() or len(t) > 1]
     return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
@@ -117,7 +120,7 @@ class BM25Index:
         clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
         for field, value in (("scope", filters.scope), ("project", filters.project), ("grp", filters.group)):
             if value:
-                clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, field, value)))
+                clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, field, scrub_text(value))))
         return tantivy.Query.boolean_query(clauses)
 
     def search(self, text: str, depth: int, filters: Filters = Filters()) -> list[tuple[str, float]]:

@@ -18,7 +18,7 @@ import numpy as np
 import tomli_w
 
 from retrieval.candidates import Candidates, build_candidates
-from retrieval.dataset import Query
+from retrieval.dataset import Query, scrub_text
 from retrieval.profiles import PRESETS, Profile, QualityFactors, preset
 from retrieval.ranking import Ranking, rank_rows
 from retrieval.scoring import (
@@ -335,6 +335,6 @@ def search(handle, text: str, config: PipelineConfig | str = "rrf", scope: str =
            project: str = "") -> Response:
     """Answer one free-text query with a pipeline (retrieval + scoring)."""
     config = get_pipeline(config)
-    query = Query(id="query", text=text)
+    query = Query(id="query", text=scrub_text(text))
     c = build_candidates(handle, [query], pool_depth=config.path_depth, scope=scope, group=group, project=project)
     return response_for(c, run_pipeline(c, config), 0, handle.dataset.documents)

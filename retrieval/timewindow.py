@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 WEEKDAYS_EN = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 WEEKDAYS_ZH = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 RECENT_DAYS = 7
+MAX_DAYS = 36_500  # "past 99999999999 days" means "ever", not an overflow
 _ZH_NUM = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 
 
@@ -30,7 +31,7 @@ class TimeWindow:
 
 
 def _number(text: str) -> int:
-    return int(text) if text.isdigit() else _ZH_NUM.get(text, 0)
+    return min(int(text) if text.isdigit() else _ZH_NUM.get(text, 0), MAX_DAYS)
 
 
 def parse_time_window(text: str, now: datetime) -> TimeWindow | None:

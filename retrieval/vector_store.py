@@ -37,8 +37,8 @@ def sql_literal(value: str) -> str:
     """Quote a user string as an SQL literal (control characters are refused)."""
     if not isinstance(value, str):
         raise TypeError(f"filter value must be a string, got {type(value).__name__}")
-    if any(ord(ch) < 32 for ch in value):
-        raise ValueError("filter value contains control characters")
+    if any(ord(ch) < 32 or 0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+        raise ValueError("filter value contains control characters or lone surrogates")
     return "'" + value.replace("'", "''") + "'"
 
 
