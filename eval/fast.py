@@ -13,7 +13,9 @@ metric against ranx on random runs with ties):
 - ``map@k``: Σ precision@i over relevant ranks i ≤ k / all relevant.
 
 A document is relevant when its grade is > 0. Only queries with at least one relevant
-judgment count; a judged query with no results scores 0.
+judgment count (``eval.runs`` makes the same choice for ranx); a counted query with no
+results scores 0, and so does a counted query the candidate table lacks (``n_missing``:
+it has no row here, but it is in the mean's denominator, as ranx would count it).
 """
 
 from __future__ import annotations
@@ -46,10 +48,12 @@ class Judged:
     ideal: np.ndarray          # (Q, m) relevant grades of each query, sorted descending, 0-padded
     n_relevant: np.ndarray     # per query
     judged: np.ndarray         # per query: has at least one relevant document
+    n_missing: int = 0         # counted qrels queries absent from the candidate table (score 0)
 
     @property
     def n_judged(self) -> int:
-        return int(self.judged.sum())
+        """Queries that count in a mean: judged ones of the table plus the missing ones."""
+        return int(self.judged.sum()) + self.n_missing
 
 
 def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
@@ -68,7 +72,9 @@ def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     for qi, grades in enumerate(lists):
         ideal[qi, :len(grades)] = grades
     n_relevant = np.array([len(x) for x in lists], dtype=np.int64)
-    return Judged(grade, ideal, n_relevant, n_relevant > 0)
+    present = set(c.query_ids)
+    missing = sum(1 for q, judgments in qrels.items() if q not in present and any(g > 0 for g in judgments.values()))
+    return Judged(grade, ideal, n_relevant, n_relevant > 0, missing)
 
 
 def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_METRICS) -> dict[str, np.ndarray]:
@@ -109,8 +115,8 @@ def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_M
 
 
 def mean_metrics(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_METRICS) -> dict[str, float]:
-    """Mean of each metric over the judged queries."""
+    """Mean of each metric over the counted queries (missing ones add 0 to the sum)."""
     values = per_query(c, judged, ranking, metrics)
     if judged.n_judged == 0:
         return {name: 0.0 for name in metrics}
-    return {name: float(np.nanmean(v)) for name, v in values.items()}
+    return {name: float(np.nansum(v)) / judged.n_judged for name, v in values.items()}

@@ -1,0 +1,367 @@
+"""Grid and random search over numeric parameters of a pipeline, with k-fold cross-validation.
+
+Any numeric dotted field of a config can be swept (``rrf.rrf_k``, ``weighted.vector_weight``,
+``adaptive.profile.w_dense``, ``adaptive.profiles.debug.quality.conf_low_factor``,
+``adaptive.half_life_days``, ``candidate_multiplier``, …) and so can the optional top-level
+numbers that a config may leave unset (``min_score``, ``depth``, ``token_budget``).
+
+A parameter's values are ``lo, lo + step, …`` up to ``hi`` (``name=lo:hi:step``). A sum
+constraint (``a+b+c=1``) keeps only the grid points whose values sum to the total, compared
+with ``math.isclose`` — never ``==``: in floating point ``0.2 + 0.7 + 0.1`` is
+``0.9999999999999999``, which is how ranx's weight grid silently loses combinations (a 3-way
+grid at step 0.1 summing to 1 has C(12, 2) = 66 points; ``==`` keeps 62). ``random`` draws
+that many distinct points of the same grid, seeded.
+
+Every configuration is scored once per query with ``eval.fast`` on the stored pool; folds are
+then only index sets. Cross-validation: the counted queries are shuffled with ``seed`` and
+split into ``folds`` parts; for each fold the configuration with the best mean on the other
+folds (its training queries) is picked, and its mean on the held-out fold is reported. The
+held-out means estimate how a tuned configuration does on unseen queries; the final winner
+is the best configuration on all queries (an in-sample, optimistic number). Ties go to the
+configuration enumerated first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from eval.fast import judge, parse_metric, per_query
+from retrieval.candidates import Candidates
+from retrieval.pipeline import PipelineConfig, get_param, numeric_params, run_pipeline, to_toml, with_param
+
+OPTIONAL_NUMERIC = {"min_score": float, "depth": int, "token_budget": int}
+MAX_POINTS = 1_000_000       # configurations one sweep may evaluate
+ENUMERATE_LIMIT = 200_000    # random search lists the grid up to this size, else draws points
+_SPEC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=\s*([^:]+):([^:]+):([^:]+)\s*$")
+
+
+def sweepable_params(config: PipelineConfig) -> list[str]:
+    """Dotted names that can be swept on ``config``."""
+    names = numeric_params(config)
+    return names + [n for n in OPTIONAL_NUMERIC if n not in names]
+
+
+def _is_int_param(config: PipelineConfig, name: str) -> bool:
+    if name in OPTIONAL_NUMERIC:
+        return OPTIONAL_NUMERIC[name] is int
+    value = get_param(config, name)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def set_param(config: PipelineConfig, name: str, value: float) -> PipelineConfig:
+    """``with_param`` that also sets the optional top-level numbers (``min_score`` …)."""
+    if name in OPTIONAL_NUMERIC:
+        kind = OPTIONAL_NUMERIC[name]
+        return dataclasses.replace(config, **{name: kind(value) if kind is int else float(value)})
+    return with_param(config, name, value)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """``name=lo:hi:step``: the values ``lo + i·step`` for ``i = 0 … ⌊(hi − lo)/step⌋``."""
+
+    name: str
+    lo: float
+    hi: float
+    step: float
+    integer: bool = False
+
+    def __post_init__(self):
+        if not all(math.isfinite(v) for v in (self.lo, self.hi, self.step)):
+            raise ValueError(f"--param {self.name}: lo, hi and step must be finite numbers")
+        if self.lo > self.hi:
+            raise ValueError(f"--param {self.name}: lo ({self.lo:g}) must be ≤ hi ({self.hi:g})")
+        if not self.step > 0:
+            raise ValueError(f"--param {self.name}: step must be > 0, got {self.step:g}")
+        if self.integer and not all(float(v).is_integer() for v in (self.lo, self.hi, self.step)):
+            raise ValueError(f"--param {self.name} is an integer parameter: lo, hi and step must be whole numbers")
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        n = int(math.floor((self.hi - self.lo) / self.step + 1e-9)) + 1
+        # rounding: 0.1·3 is 0.30000000000000004; the grid point meant is 0.3
+        out = tuple(round(self.lo + i * self.step, 12) for i in range(n))
+        return tuple(int(v) for v in out) if self.integer else out
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.lo:g}:{self.hi:g}:{self.step:g}"
+
+
+@dataclass(frozen=True)
+class SumConstraint:
+    """Grid points must satisfy ``Σ names = total`` (``math.isclose``, abs_tol 1e-9)."""
+
+    names: tuple[str, ...]
+    total: float
+
+    def holds(self, values: dict[str, float]) -> bool:
+        return math.isclose(math.fsum(values[n] for n in self.names), self.total, rel_tol=1e-9, abs_tol=1e-9)
+
+    def __str__(self) -> str:
+        return f"{'+'.join(self.names)}={self.total:g}"
+
+
+def parse_param(text: str, config: PipelineConfig) -> ParamSpec:
+    """``name=lo:hi:step`` for a sweepable parameter of ``config``."""
+    match = _SPEC.match(text)
+    if not match:
+        raise ValueError(f"bad --param {text!r}: expected name=lo:hi:step, e.g. rrf.rrf_k=10:100:10")
+    name = match.group(1)
+    valid = sweepable_params(config)
+    if name not in valid:
+        raise ValueError(f"unknown parameter {name!r} for pipeline {config.name!r}; valid: {', '.join(valid)}")
+    try:
+        lo, hi, step = (float(match.group(i)) for i in (2, 3, 4))
+    except ValueError:
+        raise ValueError(f"bad --param {text!r}: lo, hi and step must be numbers (name=lo:hi:step)") from None
+    return ParamSpec(name, lo, hi, step, _is_int_param(config, name))
+
+
+def parse_sum(text: str, specs: Sequence[ParamSpec]) -> SumConstraint:
+    """``a+b+c=1`` over swept parameters."""
+    left, sep, right = text.partition("=")
+    names = tuple(n.strip() for n in left.split("+") if n.strip())
+    try:
+        total = float(right)
+    except ValueError:
+        total = math.nan
+    if not sep or len(names) < 2 or not math.isfinite(total):
+        raise ValueError(f"bad --sum {text!r}: expected name+name[+…]=total, e.g. rrf.w_dense+rrf.w_sparse=1")
+    swept = {s.name for s in specs}
+    unknown = [n for n in names if n not in swept]
+    if unknown:
+        raise ValueError(f"--sum {text!r}: {unknown[0]!r} is not a swept parameter; swept: {sorted(swept)}")
+    return SumConstraint(names, total)
+
+
+@dataclass(frozen=True)
+class Space:
+    """The grid of several parameters, with optional sum constraints."""
+
+    specs: tuple[ParamSpec, ...]
+    constraints: tuple[SumConstraint, ...] = ()
+
+    def __post_init__(self):
+        names = [s.name for s in self.specs]
+        if not names:
+            raise ValueError("no parameter to sweep; give --param name=lo:hi:step")
+        if len(set(names)) != len(names):
+            raise ValueError(f"a parameter is given twice: {names}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.specs)
+
+    @property
+    def raw_size(self) -> int:
+        return math.prod(len(s.values) for s in self.specs)
+
+    def _ok(self, point: tuple) -> bool:
+        values = dict(zip(self.names, point))
+        return all(c.holds(values) for c in self.constraints)
+
+    def grid(self) -> Iterator[tuple]:
+        """Every point, in ``itertools.product`` order, that meets the constraints."""
+        for point in itertools.product(*(s.values for s in self.specs)):
+            if self._ok(point):
+                yield point
+
+    def sample(self, n: int, seed: int) -> list[tuple]:
+        """``n`` distinct grid points drawn uniformly (all of them if the grid is smaller)."""
+        if n < 1:
+            raise ValueError(f"--random must be ≥ 1, got {n}")
+        rng = np.random.default_rng([seed, 1])
+        if self.raw_size <= ENUMERATE_LIMIT:
+            points = list(self.grid())
+            if n >= len(points):
+                return points
+            return [points[i] for i in rng.choice(len(points), size=n, replace=False)]
+        values = [s.values for s in self.specs]
+        seen: dict[tuple, None] = {}
+        for _ in range(1000 * n):
+            point = tuple(v[rng.integers(len(v))] for v in values)
+            if point not in seen and self._ok(point):
+                seen[point] = None
+                if len(seen) == n:
+                    break
+        return list(seen)
+
+
+def make_folds(n_queries: int, folds: int, seed: int) -> np.ndarray:
+    """Fold index of each query: a seeded shuffle split into ``folds`` near-equal parts."""
+    if not isinstance(folds, int) or folds < 2:
+        raise ValueError(f"--folds must be ≥ 2, got {folds}")
+    if folds > n_queries:
+        raise ValueError(f"--folds {folds} exceeds the number of judged queries ({n_queries})")
+    order = np.random.default_rng([seed, 0]).permutation(n_queries)
+    fold_of = np.empty(n_queries, dtype=np.int64)
+    for f, part in enumerate(np.array_split(order, folds)):
+        fold_of[part] = f
+    return fold_of
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    fold: int
+    n_train: int
+    n_test: int
+    best: dict[str, float]     # parameter values picked on the training queries
+    train_mean: float
+    test_mean: float           # held-out fold mean of that configuration
+
+
+@dataclass(frozen=True, eq=False)
+class SweepResult:
+    base: PipelineConfig
+    space: Space
+    metric: str
+    mode: str                  # "grid" or "random"
+    seed: int
+    n_queries: int
+    points: np.ndarray         # (n_configs, n_params) in evaluation order
+    scores: np.ndarray         # (n_configs,) mean over all counted queries
+    folds: tuple[FoldResult, ...]
+    best_index: int
+    best_config: PipelineConfig
+    base_score: float          # the untuned pipeline on all counted queries
+    seconds: float
+    dataset: str = ""
+    fingerprint: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def best_params(self) -> dict[str, float]:
+        return _as_params(self.space, self.points[self.best_index])
+
+    @property
+    def best_score(self) -> float:
+        return float(self.scores[self.best_index])
+
+    @property
+    def train_mean(self) -> float:
+        return float(np.mean([f.train_mean for f in self.folds]))
+
+    @property
+    def held_out_mean(self) -> float:
+        return float(np.mean([f.test_mean for f in self.folds]))
+
+    @property
+    def configs_per_second(self) -> float:
+        return len(self.scores) / self.seconds if self.seconds > 0 else float("inf")
+
+    def best_toml(self) -> str:
+        return to_toml(self.best_config)
+
+    def to_json(self) -> dict:
+        return {
+            "dataset": self.dataset, "fingerprint": self.fingerprint, "pipeline": self.base.name,
+            "params": [str(s) for s in self.space.specs],
+            "constraints": [str(c) for c in self.space.constraints],
+            "metric": self.metric, "mode": self.mode, "seed": self.seed, "n_queries": self.n_queries,
+            "n_configs": int(len(self.scores)), "seconds": round(self.seconds, 3),
+            "configs_per_second": round(self.configs_per_second, 1),
+            "base_score": self.base_score,
+            "best": {"params": self.best_params, "score": self.best_score, "name": self.best_config.name},
+            "cv": {
+                "folds": len(self.folds), "train_mean": self.train_mean, "held_out_mean": self.held_out_mean,
+                "per_fold": [dataclasses.asdict(f) for f in self.folds],
+            },
+            "points": [dict(_as_params(self.space, p), score=float(s)) for p, s in zip(self.points, self.scores)],
+            "best_toml": self.best_toml(),
+        }
+
+
+def _as_params(space: Space, point) -> dict[str, float]:
+    return {s.name: (int(v) if s.integer else float(v)) for s, v in zip(space.specs, point)}
+
+
+def apply_point(base: PipelineConfig, space: Space, point) -> PipelineConfig:
+    config = base
+    for name, value in _as_params(space, point).items():
+        try:
+            config = set_param(config, name, value)
+        except ValueError as error:
+            raise ValueError(f"{name}={value:g} is not valid for pipeline {base.name!r}: {error}") from None
+    return config
+
+
+def query_scores(c: Candidates, judged, config: PipelineConfig, metric: str, n_missing: int) -> np.ndarray:
+    """Per-query ``metric`` of ``config`` over the counted queries (pool order, missing ones 0)."""
+    values = per_query(c, judged, run_pipeline(c, config).ranking, (metric,))[metric][judged.judged]
+    return np.concatenate([values, np.zeros(n_missing)]) if n_missing else values
+
+
+def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig, space: Space,
+          metric: str = "ndcg@5", random: int | None = None, folds: int = 5, seed: int = 0,
+          progress: Callable[[int, int], None] | None = None, name: str | None = None) -> SweepResult:
+    """Score every configuration of ``space`` (or ``random`` of them) and cross-validate."""
+    parse_metric(metric)
+    judged = judge(c, qrels)
+    n = judged.n_judged
+    if n == 0:
+        raise ValueError("no query has a relevant judgment (grade > 0): nothing to tune on")
+    fold_of = make_folds(n, folds, seed)
+    if random is None:
+        if space.raw_size > 5 * MAX_POINTS:
+            raise ValueError(f"the grid has {space.raw_size:,} points; use --random N or coarser steps")
+        points = list(space.grid())
+        mode = "grid"
+    else:
+        points = space.sample(random, seed)
+        mode = "random"
+    if not points:
+        raise ValueError("no grid point satisfies the constraints; check --param ranges and --sum")
+    if len(points) > MAX_POINTS:
+        raise ValueError(f"{len(points):,} configurations exceed the limit of {MAX_POINTS:,}; use --random N")
+    for point in (points[0], points[-1]):  # fail early, naming the parameter, on an invalid value
+        config = apply_point(base, space, point)
+        if config.path_depth > c.pool_depth:
+            raise ValueError(f"{', '.join(f'{k}={v:g}' for k, v in _as_params(space, point).items())} takes "
+                             f"{config.path_depth} candidates per path but the pool holds {c.pool_depth}; "
+                             f"narrow the range or rerun with --pool-depth {config.path_depth}")
+    n_fold = np.bincount(fold_of, minlength=folds).astype(np.float64)
+    best_train = np.full(folds, -np.inf)
+    best_at = np.zeros(folds, dtype=np.int64)
+    best_test = np.zeros(folds)
+    scores = np.empty(len(points))
+    start = time.perf_counter()
+    for i, point in enumerate(points):
+        values = query_scores(c, judged, apply_point(base, space, point), metric, judged.n_missing)
+        total = values.sum()
+        fold_sum = np.bincount(fold_of, weights=values, minlength=folds)
+        train = (total - fold_sum) / (n - n_fold)
+        better = train > best_train
+        best_train[better] = train[better]
+        best_at[better] = i
+        best_test[better] = fold_sum[better] / n_fold[better]
+        scores[i] = total / n
+        if progress:
+            progress(i + 1, len(points))
+    seconds = time.perf_counter() - start
+    best_index = int(np.argmax(scores))  # first maximum: ties go to the earlier configuration
+    tuned = apply_point(base, space, points[best_index])
+    label = name or f"{base.name}-tuned"
+    summary = ", ".join(f"{k}={v:g}" for k, v in _as_params(space, points[best_index]).items())
+    tuned = dataclasses.replace(tuned, name=label, description=(
+        f"{base.name} tuned by rwb sweep on {c.dataset} ({metric} {scores[best_index]:.4f} on {n} queries): "
+        f"{summary}"))
+    fold_results = tuple(
+        FoldResult(f, int(n - n_fold[f]), int(n_fold[f]), _as_params(space, points[best_at[f]]),
+                   float(best_train[f]), float(best_test[f]))
+        for f in range(folds)
+    )
+    base_score = float(query_scores(c, judged, base, metric, judged.n_missing).mean())
+    return SweepResult(
+        base=base, space=space, metric=metric, mode=mode, seed=seed, n_queries=n,
+        points=np.asarray(points, dtype=np.float64).reshape(len(points), len(space.specs)), scores=scores,
+        folds=fold_results, best_index=best_index, best_config=tuned, base_score=base_score, seconds=seconds,
+        dataset=c.dataset, fingerprint=c.fingerprint,
+    )

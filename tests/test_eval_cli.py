@@ -1,0 +1,126 @@
+"""``rwb eval`` / ``rwb sweep`` / ``rwb report`` as a user runs them, on the tiny fixture.
+
+The pool is built once in the session's RWB_HOME; the subprocesses read it from the store.
+Bad input must exit non-zero with one ``rwb: error:`` line and no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval.cli import main as rwb_main
+from eval.pool import load_pool
+from retrieval.pipeline import get_pipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "tests" / "fixtures" / "tiny"
+RWB = [sys.executable, "-m", "eval.cli"]
+
+
+@pytest.fixture(scope="module")
+def home(tiny, rwb_home):
+    load_pool(tiny)  # retrieval happens once; every command below reads the stored pool
+    return rwb_home
+
+
+def rwb(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "LANCEDB_LOG": "error"}
+    return subprocess.run([*RWB, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+
+
+def test_eval_prints_the_table_and_writes_json(home, tmp_path):
+    out = tmp_path / "eval.json"
+    proc = rwb(home, "eval", str(TINY), "--pipeline", "rrf", "--pipeline", "seed-adaptive",
+               "--metrics", "ndcg@5,recall@5", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("pipeline"))
+    assert "ndcg@5" in header and "recall@5" in header
+    assert any(line.startswith("vector (baseline)") for line in lines)   # baseline added though not listed
+    assert any(line.startswith("rrf") and "p=" in line for line in lines)
+    data = json.loads(out.read_text("utf-8"))
+    assert data["dataset"] == "tiny" and data["n_queries"] == 4 and data["metrics"] == ["ndcg@5", "recall@5"]
+    assert set(data["results"]) == {"vector", "rrf", "seed-adaptive"}
+    for key in ("per_intent", "per_query"):
+        assert set(data[key]) == {"vector", "rrf", "seed-adaptive"}
+    cell = data["significance"]["seed-adaptive"]["ndcg@5"]
+    assert set(cell) >= {"p_value", "wins", "ties", "losses"}
+
+
+def test_sweep_writes_a_toml_usable_as_pipeline(home, tmp_path):
+    best, out = tmp_path / "best.toml", tmp_path / "sweep.json"
+    proc = rwb(home, "sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10",
+               "--param", "rrf.w_dense=0:1:0.5", "--folds", "2", "--seed", "3", "--out", str(best), "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "held-out" in proc.stdout
+    data = json.loads(out.read_text("utf-8"))
+    assert data["n_configs"] == 6 * 3 and data["cv"]["folds"] == 2
+    config = get_pipeline(str(best))
+    assert config.name == "rrf-tuned" and config.rrf.rrf_k == data["best"]["params"]["rrf.rrf_k"]
+    again = rwb(home, "eval", str(TINY), "--pipeline", str(best), "--metrics", "ndcg@5", "--json",
+                str(tmp_path / "again.json"))
+    assert again.returncode == 0, again.stderr
+    scores = json.loads((tmp_path / "again.json").read_text("utf-8"))["results"]
+    assert scores["rrf-tuned"]["ndcg@5"] == pytest.approx(data["best"]["score"], abs=1e-12)
+
+
+def test_report_writes_three_files(home, tmp_path):
+    out = tmp_path / "report"
+    proc = rwb(home, "report", str(TINY), "--pipeline", "rrf", "--sweep", "rrf", "--param", "rrf.rrf_k=20:60:20",
+               "--folds", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    for name in ("report.html", "report.md", "report.json"):
+        assert (out / name).is_file()
+    assert json.loads((out / "report.json").read_text("utf-8"))["sweep"]["n_configs"] == 3
+
+
+def test_bad_input_in_a_real_process_is_one_line_without_traceback(home):
+    proc = rwb(home, "sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10-60")
+    assert proc.returncode != 0
+    assert proc.stderr.startswith("rwb: error: bad --param 'rrf.rrf_k=10-60'")
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["eval", str(TINY), "--pipeline", "rrf", "--metrics", "ndcg@5,foo@3"], "unknown metric 'foo@3'"),
+    (["eval", str(TINY), "--pipeline", "nope"], "unknown pipeline 'nope'"),
+    (["eval", str(TINY), "--pipeline", "rrf", "--test", "tukey"], "unknown --test 'tukey'"),
+    (["eval", str(TINY), "--pipeline", "rrf", "--pool-depth", "10"], "rerun with --pool-depth 20"),
+    (["sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60"], "expected name=lo:hi:step"),
+    (["sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=60:10:10"], "lo (60) must be ≤ hi (10)"),
+    (["sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:0"], "step must be > 0"),
+    (["sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.k=1:2:1"], "unknown parameter 'rrf.k'"),
+    (["sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10", "--folds", "1"],
+     "--folds must be ≥ 2"),
+    (["sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10", "--folds", "5"],
+     "--folds 5 exceeds the number of judged queries (4)"),
+    (["sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10", "--metric", "ndcg"],
+     "unknown metric 'ndcg'"),
+    (["sweep", str(TINY), "--param", "rrf.rrf_k=10:60:10"], "give the pipeline to tune"),
+    (["report", str(TINY), "--pipeline", "rrf"], "--out DIR"),
+    (["eval", str(TINY / "missing"), "--pipeline", "rrf"], "invalid dataset"),
+])
+def test_bad_input_gives_one_line_reason(home, capsys, args, reason):
+    assert rwb_main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rwb: error:") and reason in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["sweep", str(TINY), "--pipeline", "rrf", "--folds", "abc"], "sweep: argument --folds: invalid int value"),
+    (["eval", str(TINY), "--alpha"], "eval: argument --alpha: expected one argument"),
+    (["report", str(TINY), "--pool-depth", "x"], "report: argument --pool-depth: invalid int value"),
+])
+def test_argument_errors_are_one_line_too(capsys, args, reason):
+    with pytest.raises(SystemExit) as exit_info:
+        rwb_main(args)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rwb: error:") and reason in err and len(err.strip().splitlines()) == 1

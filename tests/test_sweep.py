@@ -1,0 +1,167 @@
+"""Grid and random search with cross-validation (eval/sweep.py) on the tiny fixture's real pool."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from eval.evaluate import fast_metrics
+from eval.fast import judge, per_query
+from eval.pool import load_pool
+from eval.sweep import (
+    ParamSpec, Space, SumConstraint, apply_point, make_folds, parse_param, parse_sum, sweep, sweepable_params,
+)
+from retrieval.pipeline import PIPELINES, from_toml, get_param, get_pipeline, run_pipeline
+
+RRF = PIPELINES["rrf"]
+ADAPTIVE = PIPELINES["seed-adaptive"]
+
+
+@pytest.fixture(scope="module")
+def pool(tiny, rwb_home):
+    return load_pool(tiny)
+
+
+def test_values_are_the_decimal_grid_points():
+    assert ParamSpec("w", 0, 1, 0.1).values == tuple(i / 10 for i in range(11))
+    assert ParamSpec("w", 0, 1, 0.1).values[3] == 0.3            # not 0.30000000000000004
+    assert ParamSpec("k", 10, 100, 30).values == (10, 40, 70, 100)
+    assert ParamSpec("k", 10, 95, 30).values == (10, 40, 70)      # hi is an upper bound
+    assert ParamSpec("k", 5, 5, 1).values == (5,)
+    assert parse_param("max_results=3:5:1", RRF).values == (3, 4, 5)  # integer field stays integer
+
+
+def test_a_three_way_weight_grid_summing_to_one_keeps_all_66_points():
+    names = [f"adaptive.profiles.debug.{w}" for w in ("w_dense", "w_sparse", "w_time")]
+    specs = tuple(parse_param(f"{n}=0:1:0.1", ADAPTIVE) for n in names)
+    space = Space(specs, (parse_sum("+".join(names) + "=1", specs),))
+    points = list(space.grid())
+    assert len(points) == math.comb(10 + 2, 2) == 66          # compositions of 10 tenths into 3 parts
+    assert len(set(points)) == 66
+    assert all(math.isclose(sum(p), 1.0) for p in points)
+    # the float == test ranx uses loses some of them (0.2 + 0.7 + 0.1 == 0.9999999999999999)
+    exact = [p for p in itertools.product(specs[0].values, repeat=3) if p[0] + p[1] + p[2] == 1.0]
+    assert len(exact) < 66
+    assert (0.2, 0.7, 0.1) in points and (0.2, 0.7, 0.1) not in exact
+
+
+def test_a_plain_grid_is_the_full_product():
+    space = Space((parse_param("rrf.rrf_k=10:60:10", RRF), parse_param("rrf.w_dense=0:1:0.5", RRF)))
+    assert list(space.grid()) == [(k, w) for k in (10, 20, 30, 40, 50, 60) for w in (0.0, 0.5, 1.0)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("rrf.rrf_k", "expected name=lo:hi:step"),
+    ("rrf.rrf_k=1:2", "expected name=lo:hi:step"),
+    ("rrf.rrf_k=a:2:1", "must be numbers"),
+    ("rrf.rrf_k=50:10:5", r"lo \(50\) must be ≤ hi \(10\)"),
+    ("rrf.rrf_k=10:50:0", "step must be > 0"),
+    ("rrf.rrf_k=10:50:-5", "step must be > 0"),
+    ("rrf.k=10:50:5", "unknown parameter 'rrf.k'.*valid: .*rrf.rrf_k"),
+    ("max_results=1:5:0.5", "integer parameter"),
+])
+def test_bad_params_are_refused_with_the_reason(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_param(text, RRF)
+
+
+def test_sweepable_params_include_profiles_and_optional_numbers():
+    names = sweepable_params(ADAPTIVE)
+    for expected in ("adaptive.profiles.debug.w_sparse", "adaptive.profile.quality.conf_low_factor",
+                     "adaptive.half_life_days", "rrf.rrf_k", "candidate_multiplier", "min_score"):
+        assert expected in names
+
+
+def test_invalid_values_name_the_parameter(pool, tiny):
+    space = Space((parse_param("rrf.rrf_k=0:10:5", RRF),))
+    with pytest.raises(ValueError, match="rrf.rrf_k=0 is not valid.*rrf_k must be greater than 0"):
+        sweep(pool, tiny.qrels, RRF, space, folds=2)
+
+
+def test_folds_are_checked_and_seeded():
+    with pytest.raises(ValueError, match="--folds must be ≥ 2"):
+        make_folds(10, 1, 0)
+    with pytest.raises(ValueError, match="exceeds the number of judged queries"):
+        make_folds(4, 5, 0)
+    folds = make_folds(10, 3, seed=5)
+    assert sorted(np.bincount(folds)) == [3, 3, 4]
+    assert (folds == make_folds(10, 3, seed=5)).all()
+
+
+def test_cross_validation_picks_on_training_and_reports_held_out(pool, tiny):
+    space = Space((parse_param("rrf.rrf_k=1:101:20", RRF), parse_param("rrf.w_dense=0:1:0.25", RRF)))
+    result = sweep(pool, tiny.qrels, RRF, space, folds=2, seed=3)
+    assert len(result.scores) == 6 * 5 and result.mode == "grid" and result.n_queries == 4
+    # brute force: every configuration's per-query ndcg@5, then each fold's choice by hand
+    judged = judge(pool, tiny.qrels)
+    points = list(space.grid())
+    table = np.array([per_query(pool, judged, run_pipeline(pool, apply_point(RRF, space, p)).ranking,
+                                ("ndcg@5",))["ndcg@5"][judged.judged] for p in points])
+    assert np.allclose(result.scores, table.mean(axis=1))
+    fold_of = make_folds(4, 2, seed=3)
+    for fold in result.folds:
+        train, test = fold_of != fold.fold, fold_of == fold.fold
+        train_means = table[:, train].mean(axis=1)
+        chosen = int(np.argmax(train_means))              # first best, as sweep does
+        assert fold.best == dict(zip(space.names, points[chosen]))
+        assert fold.train_mean == pytest.approx(train_means[chosen])
+        assert fold.test_mean == pytest.approx(table[chosen, test].mean())
+        assert (fold.n_train, fold.n_test) == (int(train.sum()), int(test.sum()))
+    assert result.train_mean == pytest.approx(np.mean([f.train_mean for f in result.folds]))
+    assert result.held_out_mean == pytest.approx(np.mean([f.test_mean for f in result.folds]))
+    assert result.best_score == pytest.approx(table.mean(axis=1).max())
+    assert result.base_score == pytest.approx(fast_metrics(pool, tiny.qrels, RRF, ["ndcg@5"])["ndcg@5"])
+
+
+def test_seeded_random_search_is_reproducible(pool, tiny):
+    space = Space((parse_param("rrf.rrf_k=1:200:1", RRF), parse_param("rrf.w_sparse=0:2:0.1", RRF)))
+    one = sweep(pool, tiny.qrels, RRF, space, random=25, folds=2, seed=11)
+    two = sweep(pool, tiny.qrels, RRF, space, random=25, folds=2, seed=11)
+    other = sweep(pool, tiny.qrels, RRF, space, random=25, folds=2, seed=12)
+    assert one.mode == "random" and len(one.scores) == 25 and len({tuple(p) for p in one.points}) == 25
+    assert (one.points == two.points).all() and (one.scores == two.scores).all()
+    assert one.folds == two.folds and one.best_params == two.best_params
+    assert not (one.points == other.points).all()
+    assert all(1 <= k <= 200 and 0 <= w <= 2 for k, w in one.points)
+
+
+def test_random_search_on_a_small_grid_takes_every_point(pool, tiny):
+    space = Space((parse_param("rrf.rrf_k=10:30:10", RRF),))
+    assert len(sweep(pool, tiny.qrels, RRF, space, random=50, folds=2).scores) == 3
+
+
+def test_exported_toml_round_trips_and_reproduces_the_score(pool, tiny, tmp_path):
+    space = Space((parse_param("adaptive.profiles.debug.w_sparse=0:1:0.5", ADAPTIVE),
+                   parse_param("adaptive.half_life_days=10:30:10", ADAPTIVE),
+                   parse_param("min_score=0:0.2:0.1", ADAPTIVE)))
+    result = sweep(pool, tiny.qrels, ADAPTIVE, space, metric="mrr@5", folds=2)
+    text = result.best_toml()
+    assert from_toml(text) == result.best_config
+    path = tmp_path / "best.toml"
+    path.write_text(text, "utf-8")
+    loaded = get_pipeline(str(path))
+    assert loaded.name == "seed-adaptive-tuned"
+    for name, value in result.best_params.items():
+        assert (loaded.min_score if name == "min_score" else get_param(loaded, name)) == value
+    assert fast_metrics(pool, tiny.qrels, loaded, ["mrr@5"])["mrr@5"] == pytest.approx(result.best_score, abs=1e-12)
+
+
+def test_sum_constraint_syntax_and_an_empty_constrained_grid(pool, tiny):
+    specs = (parse_param("rrf.w_dense=0:1:0.5", RRF), parse_param("rrf.w_sparse=0:1:0.5", RRF))
+    assert parse_sum("rrf.w_dense+rrf.w_sparse=1", specs) == SumConstraint(("rrf.w_dense", "rrf.w_sparse"), 1.0)
+    for bad in ("rrf.w_dense+rrf.w_sparse", "rrf.w_dense=1", "rrf.w_dense+rrf.w_sparse=x", "rrf.w_dense+rrf.k=1"):
+        with pytest.raises(ValueError, match="--sum"):
+            parse_sum(bad, specs)
+    space = Space(specs, (SumConstraint(("rrf.w_dense", "rrf.w_sparse"), 5.0),))
+    with pytest.raises(ValueError, match="no grid point satisfies"):
+        sweep(pool, tiny.qrels, RRF, space, folds=2)
+
+
+def test_a_range_needing_a_deeper_pool_is_refused_up_front(pool, tiny):
+    space = Space((parse_param("candidate_multiplier=1:40:1", RRF),))
+    # max_results 10 × multiplier 40 = 400 candidates per path; the pool holds 50
+    with pytest.raises(ValueError, match="candidate_multiplier=40 takes 400 candidates per path.*--pool-depth 400"):
+        sweep(pool, tiny.qrels, RRF, space, folds=2)
