@@ -142,6 +142,9 @@ def _dense_lists(handle: IndexHandle, vectors: np.ndarray | None, vfilters: list
 
 def _embed_queries(handle: IndexHandle, texts: Sequence[str], degraded: list[str]) -> np.ndarray | None:
     if handle.embedder is None or handle.vectors is None:
+        if not any("keyword-only" in note for note in degraded):
+            reason = "embedder unavailable" if handle.embedder is None else "index has no vectors"
+            degraded.append(f"{reason}: keyword-only")
         return None
     try:
         return handle.embedder.encode(list(texts))

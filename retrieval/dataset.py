@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -91,6 +92,15 @@ class Dataset:
 
     def query_reference_time(self, query: Query) -> datetime:
         return query.reference_time or self.reference_time
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with lone surrogates (unencodable in UTF-8) replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
 
 
 def parse_time(value: object) -> datetime:
@@ -192,15 +202,19 @@ def _id_and_text(obj, problems, file, line) -> tuple[str, str] | None:
     if not isinstance(text, str) or not text.strip():
         problems.add(file, line, "text", "missing or empty")
         ok = False
+    elif scrub_text(text) != text:
+        problems.add(file, line, "text", "contains a lone surrogate escape (\\ud800–\\udfff), not valid Unicode")
+        ok = False
     elif len(text) > MAX_TEXT_CHARS:
         problems.add(file, line, "text", f"{len(text)} characters exceeds the {MAX_TEXT_CHARS} limit; split it")
         ok = False
     return (raw_id, text) if ok else None
 
 
-def _load_documents(path: Path, problems: _Problems) -> list[Document]:
+def _load_documents(path: Path, problems: _Problems, seen: dict[str, int] | None = None) -> list[Document]:
+    """Documents of ``corpus.jsonl``; ``seen`` receives each id's line number."""
     docs: list[Document] = []
-    seen: dict[str, int] = {}
+    seen = {} if seen is None else seen
     for line, obj in _json_objects(path, problems):
         file = path.name
         head = _id_and_text(obj, problems, file, line)
@@ -303,9 +317,13 @@ def _load_qrels(path: Path, doc_ids: set[str], query_ids: set[str], problems: _P
 
 def _load_card(path: Path, problems: _Problems) -> dict:
     try:
-        card = tomllib.loads(path.read_text("utf-8"))
+        text = path.read_text("utf-8")
+        card = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        problems.add("dataset.toml", getattr(error, "lineno", 1) or 1, "toml", str(error))
+        # Python 3.11's TOMLDecodeError has no lineno; its message ends "(at line N, column M)"
+        found = re.search(r"at line (\d+)", str(error))
+        line = getattr(error, "lineno", None) or (int(found.group(1)) if found else 1)
+        problems.add("dataset.toml", line, "toml", str(error))
         return {}
     if "reference_time" in card:
         value = card["reference_time"]
@@ -314,7 +332,9 @@ def _load_card(path: Path, problems: _Problems) -> dict:
             if card["reference_time"].tzinfo is None:
                 card["reference_time"] = card["reference_time"].replace(tzinfo=timezone.utc)
         except ValueError as error:
-            problems.add("dataset.toml", 1, "reference_time", str(error))
+            line = next((n for n, row in enumerate(text.splitlines(), start=1)
+                         if row.lstrip().startswith("reference_time")), 1)
+            problems.add("dataset.toml", line, "reference_time", str(error))
             del card["reference_time"]
     return card
 
@@ -345,13 +365,15 @@ def load_dataset(root: str | Path) -> Dataset:
         raise DatasetError([f"{root}/corpus.jsonl: missing (a dataset needs at least a corpus)"])
     problems = _Problems()
     card = _load_card(root / "dataset.toml", problems) if (root / "dataset.toml").is_file() else {}
-    documents = _load_documents(root / "corpus.jsonl", problems)
+    doc_lines: dict[str, int] = {}
+    documents = _load_documents(root / "corpus.jsonl", problems, doc_lines)
     queries = _load_queries(root / "queries.jsonl", problems) if (root / "queries.jsonl").is_file() else []
     doc_ids = {d.id for d in documents}
     for doc in documents:
         for target in doc.related:
             if target not in doc_ids:
-                problems.append(f"corpus.jsonl: related: {doc.id!r} links to unknown document {target!r}")
+                problems.add("corpus.jsonl", doc_lines[doc.id], "related",
+                             f"{doc.id!r} links to unknown document {target!r}")
     qpath = qrels_path(root)
     qrels = _load_qrels(qpath, doc_ids, {q.id for q in queries}, problems) if qpath else {}
     if problems:

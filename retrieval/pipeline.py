@@ -268,7 +268,11 @@ def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
     if (route < 2).any():
         fast = (row_route == 0) & c.via_fast
         timeline = (row_route == 1) & c.via_timeline
-        file_order = 1.0 - c.line_start / (1.0 + c.line_start.max(initial=0))
+        # file order within the query's own fast-path rows, so a score never depends on
+        # which other rows (or queries) the candidate table happens to hold
+        last_line = np.zeros(c.n_queries)
+        np.maximum.at(last_line, c.query_idx[fast], c.line_start[fast])
+        file_order = 1.0 - c.line_start / (1.0 + last_line[c.query_idx])
         newest = recency_decay(c.age_days, 30.0)
         score = np.where(fast, file_order, np.where(timeline, newest, score))
         components["fast"] = np.where(fast, file_order, 0.0)

@@ -30,7 +30,7 @@ _IDENTIFIER = re.compile(
     r"\b[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+"          # snake_case / SCREAMING_CASE
     r"|\bE[A-Z]{4,}\b|\b[A-Z]+\d+[A-Z0-9]*\b"          # ECONNRESET, E11000
     r"|\b[a-z]+[A-Z][A-Za-z0-9]*\b"                  # camelCase
-    r"|[\w.-]+/[\w./-]+|\b\w+\.(?:py|ts|js|md|toml|json|yaml|yml|sql|go|rs)\b"  # paths, files
+    r"|(?<![\w.-])[\w.-]+/[\w./-]+|\b\w+\.(?:py|ts|js|md|toml|json|yaml|yml|sql|go|rs)\b"  # paths, files
     r"|\b[A-Za-z]*Error\b|\b(?:[Ee]xception|[Tt]raceback|[Ee]rrors?|[Bb]ugs?|[Cc]rash\w*|[Ff]ix\w*|[Ff]ail\w*)\b"
     r"|\b[45]\d\d\b|报错|错误|异常|修复|失败|崩溃"
 )

@@ -188,10 +188,17 @@ def text_scores(c: Candidates, visible: np.ndarray, depth: int, norm: str) -> np
 def weighted(c: Candidates, visible: np.ndarray, depth: int, params: WeightedParams) -> Scored:
     """Weighted union (OpenClaw ``mergeHybridResults``, Lingxi F2):
     ``vector_weight · cosine + text_weight · text_score``; a path that missed the
-    document contributes 0."""
-    vec = np.where(_in_path(c.dense_rank, depth), c.dense_sim.astype(np.float64), 0.0)
+    document contributes 0. When the vector path returned nothing at all for a query
+    (embedder or vector store unavailable: keyword-only), the text score carries both
+    weights, as OpenClaw's FTS-only mode scores by the text score alone; otherwise a
+    ``min_score`` above ``text_weight`` would drop every keyword hit."""
+    in_dense = _in_path(c.dense_rank, depth)
+    vec = np.where(in_dense, c.dense_sim.astype(np.float64), 0.0)
     text = text_scores(c, visible, depth, params.text_norm)
-    dense, sparse = params.vector_weight * vec, params.text_weight * text
+    dense_found = np.bincount(c.query_idx[visible & in_dense], minlength=c.n_queries) > 0
+    text_weight = np.where(dense_found[c.query_idx], params.text_weight,
+                           params.text_weight + params.vector_weight)
+    dense, sparse = params.vector_weight * vec, text_weight * text
     return _finish(dense + sparse, visible, {"dense": dense, "sparse": sparse})
 
 
@@ -199,11 +206,8 @@ def profile_arrays(c: Candidates, params: AdaptiveParams) -> tuple[list[Profile]
     """Profiles in use and each row's profile index (the routed one, or the fixed one)."""
     if not params.intent_router:
         return [params.profile], np.zeros(c.n_rows, dtype=np.int64)
-    chosen = [params.profile_named(name) for name in c.intent_route]
-    names = list(dict.fromkeys(p.name for p in chosen))
-    profiles = [next(p for p in chosen if p.name == n) for n in names]
-    per_query = np.array([names.index(p.name) for p in chosen], dtype=np.int64)
-    return profiles, per_query[c.query_idx]
+    routes, per_query = np.unique(np.asarray(c.intent_route, dtype=object).astype(str), return_inverse=True)
+    return [params.profile_named(str(name)) for name in routes], per_query[c.query_idx]
 
 
 def adaptive(c: Candidates, visible: np.ndarray, depth: int, params: AdaptiveParams) -> Scored:

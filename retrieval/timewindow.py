@@ -31,7 +31,9 @@ class TimeWindow:
 
 
 def _number(text: str) -> int:
-    return min(int(text) if text.isdigit() else _ZH_NUM.get(text, 0), MAX_DAYS)
+    if text.isdigit():  # compare lengths first: int() refuses strings of over 4300 digits
+        return MAX_DAYS if len(text.lstrip("0")) > len(str(MAX_DAYS)) else min(int(text), MAX_DAYS)
+    return _ZH_NUM.get(text, 0)
 
 
 def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
@@ -49,7 +51,7 @@ def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
     if match:
         count = _number(match.group(1))
         return days(tomorrow - count * one, tomorrow, f"past {count} days")
-    match = re.search(r"\b(\d+)\s+days?\s+ago\b", lower) or re.search(r"(\d+|[一两二三四五六七八九十])\s*天前", text)
+    match = re.search(r"\b(\d+)\s+days?\s+ago\b", lower) or re.search(r"(?<!\d)(\d+|[一两二三四五六七八九十])\s*天前", text)
     if match:
         start = day - _number(match.group(1)) * one
         return days(start, start + one, match.group(0))
