@@ -127,8 +127,7 @@ def _dense_lists(handle: IndexHandle, vectors: np.ndarray | None, vfilters: list
             try:
                 out.append(handle.store.search(vector, depth, flt))
                 continue
-            except VectorStoreUnavailable as error:
-                handle.store = None
+            except VectorStoreUnavailable as error:  # this query falls back; the handle is shared, keep it
                 degraded.append(f"vector store unavailable ({error}): exact in-memory search")
             except ValueError:  # a filter value that cannot be quoted matches nothing
                 out.append([])

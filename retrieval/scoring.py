@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+from scipy.special import ndtr
 
 from retrieval.candidates import Candidates
 from retrieval.profiles import PRESETS, Profile, QualityFactors, preset
@@ -165,8 +166,9 @@ def text_scores(c: Candidates, visible: np.ndarray, depth: int, norm: str) -> np
     """BM25 mapped to a comparable scale, 0 where the keyword path missed the document.
 
     ``rank``: ``1 / (1 + rank)`` (OpenClaw ``bm25RankToScore``); ``minmax``: (s − min)/(max − min)
-    per query, 1.0 when all hits tie (a hit beats a miss); ``zscore``: (s − mean)/std per
-    query, 0 when std is 0."""
+    per query, 1.0 when all hits tie (a hit beats a miss); ``zscore``: Φ((s − mean)/std),
+    the standard normal CDF of the per-query z-score, so every hit lies in (0, 1) and
+    still beats a miss (Φ(0) = 0.5 when std is 0)."""
     hit = visible & _in_path(c.bm25_rank, depth)
     raw = c.bm25_score.astype(np.float64)
     if norm == "rank":
@@ -181,7 +183,7 @@ def text_scores(c: Candidates, visible: np.ndarray, depth: int, norm: str) -> np
         mean = np.divide(total, n, out=np.zeros_like(total), where=n > 0)
         sq = np.bincount(c.query_idx[hit], weights=(raw[hit] - mean[c.query_idx[hit]]) ** 2, minlength=c.n_queries)
         std = np.sqrt(np.divide(sq, n, out=np.zeros_like(sq), where=n > 0))[c.query_idx]
-        out = np.where(std > 0, (raw - mean[c.query_idx]) / np.where(std > 0, std, 1.0), 0.0)
+        out = ndtr(np.where(std > 0, (raw - mean[c.query_idx]) / np.where(std > 0, std, 1.0), 0.0))
     return np.where(hit, out, 0.0)
 
 

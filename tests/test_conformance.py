@@ -28,11 +28,12 @@ FUSER_PARAMS = {
     "rrf": RRFParams(),
     "weighted": WeightedParams(),
     "weighted-minmax": WeightedParams(text_norm="minmax"),
+    "weighted-zscore": WeightedParams(text_norm="zscore"),
     "adaptive": AdaptiveParams(),
     "adaptive-router": AdaptiveParams(intent_router=True),
     "salience": SalienceParams(),
 }
-FUSER_CASES = sorted(FUSERS) + ["weighted-minmax", "adaptive-router"]
+FUSER_CASES = sorted(FUSERS) + ["weighted-minmax", "weighted-zscore", "adaptive-router"]
 DEPTH = 20
 SAME = {"confidence": 0.95, "vitality": 50, "age_days": 5.0, "reinforcement": 1, "access_count": 1,
         "token_count": 10}

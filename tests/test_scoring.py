@@ -271,10 +271,12 @@ def test_text_norm_zscore_per_query_with_single_hit_and_all_equal_cases():
     text = text_scores(c, everything_visible(c), 20, "zscore")
     mean = (4 + 2 + 1) / 3
     std = math.sqrt(((4 - mean) ** 2 + (2 - mean) ** 2 + (1 - mean) ** 2) / 3)
-    assert [score_of(c, text, d, 0) for d in "abc"] == pytest.approx([(s - mean) / std for s in (4, 2, 1)])
+    phi = lambda z: 0.5 * (1 + math.erf(z / math.sqrt(2)))  # noqa: E731 - the standard normal CDF
+    assert [score_of(c, text, d, 0) for d in "abc"] == pytest.approx([phi((s - mean) / std) for s in (4, 2, 1)])
+    assert score_of(c, text, "c", 0) > 0.0  # the weakest hit still beats a miss
     assert score_of(c, text, "m", 0) == 0.0  # missed by the keyword path
-    assert score_of(c, text, "a", 1) == 0.0  # single hit: std 0 → 0
-    assert [score_of(c, text, d, 2) for d in "ab"] == [0.0, 0.0]  # all equal: std 0 → 0
+    assert score_of(c, text, "a", 1) == 0.5  # single hit: std 0 → Φ(0)
+    assert [score_of(c, text, d, 2) for d in "ab"] == [0.5, 0.5]  # all equal: std 0 → Φ(0)
 
 
 def test_text_norm_rank_is_one_over_one_plus_rank():
