@@ -251,3 +251,18 @@ def test_experiment_store_survives_sigkill_at_any_point(workspace, delay):
     assert acknowledged, "the writer never wrote"
     assert len(records) >= len(acknowledged)
     assert [r["i"] for r in records] == list(range(len(records)))
+
+
+# ---- 1. bad datasets --------------------------------------------------------------------
+
+def test_one_megabyte_document_and_lone_surrogates_are_named_by_file_line_field(workspace):
+    data, home = workspace
+    with open(data / "corpus.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"_id": "huge", "text": "x" * 1_000_000}) + "\n")
+        handle.write('{"_id": "bad", "text": "broken \\ud800 escape"}\n')
+    proc = subprocess.run([*RWB, "index", str(data)], capture_output=True, text=True, env=_env(home), cwd=ROOT)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    first, second = proc.stderr.splitlines()[:2]
+    assert first.startswith("rwb: error: invalid dataset: corpus.jsonl:11: text: 1000000 characters exceeds")
+    assert second.strip().startswith("corpus.jsonl:12: text: contains a lone surrogate")
+    assert not (home / "indexes").exists()  # nothing was built from a bad dataset
