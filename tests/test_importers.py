@@ -314,14 +314,15 @@ def test_force_refuses_a_folder_that_is_not_a_dataset(tmp_path):
     assert (dest / "notes.txt").read_text() == "keep me"
 
 
-def test_validation_failure_leaves_nothing(tmp_path, monkeypatch):
-    def broken(root):
-        raise DatasetError([f"{root}/corpus.jsonl:1: text: simulated"])
-
-    monkeypatch.setattr(importers, "load_dataset", broken)
-    with pytest.raises(DatasetError, match="simulated"):
-        import_markdown(FIXTURES / "workspace", tmp_path / "out")
-    assert list(tmp_path.iterdir()) == []
+def test_validation_failure_leaves_nothing(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "beir", src)
+    with open(src / "corpus.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"_id": "bad", "text": "out of range", "confidence": 7}) + "\n")
+    out = tmp_path / "out"
+    with pytest.raises(DatasetError, match="confidence: 7 is out of range"):
+        import_beir(src, out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]  # no DEST, no temporary folder
 
 
 # ---------------------------------------------------------------------------
