@@ -1,0 +1,64 @@
+"""Retrieval Workbench: page config, navigation and the shared sidebar.
+
+Run with ``streamlit run app.py`` (binds 127.0.0.1 via .streamlit/config.toml).
+The dataset comes from ``$RWB_DATASET`` (default ``datasets/devmem``) or the sidebar.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+os.environ.setdefault("LANCEDB_LOG", "error")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from pages import _shared as sh  # noqa: E402
+
+st.set_page_config(page_title="Retrieval Workbench", page_icon=":material/manage_search:", layout="wide")
+
+PAGES = {
+    "Workbench": [
+        st.Page("pages/tune.py", title="Tune", icon=":material/tune:", default=True),
+        st.Page("pages/evaluate.py", title="Evaluate", icon=":material/analytics:"),
+        st.Page("pages/sweep.py", title="Sweep", icon=":material/grid_on:"),
+    ],
+    "Manage": [
+        st.Page("pages/profiles.py", title="Profiles", icon=":material/bookmarks:"),
+        st.Page("pages/data.py", title="Data", icon=":material/database:"),
+        st.Page("pages/reports.py", title="Reports", icon=":material/description:"),
+    ],
+}
+
+
+def sidebar() -> None:
+    sh.init_shared_state()
+    with st.sidebar:
+        st.markdown("#### :material/folder_open: Workspace")
+        choices = sh.dataset_choices()
+        if st.session_state[sh.K_DATASET] not in (*choices, sh.OTHER_PATH):
+            choices.append(st.session_state[sh.K_DATASET])
+        st.selectbox("Dataset", [*choices, sh.OTHER_PATH], key=sh.K_DATASET,
+                     help="A folder under datasets/ (BEIR layout), or type any path.")
+        if st.session_state[sh.K_DATASET] == sh.OTHER_PATH:
+            st.text_input("Dataset folder", key=sh.K_DATASET_TYPED, placeholder="path/to/dataset")
+        st.selectbox("Embedder", sh.EMBEDDERS, key=sh.K_EMBEDDER,
+                     help="minilm: all-MiniLM-L6-v2 (English) · use-multilingual: USE v3 (Chinese too)")
+        labels = sh.config_labels()
+        if st.session_state[sh.K_BASELINE] not in labels:
+            st.session_state[sh.K_BASELINE] = "vector"
+        st.selectbox("Baseline", labels, key=sh.K_BASELINE, format_func=sh.format_label,
+                     help="What every page compares against (vector-only by default).")
+        path = sh.dataset_path()
+        try:
+            dataset = sh.get_dataset(path, sh.dataset_stamp(path))
+            judged = sum(len(v) for v in dataset.qrels.values())
+            st.caption(f"**{dataset.name}** · {len(dataset.documents)} docs · {len(dataset.queries)} queries · "
+                       f"{judged} judgments")
+        except Exception as error:  # the page itself shows the full problem list
+            st.caption(f":red[dataset not loadable: {str(error).splitlines()[0][:120]}]")
+
+
+sidebar()
+sh.warm_harness()
+st.navigation(PAGES).run()

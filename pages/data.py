@@ -1,0 +1,185 @@
+"""Data: browse corpus, queries and qrels; grade results (history + undo); import a dataset."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _shared as sh
+
+ws = sh.workspace()
+ds = ws.dataset
+st.title("Data")
+st.caption(f"**{ds.name}** · `{ws.path}` · fingerprint `{ds.fingerprint[:12]}`"
+           + (f" · {ds.description}" if ds.description else ""))
+
+st.session_state.setdefault("data_flash", "")
+st.session_state.setdefault("data_search", "")
+corpus_tab, queries_tab, qrels_tab, import_tab = st.tabs([
+    f":material/article: Corpus ({len(ds.documents)})", f":material/help: Queries ({len(ds.queries)})",
+    ":material/grading: Judgments", ":material/upload: Import"])
+
+# ---- corpus ---------------------------------------------------------------------------------------
+with corpus_tab:
+    corpus = sh.corpus_frame(ws.path, ws.stamp)
+    f = st.columns([2, 1.4, 1.2, 1])
+    text = f[0].text_input("Search", key="data_search", placeholder="words in id, text, path, project…")
+    paths = f[1].multiselect("Path", sorted(corpus["path"].unique()), key="data_paths")
+    types = f[2].multiselect("Memory type", sorted(corpus["type"].unique()), key="data_types")
+    scopes = f[3].multiselect("Scope", sorted(corpus["scope"].unique()), key="data_scopes")
+    shown = sh.filter_frame(corpus, text, path=paths, type=types, scope=scopes)
+    st.caption(f"{len(shown)} of {len(corpus)} documents")
+    st.dataframe(shown, hide_index=True, height=560, key="data_corpus", column_config={
+        "text": st.column_config.TextColumn(width="large"),
+        "confidence": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f", width="small"),
+        "vitality": st.column_config.ProgressColumn(min_value=0, max_value=100, format="%d", width="small"),
+    })
+
+# ---- queries --------------------------------------------------------------------------------------
+with queries_tab:
+    if not ds.queries:
+        st.info("This dataset has no queries.")
+    else:
+        queries = sh.queries_frame(ws.path, ws.stamp)
+        f = st.columns([2, 1, 1])
+        qtext = f[0].text_input("Search", key="data_qsearch", placeholder="words in the query…")
+        intents = f[1].multiselect("Intent", sorted(queries["intent"].unique()), key="data_intents")
+        langs = f[2].multiselect("Language", sorted(queries["lang"].unique()), key="data_langs")
+        shown = sh.filter_frame(queries, qtext, intent=intents, lang=langs)
+        st.caption(f"{len(shown)} of {len(queries)} queries · `routed profile` is what the intent router picks")
+        st.dataframe(shown, hide_index=True, height=560, key="data_queries", column_config={
+            "text": st.column_config.TextColumn(width="large"),
+            "judged": st.column_config.NumberColumn(format="%d", width="small"),
+            "timeline": st.column_config.CheckboxColumn(width="small"),
+        })
+
+
+# ---- judgments ------------------------------------------------------------------------------------
+def on_grade() -> None:
+    qid, doc = st.session_state["data_query"], st.session_state["data_doc"]
+    grade = st.session_state.get("data_grade")
+    if grade is None:
+        st.session_state["data_flash"] = ":red[Pick a grade first.]"
+        return
+    try:
+        ws.judgments.grade(qid, doc, int(grade), author="data")
+        st.session_state["data_flash"] = f"Judged **{doc}** = {grade} for **{qid}**."
+    except ValueError as error:
+        st.session_state["data_flash"] = f":red[{error}]"
+
+
+def on_undo() -> None:
+    last = ws.judgments.undo()
+    st.session_state["data_flash"] = ("Nothing to undo." if last is None else
+                                      f"Undid {last['query']} / {last['doc']}: {last['after']} → "
+                                      f"{'—' if last['before'] is None else last['before']}.")
+
+
+with qrels_tab:
+    if not ds.queries:
+        st.info("Judgments need queries.")
+    else:
+        ids = [q.id for q in ds.queries]
+        text_of_q = {q.id: q.text for q in ds.queries}
+        text_of_d = {d.id: d.text for d in ds.documents}
+        st.session_state.setdefault("data_query", ids[0])
+        left, right = st.columns([1.5, 1], gap="large")
+        with left:
+            qid = st.selectbox("Query", ids, key="data_query", format_func=lambda q: f"{q} · {text_of_q[q][:80]}")
+            frame = sh.judgments_frame(ws, qid)
+            st.dataframe(frame, hide_index=True, key="data_judgments", column_config={
+                "dataset": st.column_config.NumberColumn("dataset", format="%d", width=70,
+                                                         help="grade in the dataset's own qrels"),
+                "in effect": st.column_config.NumberColumn("in effect", format="%d", width=70,
+                                                           help="grade used by every page (workbench judgments applied)"),
+                "changed": st.column_config.TextColumn("", width=30, help="changed in the workbench"),
+                "text": st.column_config.TextColumn(width="large"),
+            })
+        with right:
+            with st.container(border=True):
+                st.markdown("**Add or change a judgment**")
+                judged_first = list(frame["doc"]) + [d for d in text_of_d if d not in set(frame["doc"])]
+                if st.session_state.get("data_doc") not in judged_first:
+                    st.session_state["data_doc"] = judged_first[0]
+                doc = st.selectbox("Document", judged_first, key="data_doc",
+                                   format_func=lambda d: f"{d} — {text_of_d[d][:60]}")
+                current = ws.qrels().get(qid, {}).get(doc)
+                st.segmented_control("Grade", sh.GRADES, key="data_grade", default=current,
+                                     help=" · ".join(sh.GRADE_LABELS.values()))
+                b = st.columns(2)
+                b[0].button("Save judgment", type="primary", icon=":material/check:", on_click=on_grade,
+                            use_container_width=True)
+                b[1].button("Undo", icon=":material/undo:", on_click=on_undo, use_container_width=True,
+                            disabled=not ws.judgments.history(), help="Undo the latest judgment change")
+                st.caption("Grades: " + " · ".join(sh.GRADE_LABELS.values()))
+        history = sh.history_frame(ws)
+        st.markdown(f"**History** · {len(history)} change(s), newest first · stored in `{ws.judgments.path}`; "
+                    "the dataset's own qrels file is never modified")
+        if not history.empty:
+            st.dataframe(history, hide_index=True, height=min(320, 38 + 35 * len(history)), key="data_history")
+        st.download_button("Download merged qrels (TSV)", sh.merged_qrels_tsv(ws.qrels()),
+                           file_name=f"{ds.name}-qrels-merged.tsv", mime="text/tab-separated-values",
+                           icon=":material/download:")
+
+# ---- import ----------------------------------------------------------------------------------------
+def on_use_dataset(path: str) -> None:
+    st.session_state[sh.K_DATASET] = sh.OTHER_PATH
+    st.session_state[sh.K_DATASET_TYPED] = path
+
+
+with import_tab:
+    with st.container(border=True):
+        st.markdown("**Import a dataset** · converted by the harness (`eval.importers`) into a new folder, then "
+                    "indexed and its candidate pool retrieved")
+        c1, c2 = st.columns([1.3, 2])
+        kind = c1.selectbox("Format", list(sh.IMPORT_KINDS), format_func=lambda k: sh.IMPORT_KINDS[k],
+                            key="data_import_kind")
+        source = c2.text_input("Source (file or folder)", key="data_import_source",
+                               placeholder="path/to/beir-folder, locomo10.json, qrels.txt or a markdown workspace")
+        c3, c4, c5 = st.columns([2, 1.3, 0.8], vertical_alignment="bottom")
+        dest = c3.text_input("New dataset folder", value="datasets/imported", key="data_import_dest")
+        name = c4.text_input("Name (optional)", key="data_import_name")
+        force = c5.checkbox("Replace", key="data_import_force", help="Replace the folder if it is a dataset already.")
+        corpus = queries = ""
+        if kind == "trec-qrels":
+            c6, c7 = st.columns(2)
+            corpus = c6.text_input("Corpus from dataset", value=ws.path, key="data_import_corpus")
+            queries = c7.text_input("Queries from (optional)", key="data_import_queries")
+        if st.button("Import", type="primary", icon=":material/upload:", disabled=not source.strip(),
+                     key="data_import"):
+            with st.status(f"Importing {kind} from `{source}`…", expanded=True) as status:
+                try:
+                    result = sh.import_dataset(kind, source.strip(), dest.strip(), force=force, name=name.strip(),
+                                               corpus=corpus.strip(), queries=queries.strip())
+                    st.write(f":material/check: {result.summary()}")
+                    bar = st.progress(0.0, text="Indexing…")
+                    pool = sh.prepare_dataset(str(result.dest), ws.embedder, lambda stage, done, total: bar.progress(
+                        min(1.0, done / max(1, total)), text=f"{stage}: {done}/{total}"))
+                    bar.progress(1.0, text="Indexed" + (f"; {pool.n_queries} queries retrieved" if pool else ""))
+                    status.update(label=f"Imported `{result.dest}`", state="complete")
+                    st.session_state["data_imported"] = str(result.dest)
+                except Exception as error:  # importer and dataset errors are shown, never a traceback
+                    status.update(label="Import failed", state="error")
+                    st.code(str(error), language=None)
+        if st.session_state.get("data_imported"):
+            st.button(f"Work on {st.session_state['data_imported']}", icon=":material/swap_horiz:",
+                      on_click=on_use_dataset, args=(st.session_state["data_imported"],), key="data_use_imported")
+    with st.container(border=True):
+        st.markdown("**Prepare a dataset folder** · validate, build the indexes and the candidate pool")
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+        folder = c1.text_input("Dataset folder", value=ws.path, key="data_prepare_path")
+        if c2.button("Prepare", icon=":material/build:", use_container_width=True, key="data_prepare"):
+            bar = st.progress(0.0, text="Starting…")
+            try:
+                pool = sh.prepare_dataset(folder, ws.embedder, lambda stage, done, total: bar.progress(
+                    min(1.0, done / max(1, total)), text=f"{stage}: {done}/{total}"))
+                bar.progress(1.0, text="Done")
+                st.success(f"`{folder}` is ready" + (f": {pool.n_queries} queries, {pool.n_rows} candidate rows."
+                                                     if pool is not None else " (no queries: corpus only)."))
+            except Exception as error:  # a dataset error lists every problem
+                bar.empty()
+                st.error(f"Cannot prepare `{folder}`:")
+                st.code(str(error), language=None)
+
+if st.session_state["data_flash"]:
+    st.toast(st.session_state["data_flash"])
+    st.session_state["data_flash"] = ""

@@ -1,0 +1,153 @@
+"""Evaluate: pipelines side by side on the query set (ranx + significance), per intent and per query."""
+
+from __future__ import annotations
+
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages import _shared as sh
+from retrieval.pipeline import response_for
+
+TUNE_LABEL = "tune:current"
+
+ws = sh.workspace()
+c = sh.require_pool(ws)
+st.title("Evaluate")
+
+options = sh.config_labels()
+if sh.TUNE_CONFIG in st.session_state:
+    options.insert(0, TUNE_LABEL)
+st.session_state.setdefault("eval_pipelines", [x for x in ("rrf", "weighted", "seed-adaptive", "seed-salience")
+                                               if x in options])
+st.session_state["eval_pipelines"] = [x for x in st.session_state["eval_pipelines"] if x in options]
+st.session_state.setdefault("eval_metric", sh.PRIMARY)
+st.session_state.setdefault("eval_last_selection", None)
+
+
+def resolve(label: str):
+    return st.session_state[sh.TUNE_CONFIG] if label == TUNE_LABEL else sh.resolve_config(label)
+
+
+def fmt(label: str) -> str:
+    return "◎ Tune · current knobs" if label == TUNE_LABEL else sh.format_label(label)
+
+
+def display(label: str) -> str:
+    return "tune (current)" if label == TUNE_LABEL else label
+
+
+picked = st.multiselect("Pipelines to compare", options, key="eval_pipelines", format_func=fmt,
+                        placeholder="choose pipelines or profiles", persist_state="session")
+configs = {display(label): resolve(label) for label in picked}
+try:
+    evaluation, significance = sh.evaluate_labels(ws, configs)
+except ValueError as error:
+    st.error(f"Cannot evaluate: {error}")
+    st.stop()
+base_label = ws.baseline.name
+st.caption(f"**{ws.dataset.name}** · {evaluation.n_queries} judged queries · baseline `{base_label}` (change it in "
+           "the sidebar) · " + (significance.describe() if significance else "pick pipelines to test them"))
+
+# ---- metrics table ------------------------------------------------------------------------------
+table = sh.metrics_table(evaluation, significance)
+delta_col = f"Δ {sh.metric_label(sh.PRIMARY)}"
+st.dataframe(
+    sh.style_marks(table), hide_index=True, key="eval_table",
+    column_config={
+        "pipeline": st.column_config.TextColumn("pipeline", width="medium", pinned=True),
+        delta_col: st.column_config.NumberColumn(delta_col, format="%+.3f"),
+        "p (Holm)": st.column_config.TextColumn("p (Holm)", help=f"{sh.metric_label(sh.PRIMARY)}, Fisher's "
+                                                "randomization test, Holm-corrected over every pipeline × metric"),
+        "W/T/L": st.column_config.TextColumn("W/T/L", help="queries won / tied / lost against the baseline"),
+    },
+)
+if st.button("Log these as experiments", icon=":material/science:", disabled=not picked):
+    for label, config in configs.items():
+        if label in evaluation.results:
+            sh.log_experiment(ws, config, evaluation.results[label], "evaluate", ws.baseline,
+                              evaluation.results[base_label])
+    st.toast(f"Logged {len(configs)} experiment(s); see Reports.")
+
+chart_col, scatter_col = st.columns(2, gap="large")
+
+# ---- per intent -----------------------------------------------------------------------------
+with chart_col:
+    st.subheader("Per intent")
+    metric = st.selectbox("Metric", sh.METRICS, key="eval_metric", format_func=sh.metric_label)
+    intents = sh.per_intent_frame(evaluation, metric)
+    fig = px.bar(intents, x="intent", y=metric, color="pipeline", barmode="group", hover_data=["queries"],
+                 labels={metric: sh.metric_label(metric)})
+    fig.update_layout(height=420, margin=dict(l=8, r=8, t=8, b=8), legend=dict(orientation="h", y=-0.25),
+                      yaxis=dict(range=[0, 1.05]))
+    st.plotly_chart(fig, config={"displayModeBar": False}, key="eval_intents")
+
+# ---- per query scatter -------------------------------------------------------------------------
+with scatter_col:
+    st.subheader("Per query")
+    candidates = [label for label in evaluation.results if label != base_label]
+    if not candidates:
+        st.info("Pick at least one pipeline to compare with the baseline.")
+        st.stop()
+    if st.session_state.get("eval_candidate") not in candidates:
+        st.session_state["eval_candidate"] = candidates[0]
+    cand_label = st.selectbox("Candidate", candidates, key="eval_candidate")
+    points = sh.per_query_frame(evaluation, base_label, cand_label, sh.PRIMARY)
+    better, worse = int((points["delta"] > 1e-12).sum()), int((points["delta"] < -1e-12).sum())
+    st.caption(f"{sh.metric_label(sh.PRIMARY)} per query: {better} better, {worse} worse, "
+               f"{len(points) - better - worse} tied · click a point to open its rankings")
+    fig = px.scatter(points, x="baseline", y="candidate", color="intent", custom_data=["query"],
+                     hover_data={"query": True, "text": True, "delta": ":+.3f"},
+                     labels={"baseline": f"{base_label} {sh.metric_label(sh.PRIMARY)}",
+                             "candidate": f"{cand_label} {sh.metric_label(sh.PRIMARY)}"})
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#8c959f", dash="dot"),
+                             hoverinfo="skip", showlegend=False))
+    fig.update_traces(marker=dict(size=11, opacity=0.75, line=dict(width=1, color="white")),
+                      selector=dict(mode="markers"))
+    fig.update_layout(height=420, margin=dict(l=8, r=8, t=8, b=8), legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(range=[-0.05, 1.05]), yaxis=dict(range=[-0.05, 1.05]), clickmode="event+select")
+    # a new point selection picks the query below (read before the selectbox is drawn)
+    selection = st.session_state.get("eval_scatter")
+    chosen = [p.get("customdata", [None])[0] for p in (selection or {}).get("selection", {}).get("points", [])]
+    chosen = [q for q in chosen if q in c.query_ids]
+    if chosen and chosen != st.session_state["eval_last_selection"]:
+        st.session_state["eval_query"] = chosen[0]
+    st.session_state["eval_last_selection"] = chosen or None
+    st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="eval_scatter",
+                    config={"displayModeBar": False})
+
+# ---- one query's two rankings -------------------------------------------------------------------
+st.subheader("Query drill-down")
+ids = list(c.query_ids)
+# open on the query the candidate hurts most (or, when it hurts none, helps most)
+order = points.sort_values("delta", ascending=bool((points["delta"] < -1e-12).any()))["query"].tolist()
+order = [q for q in order if q in ids]
+st.session_state.setdefault("eval_query", order[0] if order else ids[0])
+if st.session_state["eval_query"] not in ids:
+    st.session_state["eval_query"] = ids[0]
+qid = st.selectbox("Query", ids, key="eval_query",
+                   format_func=lambda q: sh.query_label(c, ws.dataset, ids.index(q)),
+                   help="Clicking a point in the scatter selects it too.")
+qi = ids.index(qid)
+qrels, _ = ws.judged()
+judgments = qrels.get(qid, {})
+base_resp = response_for(c, evaluation.runs[base_label], qi, ws.dataset.documents)
+cand_resp = response_for(c, evaluation.runs[cand_label], qi, ws.dataset.documents)
+row = points[points["query"] == qid]
+if not row.empty:
+    r = row.iloc[0]
+    st.markdown(f":gray-badge[intent · {r['intent']}] :blue-badge[{base_label} · {r['baseline']:.3f}] "
+                f":violet-badge[{cand_label} · {r['candidate']:.3f}] "
+                + (f":green-badge[▲ {r['delta']:+.3f}]" if r["delta"] > 1e-12 else
+                   f":red-badge[▼ {r['delta']:+.3f}]" if r["delta"] < -1e-12 else ":gray-badge[tied]"))
+else:
+    st.caption("This query has no relevant judgment: it does not count in the metrics.")
+left, right = st.columns(2, gap="medium")
+cols = ["#", "Δ", "doc", "grade", "score", "text"]
+for col, title, resp, base in ((left, f"Baseline · `{base_label}`", base_resp, None),
+                               (right, f"Candidate · `{cand_label}`", cand_resp, base_resp)):
+    frame = sh.ranking_frame(resp, judgments, base)
+    frame = frame[[x for x in cols if x in frame.columns and (base is not None or x != "Δ")]]
+    col.markdown(f"**{title}** · route {resp.route}" + (f" · profile {resp.profile}" if resp.profile else ""))
+    col.dataframe(sh.style_movement(frame), hide_index=True, column_config=sh.RANKING_COLUMNS,
+                  height=38 + 35 * max(1, len(frame)))

@@ -1,0 +1,124 @@
+"""Profiles: the presets and seed pipelines as data; edit, diff against defaults, save/load TOML."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from pages import _shared as sh
+from retrieval.pipeline import PIPELINES, to_toml
+from retrieval.profiles import PRESETS
+
+sh.init_shared_state()
+st.title("Profiles")
+st.caption("Seed 001's intent profiles and the seed pipelines are frozen presets; edit one here and save it "
+           "under a new name — saved profiles appear in every pipeline picker.")
+
+st.session_state.setdefault("profiles_pick", "profile:debug")
+st.session_state.setdefault("profiles_flash", "")
+
+overview, editor = st.tabs([":material/table: Presets", ":material/edit: Edit & diff"])
+
+with overview:
+    rows = []
+    for p in PRESETS:
+        q = p.quality
+        rows.append({"profile": p.name, "dense": p.w_dense, "sparse": p.w_sparse, "time": p.w_time,
+                     "graph": p.w_graph, "conf ≥": q.conf_high, "conf <": q.conf_low,
+                     "× conf hi/mid/lo": f"{q.conf_high_factor:g} / {q.conf_mid_factor:g} / {q.conf_low_factor:g}",
+                     "vit >": q.vit_high, "vit <": q.vit_low,
+                     "× vit hi/mid/lo": f"{q.vit_high_factor:g} / {q.vit_mid_factor:g} / {q.vit_low_factor:g}"})
+    st.markdown("**Intent profiles** · `S = (w_dense·S_dense + w_sparse·S_sparse + w_time·S_time + "
+                "w_graph·S_graph) × F_conf × F_vit`")
+    weight = st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f", width="small")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="profiles_presets",
+                 column_config={"dense": weight, "sparse": weight, "time": weight, "graph": weight})
+    st.markdown("**Seed pipelines**")
+    st.dataframe(pd.DataFrame([{
+        "pipeline": p.name, "fusion": p.fusion, "max results": p.max_results,
+        "multiplier": p.candidate_multiplier, "depth": p.depth, "min score": p.min_score,
+        "token budget": p.token_budget, "fast/timeline": ("fast " if p.fast_path else "") +
+        ("timeline" if p.timeline_path else "") or "—", "description": p.description,
+    } for p in PIPELINES.values()]), hide_index=True, key="profiles_pipelines",
+        column_config={"description": st.column_config.TextColumn(width="large")})
+    saved = sh.ProfileStore().names()
+    st.caption(f"{len(saved)} saved profile(s) under `{sh.home_dir() / 'profiles'}`"
+               + (": " + ", ".join(saved) if saved else "."))
+
+
+def on_save(label: str) -> None:
+    name = st.session_state.get("profiles_name", "").strip()
+    try:
+        config = sh.parse_toml(st.session_state[f"profiles_toml_{label}"])
+        sh.save_profile(name, config)
+    except ValueError as error:
+        st.session_state["profiles_flash"] = f":red[{error}]"
+        return
+    st.session_state["profiles_flash"] = f"Saved profile **{name}**."
+    st.session_state["profiles_pick"] = f"saved:{name}"
+
+
+def on_open_in_tune(label: str) -> None:
+    try:
+        config = sh.parse_toml(st.session_state[f"profiles_toml_{label}"])
+    except ValueError as error:
+        st.session_state["profiles_flash"] = f":red[{error}]"
+        return
+    sh.set_tune_config(config, label)
+    st.session_state["profiles_flash"] = "Opened in Tune."
+
+
+def on_revert(label: str) -> None:
+    st.session_state[f"profiles_toml_{label}"] = to_toml(sh.resolve_config(label))
+
+
+with editor:
+    labels = sh.config_labels()
+    if st.session_state["profiles_pick"] not in labels:
+        st.session_state["profiles_pick"] = labels[0]
+    top = st.columns([2, 1.2], vertical_alignment="bottom")
+    label = top[0].selectbox("Profile or pipeline", labels, key="profiles_pick", format_func=sh.format_label)
+    upload = top[1].file_uploader("Load a TOML file", type=["toml"], key="profiles_upload")
+    original = sh.resolve_config(label)
+    key = f"profiles_toml_{label}"
+    if upload is not None and st.session_state.get("profiles_upload_seen") != upload.file_id:
+        st.session_state["profiles_upload_seen"] = upload.file_id
+        st.session_state[key] = upload.getvalue().decode("utf-8", errors="replace")
+    st.session_state.setdefault(key, to_toml(original))
+
+    left, right = st.columns([1.1, 1], gap="large")
+    with left:
+        st.text_area("TOML", key=key, height=520, help="Any field of the pipeline config; unknown keys are refused.")
+        try:
+            edited = sh.parse_toml(st.session_state[key])
+            error = None
+        except ValueError as exc:
+            edited, error = None, str(exc)
+        if error:
+            st.error(error, icon=":material/error:")
+    with right:
+        default = sh.default_for(original)
+        st.markdown(f"**Diff against defaults** · `{default.name}`")
+        if edited is not None:
+            diff = sh.diff_configs(default, edited)
+            if diff.empty:
+                st.success("Identical to the defaults.", icon=":material/check:")
+            else:
+                st.dataframe(diff, hide_index=True, key="profiles_diff",
+                             column_config={"parameter": st.column_config.TextColumn(width="medium")})
+            with st.expander("Unified TOML diff"):
+                st.code(sh.toml_diff(default, edited) or "(no differences)", language="diff")
+        st.text_input("Save as", key="profiles_name", placeholder="profile name, e.g. debug-strict")
+        b = st.columns(2)
+        b[0].button("Save", type="primary", icon=":material/save:", on_click=on_save, args=(label,),
+                    disabled=edited is None, use_container_width=True)
+        b[1].button("Open in Tune", icon=":material/tune:", on_click=on_open_in_tune, args=(label,),
+                    disabled=edited is None, use_container_width=True)
+        b[0].download_button("Download TOML", st.session_state[key], file_name=f"{(edited or original).name}.toml",
+                             mime="application/toml", icon=":material/download:", use_container_width=True)
+        b[1].button("Revert edits", icon=":material/undo:", on_click=on_revert, args=(label,),
+                    use_container_width=True)
+
+if st.session_state["profiles_flash"]:
+    st.toast(st.session_state["profiles_flash"])
+    st.session_state["profiles_flash"] = ""
