@@ -25,7 +25,7 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing Debian chromium for the browser test"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver fonts-wqy-zenhei >/dev/null; }
 
 test: setup chromium
 	$(PY) -m pytest

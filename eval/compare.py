@@ -79,7 +79,7 @@ def randomization_test(baseline: np.ndarray, treatment: np.ndarray, n_permutatio
     chunk = max(1, 2_000_000 // len(diff))
     for start in range(0, n_permutations, chunk):
         size = min(chunk, n_permutations - start)
-        signs = rng.integers(0, 2, size=(size, len(diff)), dtype=np.int8) * 2 - 1
+        signs = (rng.integers(0, 2, size=(size, len(diff)), dtype=np.int8) * 2 - 1).astype(np.float64)
         extreme += int(np.sum(np.abs(signs @ diff) / len(diff) >= observed - tolerance))
     return (extreme + 1) / (n_permutations + 1)
 

@@ -9,6 +9,7 @@ sessions, or a CLI and the app) serialise on an ``fcntl`` lock file, so no updat
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -78,8 +79,9 @@ class JudgmentStore:
 
     def __init__(self, dataset: Dataset, home: Path | None = None):
         self.dataset = dataset
-        key = re.sub(r"[^A-Za-z0-9_.-]+", "-", dataset.name)
-        self.path = (home or rwb_home()) / "judgments" / f"{key}.json"
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", dataset.name)
+        where = hashlib.sha1(str(dataset.root.resolve()).encode()).hexdigest()[:8]
+        self.path = (home or rwb_home()) / "judgments" / f"{name}-{where}.json"
 
     def _load(self) -> dict:
         return _read_json(self.path, {"dataset": self.dataset.name, "overlay": {}, "history": []})
