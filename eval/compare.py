@@ -29,7 +29,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from eval.evaluate import Evaluation
-from eval.runs import to_qrels, to_run
+from eval.runs import RANX_LOCK, to_qrels, to_run
 
 TESTS = ("fisher", "student")
 TEST_NAMES = {"fisher": "Fisher's randomization test (paired, two-sided)",
@@ -133,7 +133,7 @@ class Significance:
 def _student_and_wtl(qrels, runs, metrics):
     from ranx import compare as ranx_compare
 
-    with warnings.catch_warnings():
+    with RANX_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # scipy warns on zero-variance differences
         return ranx_compare(qrels, runs, list(metrics), stat_test="student", max_p=1.0)
 

@@ -18,6 +18,7 @@ Decisions made once here (and tested in ``tests/test_fast_eval.py``):
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
@@ -27,6 +28,21 @@ from retrieval.ranking import Ranking
 
 if TYPE_CHECKING:  # ranx (numba, scipy) takes seconds to import: only the functions that use it load it
     from ranx import Qrels, Run
+
+
+# ranx's metrics are numba ``parallel=True`` functions; numba's default threading layer
+# aborts the whole process when two threads enter them at once (two app sessions, or a
+# warm-up thread and a page). Every ranx call goes through this lock.
+RANX_LOCK = threading.RLock()
+
+
+def warm_up() -> None:
+    """Compile ranx's numba metrics now (seconds on first use in a process)."""
+    from ranx import Qrels, Run, evaluate
+
+    with RANX_LOCK:
+        evaluate(Qrels({"q": {"d": 1}}), Run({"q": {"d": 1.0, "e": 0.5}}),
+                 ["ndcg@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5", "map@5"], save_results_in_run=False)
 
 
 def judged_query_ids(qrels: dict[str, dict[str, int]], query_ids: Iterable[str] | None = None) -> list[str]:
@@ -97,7 +113,8 @@ def ranx_per_query(qrels: Qrels, run: Run, metrics: Sequence[str]) -> dict[str, 
     if not metrics:
         raise ValueError("no metrics given")
     asked = metrics if len(metrics) > 1 else metrics * 2  # two names: ranx returns a dict
-    scores = evaluate(qrels, run, asked, return_mean=False, save_results_in_run=False)
+    with RANX_LOCK:
+        scores = evaluate(qrels, run, asked, return_mean=False, save_results_in_run=False)
     query_ids = list(run.get_query_ids())
     if sorted(query_ids) != sorted(qrels.get_query_ids()):
         raise ValueError(f"run {run.name!r} and qrels hold different queries")

@@ -38,6 +38,7 @@ from eval.fast import DEFAULT_METRICS, Judged, judge, per_query
 from eval.pool import load_pool
 from eval.report import write_report
 from eval.router_eval import INTENT_TO_PROFILE, evaluate_router
+from eval.runs import warm_up
 from eval.store import ExperimentStore, JudgmentStore, ProfileStore
 from eval.sweep import ParamSpec, Space, SweepResult
 from eval.sweep import sweep as harness_sweep
@@ -236,10 +237,7 @@ def warm_harness() -> threading.Thread | None:
 
     def work() -> None:
         try:
-            from ranx import Qrels, Run, evaluate
-
-            evaluate(Qrels({"q": {"d": 1}}), Run({"q": {"d": 1.0, "e": 0.5}}), list(METRICS),
-                     save_results_in_run=False)
+            warm_up()
         except Exception:  # a warm-up only; the real evaluation reports its own errors
             pass
 

@@ -59,7 +59,7 @@ def server(tmp_path_factory):
     log = open(home / "streamlit.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

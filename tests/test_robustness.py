@@ -266,3 +266,29 @@ def test_one_megabyte_document_and_lone_surrogates_are_named_by_file_line_field(
     assert first.startswith("rwb: error: invalid dataset: corpus.jsonl:11: text: 1000000 characters exceeds")
     assert second.strip().startswith("corpus.jsonl:12: text: contains a lone surrogate")
     assert not (home / "indexes").exists()  # nothing was built from a bad dataset
+
+
+def test_ranx_from_several_threads_at_once_does_not_abort_the_process():
+    """numba's workqueue layer kills the process on concurrent entry; two app sessions
+    evaluating at once must not take the server down."""
+    from ranx import Qrels, Run
+
+    from eval.runs import ranx_per_query, warm_up
+
+    qrels = Qrels({f"q{i}": {"a": 1, "b": 2} for i in range(50)})
+    run = Run({f"q{i}": {"a": 1.0, "c": 0.5, "b": 0.25} for i in range(50)})
+    errors, results = [], []
+
+    def work():
+        try:
+            warm_up()
+            results.append(ranx_per_query(qrels, run, ["ndcg@5", "mrr@5"])["mrr@5"]["q0"])
+        except Exception as error:  # noqa: BLE001
+            errors.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == [1.0] * 4  # "a" (relevant) is ranked first
