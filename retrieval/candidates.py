@@ -157,8 +157,8 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
                      progress: Callable[[int, int], None] | None = None) -> Candidates:
     """Retrieve the candidate pool of every query (paths concurrently) into one table."""
     dataset = handle.dataset
-    docs = dataset.documents
-    position = {doc_id: i for i, doc_id in enumerate(handle.doc_ids)}
+    table = doc_table(dataset)
+    position = table.position
     degraded = list(handle.degraded)
     filters = [_filters(q, scope, group, project) for q in queries]
     qvecs = _embed_queries(handle, [q.text for q in queries], degraded)
@@ -166,8 +166,8 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         dense_future = pool.submit(_dense_lists, handle, qvecs, [f[1] for f in filters], pool_depth, degraded)
         sparse_lists = [handle.bm25.search(q.text, pool_depth, f[0]) for q, f in zip(queries, filters)]
         dense_lists = dense_future.result()
-    statics = _static_doc_features(dataset)
-    neighbours = _neighbours(dataset, position)
+    statics = table.features
+    neighbours = table.neighbours
     rows: dict[str, list] = {name: [] for name in ROW_COLUMNS}
     offsets = [0]
     fast_targets, timelines, intents, windows = [], [], [], []
@@ -183,15 +183,14 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         dense = {position[d]: (r, s) for r, (d, s) in enumerate(dense_lists[qi])}
         sparse = {position[d]: (r, s) for r, (d, s) in enumerate(sparse_lists[qi])}
         members = dict.fromkeys([*dense, *sparse])
-        allowed = _allowed(docs, filters[qi][0])
+        allowed = table.allowed(filters[qi][0])
         if target:
-            members.update(dict.fromkeys(i for i, d in enumerate(docs) if d.path == target and allowed(d)))
+            members.update(dict.fromkeys(np.flatnonzero((table.path == target) & allowed).tolist()))
         recent_since = now - timedelta(days=TIMELINE_DAYS)
+        created = statics["created_ts"]
         if timeline:
-            members.update(dict.fromkeys(
-                i for i, d in enumerate(docs)
-                if d.path.startswith(JOURNAL_PREFIX) and d.created_at and recent_since <= d.created_at <= now
-                and allowed(d)))
+            recent = table.journal & (created >= recent_since.timestamp()) & (created <= now.timestamp())
+            members.update(dict.fromkeys(np.flatnonzero(recent & allowed).tolist()))
         anchors = [i for i, (r, _) in dense.items() if r < GRAPH_ANCHORS] + \
                   [i for i, (r, _) in sparse.items() if r < GRAPH_ANCHORS]
         linked = set().union(*(neighbours.get(a, set()) for a in anchors)) if anchors else set()
@@ -207,15 +206,15 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         rows["dense_rank"].append(np.array([dense[i][0] if i in dense else -1 for i in idx], dtype=np.int32))
         rows["bm25_rank"].append(np.array([sparse[i][0] if i in sparse else -1 for i in idx], dtype=np.int32))
         rows["bm25_score"].append(np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], dtype=np.float32))
-        rows["via_fast"].append(np.array([bool(target) and docs[i].path == target for i in idx], dtype=bool))
-        rows["via_timeline"].append(np.array(
-            [timeline and docs[i].path.startswith(JOURNAL_PREFIX) and docs[i].created_at is not None
-             and recent_since <= docs[i].created_at <= now for i in idx], dtype=bool))
+        rows["via_fast"].append((table.path[idx] == target) if target else np.zeros(n, dtype=bool))
+        rows["via_timeline"].append(
+            table.journal[idx] & (created[idx] >= recent_since.timestamp()) & (created[idx] <= now.timestamp())
+            if timeline else np.zeros(n, dtype=bool))
         updated = statics["updated_ts"][idx]
         rows["age_days"].append(np.maximum(0.0, (now.timestamp() - updated) / 86400.0).astype(np.float32))
         if window:
-            created = statics["created_ts"][idx]
-            inside = (created >= window.start.timestamp()) & (created < window.end.timestamp())
+            when = created[idx]
+            inside = (when >= window.start.timestamp()) & (when < window.end.timestamp())
             rows["in_window"].append(inside.astype(np.float32))
         else:
             rows["in_window"].append(np.full(n, np.nan, dtype=np.float32))
@@ -238,22 +237,40 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
     )
 
 
-def _allowed(docs, flt: Filters):
-    def check(doc) -> bool:
-        return ((not flt.scope or doc.scope == flt.scope) and (not flt.project or doc.project == flt.project)
-                and (not flt.group or doc.group == flt.group))
-    return check
+@dataclass(frozen=True, eq=False)
+class DocTable:
+    """Per-document lookups and feature arrays, built once per loaded dataset."""
+
+    position: dict[str, int]
+    path: np.ndarray          # object array of paths
+    journal: np.ndarray       # dated memories under journal/
+    scope: np.ndarray
+    project: np.ndarray
+    group: np.ndarray
+    neighbours: dict[int, set[int]]
+    features: dict[str, np.ndarray]
+
+    def allowed(self, flt: Filters) -> np.ndarray:
+        keep = np.ones(len(self.path), dtype=bool)
+        for column, value in ((self.scope, flt.scope), (self.project, flt.project), (self.group, flt.group)):
+            if value:
+                keep &= column == value
+        return keep
 
 
-_STATIC_CACHE: "weakref.WeakKeyDictionary[Dataset, dict[str, np.ndarray]]" = weakref.WeakKeyDictionary()
+_TABLES: "weakref.WeakKeyDictionary[Dataset, DocTable]" = weakref.WeakKeyDictionary()
 
 
-def _static_doc_features(dataset: Dataset) -> dict[str, np.ndarray]:
-    """Per-document feature arrays, computed once per loaded dataset."""
-    cached = _STATIC_CACHE.get(dataset)
-    if cached is not None:
-        return cached
+def doc_table(dataset: Dataset) -> DocTable:
+    cached = _TABLES.get(dataset)
+    if cached is None:
+        cached = _TABLES[dataset] = _build_doc_table(dataset)
+    return cached
+
+
+def _build_doc_table(dataset: Dataset) -> DocTable:
     docs = dataset.documents
+    position = {d.id: i for i, d in enumerate(docs)}
     order = sorted(range(len(docs)), key=lambda i: docs[i].id)
     tie = np.empty(len(docs), dtype=np.int32)
     tie[order] = np.arange(len(docs), dtype=np.int32)
@@ -272,16 +289,21 @@ def _static_doc_features(dataset: Dataset) -> dict[str, np.ndarray]:
         "updated_ts": np.array([ts(d.updated_at) for d in docs], dtype=np.float64),
         "created_ts": np.array([ts(d.created_at or d.updated_at) for d in docs], dtype=np.float64),
     }
-    _STATIC_CACHE[dataset] = features
-    return features
-
-
-def _neighbours(dataset: Dataset, position: dict[str, int]) -> dict[int, set[int]]:
-    links: dict[int, set[int]] = {}
-    for doc in dataset.documents:
+    neighbours: dict[int, set[int]] = {}
+    for doc in docs:
         for other in doc.related:
             a, b = position[doc.id], position[other]
             if a != b:
-                links.setdefault(a, set()).add(b)
-                links.setdefault(b, set()).add(a)
-    return links
+                neighbours.setdefault(a, set()).add(b)
+                neighbours.setdefault(b, set()).add(a)
+
+    def column(values) -> np.ndarray:
+        return np.array(list(values), dtype=object)
+
+    return DocTable(
+        position=position,
+        path=column(d.path for d in docs),
+        journal=np.array([d.path.startswith(JOURNAL_PREFIX) and d.created_at is not None for d in docs], dtype=bool),
+        scope=column(d.scope for d in docs), project=column(d.project for d in docs),
+        group=column(d.group for d in docs), neighbours=neighbours, features=features,
+    )
