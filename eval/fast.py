@@ -81,15 +81,19 @@ def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_M
     """Each metric's value for every query (NaN for queries without relevant judgments)."""
     out: dict[str, np.ndarray] = {}
     n_q = c.n_queries
+    n_rel = judged.n_relevant.astype(np.float64)
+    safe_rel = np.where(n_rel > 0, n_rel, 1.0)
+    shared: dict[int, tuple] = {}  # per cutoff: the top-k slice, computed once for all metrics
     for name in metrics:
         metric, k = parse_metric(name)
-        top = ranking.rank < k
-        rows, qidx, rank = ranking.rows[top], ranking.query_idx[top], ranking.rank[top]
-        gains = judged.grade[rows]
-        relevant = gains > 0
-        hits = np.bincount(qidx[relevant], minlength=n_q).astype(np.float64)
-        n_rel = judged.n_relevant.astype(np.float64)
-        safe_rel = np.where(n_rel > 0, n_rel, 1.0)
+        if k not in shared:
+            top = ranking.rank < k
+            rows, qidx, rank = ranking.rows[top], ranking.query_idx[top], ranking.rank[top]
+            gains = judged.grade[rows]
+            relevant = gains > 0
+            hits = np.bincount(qidx[relevant], minlength=n_q).astype(np.float64)
+            shared[k] = (qidx, rank, gains, relevant, hits)
+        qidx, rank, gains, relevant, hits = shared[k]
         if metric == "ndcg":
             dcg = np.bincount(qidx, weights=gains / np.log2(rank + 2.0), minlength=n_q)
             width = min(k, judged.ideal.shape[1])
@@ -103,8 +107,9 @@ def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_M
             value = (hits > 0).astype(np.float64)
         elif metric == "mrr":
             value = np.zeros(n_q)
-            first_q, first = np.unique(qidx[relevant], return_index=True)
-            value[first_q] = 1.0 / (rank[relevant][first] + 1.0)
+            rq, rr = qidx[relevant], rank[relevant]  # grouped by query, in rank order
+            first = np.flatnonzero(np.r_[True, rq[1:] != rq[:-1]]) if len(rq) else rq
+            value[rq[first]] = 1.0 / (rr[first] + 1.0)
         else:  # map
             rq = qidx[relevant]
             # running count of relevant results within each query, in rank order

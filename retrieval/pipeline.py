@@ -279,8 +279,8 @@ def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
         components["timeline"] = np.where(timeline, newest, 0.0)
         scored = Scored(score, components, scored.multipliers)
     ranking = rank_rows(c, score, config.max_results, config.min_score, config.token_budget, keep=~hybrid_rows)
-    names = {"vector": "vector", "bm25": "keyword"}
-    routes = tuple(ROUTES[r] if r < 2 else names.get(config.fusion, "hybrid") for r in route)
+    searched = {"vector": "vector", "bm25": "keyword"}.get(config.fusion, "hybrid")
+    routes = tuple(np.array([ROUTES[0], ROUTES[1], searched], dtype=object)[route].tolist())
     if config.fusion == "adaptive":
         profiles = tuple(config.adaptive.profile_named(p).name if config.adaptive.intent_router
                          else config.adaptive.profile.name for p in c.intent_route)
