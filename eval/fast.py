@@ -57,15 +57,23 @@ class Judged:
 
 
 def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
-    grade = np.zeros(c.n_rows, dtype=np.float64)
-    doc_ids = c.doc_ids
+    # every judgment as one integer key (query index × documents + document index), then one
+    # sorted lookup for all candidate rows
+    n_docs = len(c.doc_ids)
+    position = {doc_id: i for i, doc_id in enumerate(c.doc_ids)}
+    keys, values = [], []
     for qi, query_id in enumerate(c.query_ids):
-        judgments = qrels.get(query_id)
-        if not judgments:
-            continue
-        lo, hi = c.offsets[qi], c.offsets[qi + 1]
-        for row in range(lo, hi):
-            grade[row] = judgments.get(doc_ids[c.doc_idx[row]], 0)
+        for doc_id, value in (qrels.get(query_id) or {}).items():
+            if doc_id in position:
+                keys.append(qi * n_docs + position[doc_id])
+                values.append(value)
+    keys_arr = np.asarray(keys, dtype=np.int64)
+    order = np.argsort(keys_arr)
+    keys_arr, values_arr = keys_arr[order], np.asarray(values, dtype=np.float64)[order]
+    row_keys = c.query_idx.astype(np.int64) * n_docs + c.doc_idx
+    at = np.minimum(np.searchsorted(keys_arr, row_keys), max(len(keys_arr) - 1, 0))
+    found = (keys_arr[at] == row_keys) if len(keys_arr) else np.zeros(c.n_rows, dtype=bool)
+    grade = np.where(found, values_arr[at] if len(keys_arr) else 0.0, 0.0)
     lists = [sorted((g for g in qrels.get(q, {}).values() if g > 0), reverse=True) for q in c.query_ids]
     width = max((len(x) for x in lists), default=0) or 1
     ideal = np.zeros((c.n_queries, width))
