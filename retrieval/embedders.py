@@ -41,10 +41,12 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 def _batched(texts: Sequence[str], encode_batch, progress: Progress | None, dim: int) -> np.ndarray:
+    """Encode in batches of similar length (longest first), so little compute goes to padding."""
     out = np.empty((len(texts), dim), dtype=np.float32)
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     for start in range(0, len(texts), BATCH_SIZE):
-        batch = list(texts[start:start + BATCH_SIZE])
-        out[start:start + len(batch)] = _normalise(encode_batch(batch))
+        idx = order[start:start + BATCH_SIZE]
+        out[idx] = _normalise(encode_batch([texts[i] for i in idx]))
         if progress:
             progress(min(start + BATCH_SIZE, len(texts)), len(texts))
     return out
@@ -104,11 +106,17 @@ EMBEDDERS: dict[str, Callable[[], Embedder]] = {
 }
 
 
+_LOADED: dict[str, Embedder] = {}
+_LOAD_LOCK = threading.Lock()
+
+
 def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
-    """A registered embedder by name, or a sentence-transformers model path."""
-    if name in EMBEDDERS:
-        return EMBEDDERS[name]()
-    return SentenceTransformerEmbedder(name)
+    """A registered embedder by name, or a sentence-transformers model path; loaded once per
+    process (a failed load is not remembered, so a later call tries again)."""
+    with _LOAD_LOCK:
+        if name not in _LOADED:
+            _LOADED[name] = EMBEDDERS[name]() if name in EMBEDDERS else SentenceTransformerEmbedder(name)
+        return _LOADED[name]
 
 
 def text_hash(text: str) -> str:
