@@ -275,6 +275,7 @@ def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
         file_order = 1.0 - c.line_start / (1.0 + last_line[c.query_idx])
         newest = recency_decay(c.age_days, 30.0)
         score = np.where(fast, file_order, np.where(timeline, newest, score))
+        components = {k: np.where(hybrid_rows, v, 0.0) for k, v in components.items()}
         components["fast"] = np.where(fast, file_order, 0.0)
         components["timeline"] = np.where(timeline, newest, 0.0)
         scored = Scored(score, components, scored.multipliers)

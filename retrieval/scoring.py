@@ -134,8 +134,9 @@ def quality_multiplier(confidence: np.ndarray, vitality: np.ndarray, q: QualityF
 
 
 def _finish(score: np.ndarray, visible: np.ndarray, components: dict, multipliers: dict | None = None) -> Scored:
-    masked = np.where(visible, score, -np.inf)
-    return Scored(masked, {k: np.where(visible, v, 0.0) for k, v in components.items()}, multipliers or {})
+    """Hide unseen rows behind −inf; components are left as computed (only a ranked, hence
+    visible, row's components are ever read), which keeps every knob move cheap."""
+    return Scored(np.where(visible, score, -np.inf), components, multipliers or {})
 
 
 # ---- strategies ------------------------------------------------------------------------
