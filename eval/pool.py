@@ -41,7 +41,8 @@ def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: in
         handle, dataset.queries, pool_depth,
         progress=(lambda done, total: progress("retrieve", done, total)) if progress else None,
     )
-    if not any("embedder" in note for note in candidates.degraded[0] if candidates.degraded):
+    keyword_only = any("keyword-only" in note for notes in candidates.degraded for note in notes)
+    if not keyword_only:  # a degraded pool is not kept: the next run retries the vectors
         path.parent.mkdir(parents=True, exist_ok=True)
         candidates.save(path)
     return candidates

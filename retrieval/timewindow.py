@@ -36,6 +36,10 @@ def _number(text: str) -> int:
     return _ZH_NUM.get(text, 0)
 
 
+def _weekday(name: str) -> int:
+    return WEEKDAYS_EN.index(name) if name in WEEKDAYS_EN else WEEKDAYS_ZH[name]
+
+
 def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
     """The first time expression in ``text`` as a window, or None."""
     lower = text.lower()
@@ -63,10 +67,8 @@ def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
         return days(day, tomorrow, "today")
     monday = day - timedelta(days=day.weekday())
     match = re.search(r"\blast\s+(" + "|".join(WEEKDAYS_EN) + r")\b", lower) or re.search(r"上(?:周|星期|礼拜)([一二三四五六日天])", text)
-    if match:
-        name = match.group(1)
-        weekday = WEEKDAYS_EN.index(name) if name in WEEKDAYS_EN else WEEKDAYS_ZH[name]
-        target = day - timedelta(days=(day.weekday() - weekday) % 7 or 7)
+    if match:  # that day of the previous calendar week
+        target = monday - 7 * one + timedelta(days=_weekday(match.group(1)))
         return days(target, target + one, match.group(0))
     if re.search(r"\blast week\b|上周|上星期|上个星期|上礼拜", lower):
         return days(monday - 7 * one, monday, "last week")
@@ -81,9 +83,7 @@ def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
     if re.search(r"\brecent(ly)?\b|\blately\b|\bthese days\b|最近|这几天|近期|近来", lower):
         return days(tomorrow - RECENT_DAYS * one, tomorrow, "recent")
     match = re.search(r"\b(?:on\s+)?(" + "|".join(WEEKDAYS_EN) + r")\b", lower) or re.search(r"(?:周|星期|礼拜)([一二三四五六日天])", text)
-    if match:
-        name = match.group(1)
-        weekday = WEEKDAYS_EN.index(name) if name in WEEKDAYS_EN else WEEKDAYS_ZH[name]
-        target = day - timedelta(days=(day.weekday() - weekday) % 7 or 7)
+    if match:  # the most recent such day before today
+        target = day - timedelta(days=(day.weekday() - _weekday(match.group(1))) % 7 or 7)
         return days(target, target + one, match.group(0))
     return None

@@ -90,3 +90,14 @@ def test_huge_day_counts_do_not_overflow():
 def test_day_counts_beyond_int_conversion_limits_do_not_raise(text):
     """Python refuses int() of over 4300 digits; such a count means 'as far back as allowed'."""
     assert parse_time_window(text, NOW) is not None
+
+
+def test_last_weekday_means_that_day_of_the_previous_calendar_week():
+    wednesday = datetime(2026, 11, 18, 12, tzinfo=timezone.utc)
+    # previous week runs Mon 11-09 … Sun 11-15, so its Monday is 11-09 (not this week's 11-16)
+    for text in ("what did we decide last Monday", "上周一说了什么"):
+        window = parse_time_window(text, wednesday)
+        assert (window.start.date(), window.end.date()) == (date(2026, 11, 9), date(2026, 11, 10))
+    plain = parse_time_window("what happened on Monday", wednesday)
+    assert plain.start.date() == date(2026, 11, 16)  # a bare weekday: the most recent one
+
