@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - before eval/runs.py existed
 def path_lists(c: Candidates, depth: int, path: str, normalise: str | None = None) -> dict[str, dict[str, float]]:
     """{query id: {doc id: score}} of one path (``dense`` or ``bm25``) within ``depth``.
 
-    ``normalise="minmax"`` applies the engine's per-query min-max (``retrieval.scoring``:
+    ``normalise="minmax"`` applies the engine's per-query min-max (``retrieval.fusion.weighted``:
     a single hit or all-equal hits → 1.0); used only to check that both tools optimise the
     same objective."""
     rank = c.dense_rank if path == "dense" else c.bm25_rank

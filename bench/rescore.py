@@ -19,7 +19,7 @@ from bench.ranxio import path_runs
 from eval.fast import judge, mean_metrics
 from eval.runs import to_run
 from retrieval.pipeline import PIPELINES, PipelineConfig, run_pipeline, with_param
-from retrieval.scoring import WeightedParams
+from retrieval.fusion.weighted import WeightedParams
 
 METRICS = ("ndcg@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5")
 DEPTH = 20  # the rrf pipeline's per-path depth (max_results 10 × candidate multiplier 2)
@@ -29,7 +29,7 @@ def configs():
     """(label, our config, ranx fuse kwargs) of the re-scored configs; the first is the headline."""
     rrf = with_param(PIPELINES["rrf"], "rrf.rrf_k", 30)
     wsum = PipelineConfig("wsum-0.6", "weighted", depth=DEPTH,
-                          weighted=WeightedParams(vector_weight=0.6, text_weight=0.4, text_norm="minmax"))
+                          params=WeightedParams(vector_weight=0.6, text_weight=0.4, text_norm="minmax"))
     return [
         # rrf needs no normalisation: ranx is given norm=None, its cheapest correct call
         ("rrf k=30", rrf, dict(norm=None, method="rrf", params={"k": 30})),

@@ -30,7 +30,7 @@ import numpy as np
 
 from eval.fast import judge
 from retrieval.pipeline import PIPELINES, PipelineConfig, run_pipeline, with_param
-from retrieval.scoring import WeightedParams
+from retrieval.fusion.weighted import WeightedParams
 
 METRIC = "ndcg@5"
 DEPTH = 20
@@ -43,7 +43,7 @@ def _ours_sweeps(c, qrels, folds: int):
     from eval.sweep import ParamSpec, Space, SumConstraint, sweep
 
     base_w = PipelineConfig("wsum-minmax", "weighted", depth=DEPTH,
-                            weighted=WeightedParams(text_norm="minmax"))
+                            params=WeightedParams(text_norm="minmax"))
     space_w = Space((ParamSpec("weighted.vector_weight", 0.0, 1.0, 0.1),
                      ParamSpec("weighted.text_weight", 0.0, 1.0, 0.1)),
                     (SumConstraint(("weighted.vector_weight", "weighted.text_weight"), 1.0),))
@@ -65,7 +65,7 @@ def _core_loop(c, judged, configs) -> list[float]:
 
 
 def _grid_configs() -> list:
-    base_w = PipelineConfig("wsum-minmax", "weighted", depth=DEPTH, weighted=WeightedParams(text_norm="minmax"))
+    base_w = PipelineConfig("wsum-minmax", "weighted", depth=DEPTH, params=WeightedParams(text_norm="minmax"))
     out = [with_param(with_param(base_w, "weighted.vector_weight", w), "weighted.text_weight", round(1 - w, 1))
            for w in WEIGHTS]
     return out + [with_param(PIPELINES["rrf"], "rrf.rrf_k", float(k)) for k in RRF_KS]

@@ -87,12 +87,12 @@ def evaluate_router(c: Candidates, qrels: dict[str, dict[str, int]], labels: Map
         raise ValueError("no query has a relevant judgment (grade > 0): cannot compute regret")
     values = {}
     for name in profiles:
-        fixed = dataclasses.replace(base, adaptive=dataclasses.replace(
-            base.adaptive, intent_router=False, profile=base.adaptive.profile_named(name)))
+        fixed = dataclasses.replace(base, params=dataclasses.replace(
+            base.params, intent_router=False, profile=base.params.profile_named(name)))
         values[name] = per_query(c, judged, run_pipeline(c, fixed).ranking, (metric,))[metric]
     table = np.vstack([values[p] for p in profiles])            # (profiles, queries)
     index = {p: i for i, p in enumerate(profiles)}
-    picked = np.array([index.get(base.adaptive.profile_named(r).name, index["concept"]) for r in c.intent_route])
+    picked = np.array([index.get(base.params.profile_named(r).name, index["concept"]) for r in c.intent_route])
     cols = np.arange(c.n_queries)
     routed_values = table[picked, cols]
     label_pick = np.array([index.get(INTENT_TO_PROFILE.get((labels.get(q) or "").strip(), ""), -1)

@@ -1,9 +1,9 @@
 """Grid and random search over numeric parameters of a pipeline, with k-fold cross-validation.
 
-Any numeric dotted field of a config can be swept (``rrf.rrf_k``, ``weighted.vector_weight``,
-``adaptive.profile.w_dense``, ``adaptive.profiles.debug.quality.conf_low_factor``,
-``adaptive.half_life_days``, ``candidate_multiplier``, …) and so can the optional top-level
-numbers that a config may leave unset (``min_score``, ``depth``, ``token_budget``).
+A pipeline's sweepable parameters are the ones its fusion and its ranking use
+(``retrieval.pipeline.sweepable_params``: ``rrf.rrf_k`` on an rrf pipeline,
+``adaptive.profiles.debug.quality.conf_low_factor`` on a routed adaptive one,
+``candidate_multiplier``, ``min_score``, …); a parameter of another fusion is refused.
 
 A parameter's values are ``lo, lo + step, …`` up to ``hi`` (``name=lo:hi:step``). A sum
 constraint (``a+b+c=1``) keeps only the grid points whose values sum to the total, compared
@@ -35,32 +35,19 @@ import numpy as np
 
 from eval.fast import judge, parse_metric, per_query
 from retrieval.candidates import Candidates
-from retrieval.pipeline import PipelineConfig, get_param, numeric_params, run_pipeline, to_toml, with_param
+from retrieval.pipeline import PipelineConfig, get_param, knobs, run_pipeline, sweepable_params, to_toml, with_param
 
-OPTIONAL_NUMERIC = {"min_score": float, "depth": int, "token_budget": int}
 MAX_POINTS = 1_000_000       # configurations one sweep may evaluate
 ENUMERATE_LIMIT = 200_000    # random search lists the grid up to this size, else draws points
 _SPEC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=\s*([^:]+):([^:]+):([^:]+)\s*$")
 
 
-def sweepable_params(config: PipelineConfig) -> list[str]:
-    """Dotted names that can be swept on ``config``."""
-    names = numeric_params(config)
-    return names + [n for n in OPTIONAL_NUMERIC if n not in names]
-
-
 def _is_int_param(config: PipelineConfig, name: str) -> bool:
-    if name in OPTIONAL_NUMERIC:
-        return OPTIONAL_NUMERIC[name] is int
-    value = get_param(config, name)
-    return isinstance(value, int) and not isinstance(value, bool)
+    return next(k.knob.kind == "int" for k in knobs(config) if k.path == name)
 
 
 def set_param(config: PipelineConfig, name: str, value: float) -> PipelineConfig:
-    """``with_param`` that also sets the optional top-level numbers (``min_score`` …)."""
-    if name in OPTIONAL_NUMERIC:
-        kind = OPTIONAL_NUMERIC[name]
-        return dataclasses.replace(config, **{name: kind(value) if kind is int else float(value)})
+    """``with_param``, validated against the pipeline's own parameters."""
     return with_param(config, name, value)
 
 
@@ -117,7 +104,8 @@ def parse_param(text: str, config: PipelineConfig) -> ParamSpec:
     name = match.group(1)
     valid = sweepable_params(config)
     if name not in valid:
-        raise ValueError(f"unknown parameter {name!r} for pipeline {config.name!r}; valid: {', '.join(valid)}")
+        get_param(config, name)  # names the fusion the parameter belongs to, or lists the valid ones
+        raise ValueError(f"{name!r} cannot be swept (not a number); sweepable: {', '.join(valid)}")
     try:
         lo, hi, step = (float(match.group(i)) for i in (2, 3, 4))
     except ValueError:

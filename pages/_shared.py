@@ -48,10 +48,12 @@ from retrieval.dataset import Dataset, DatasetError, Query, load_dataset, qrels_
 from retrieval.index import IndexHandle, open_index, rwb_home
 from retrieval.pipeline import (
     PIPELINES, PipelineConfig, PipelineRun, Response, from_toml, get_param, run_pipeline,
-    to_dict, to_toml, with_param,
+    to_dict, to_toml, with_fusion, with_param,
 )
 from retrieval.profiles import PRESETS
-from retrieval.scoring import FUSERS, TEXT_NORMS, AdaptiveParams
+from retrieval.fusion import FUSIONS
+from retrieval.fusion.adaptive import AdaptiveParams
+from retrieval.fusion.weighted import TEXT_NORMS
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS_DIR = ROOT / "datasets"
@@ -337,7 +339,7 @@ def profile_pipeline(name: str) -> PipelineConfig:
     """One of seed 001's presets as a pipeline: adaptive fusion with that fixed profile."""
     profile = next(p for p in PRESETS if p.name == name)
     return PipelineConfig(f"profile-{name}", "adaptive", f"Adaptive fusion with the {name} profile.",
-                          adaptive=AdaptiveParams(profile=profile))
+                          params=AdaptiveParams(profile=profile))
 
 
 def config_labels() -> list[str]:
@@ -454,8 +456,8 @@ KNOB_GROUPS = {
 
 def profile_prefix(config: PipelineConfig, edit_profile: str | None) -> str:
     """Where the adaptive weights live: the fixed profile, or a routed one."""
-    names = [p.name for p in config.adaptive.profiles]
-    if config.adaptive.intent_router and edit_profile in names:
+    names = [p.name for p in config.params.profiles]
+    if config.params.intent_router and edit_profile in names:
         return f"adaptive.profiles.{edit_profile}"
     return "adaptive.profile"
 
@@ -464,11 +466,11 @@ def knobs_for(config: PipelineConfig, edit_profile: str | None = None, pool_dept
               ) -> list[Knob]:
     """Every knob that matters for ``config``'s fusion, mapped to its params."""
     f = config.fusion
-    out = [Knob("fusion", "Fusion method", "choice", "fusion", options=tuple(FUSERS),
+    out = [Knob("fusion", "Fusion method", "choice", "fusion", options=tuple(FUSIONS),
                 help="vector/bm25: single path · rrf: reciprocal rank · weighted: score union · "
                      "adaptive: seed 001 profiles · salience: seed 000")]
     if f in ("rrf", "salience"):
-        out.append(Knob("rrf.rrf_k", "rrf_k", "float", "fusion", 1.0, 200.0, 1.0,
+        out.append(Knob(f"{f}.rrf_k", "rrf_k", "float", "fusion", 1.0, 200.0, 1.0,
                         help="RRF constant: Σ w / (rrf_k + rank + 1)"))
     if f == "weighted":
         out.append(Knob("weighted.text_norm", "BM25 normalisation", "choice", "fusion", options=TEXT_NORMS))
@@ -504,8 +506,6 @@ def knobs_for(config: PipelineConfig, edit_profile: str | None = None, pool_dept
         ]
     elif f == "salience":
         out += [Knob("salience.w_semantic", "Semantic weight (RRF)", hi=2.0, **w),
-                Knob("rrf.w_dense", "  ↳ dense in RRF", hi=3.0, **w),
-                Knob("rrf.w_sparse", "  ↳ sparse in RRF", hi=3.0, **w),
                 Knob("salience.w_recency", "Time weight (recency)", hi=2.0, **w),
                 Knob("salience.w_reinforcement", "Reinforcement weight", hi=2.0, **w),
                 Knob("salience.w_access", "Access weight", hi=2.0, **w)]
@@ -524,6 +524,8 @@ def knobs_for(config: PipelineConfig, edit_profile: str | None = None, pool_dept
 
 
 def knob_value(config: PipelineConfig, knob: Knob):
+    if knob.path == "fusion":
+        return config.fusion
     value = get_param(config, knob.path)
     if knob.kind == "float":
         return float(value)
@@ -540,7 +542,7 @@ def apply_knob(config: PipelineConfig, knob: Knob, value, pool_depth: int) -> Pi
         value = int(value)
     if knob.kind in ("float", "opt_float") and value is not None:
         value = float(value)
-    new = with_param(config, knob.path, value)
+    new = with_fusion(config, value) if knob.path == "fusion" else with_param(config, knob.path, value)
     if new.path_depth > pool_depth:
         raise ValueError(f"per-path depth {new.path_depth} exceeds the candidate pool ({pool_depth}); "
                          "lower max results, the multiplier or the depth")

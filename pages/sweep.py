@@ -50,8 +50,8 @@ with st.container(border=True):
     folds = row[3].number_input("CV folds", 2, 10, key="sweep_folds")
 
     edit_profile = None
-    if base.fusion == "adaptive" and base.adaptive.intent_router:
-        names = [p.name for p in base.adaptive.profiles]
+    if base.fusion == "adaptive" and base.params.intent_router:
+        names = [p.name for p in base.params.profiles]
         edit_profile = st.selectbox("Routed profile to sweep", names, key="sweep_edit_profile")
     knobs = {k.path: k for k in sh.sweepable_knobs(base, edit_profile)}
     paths = list(knobs)

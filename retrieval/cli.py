@@ -9,7 +9,8 @@ import sys
 from retrieval.dataset import load_dataset
 from retrieval.embedders import DEFAULT_EMBEDDER
 from retrieval.index import open_index
-from retrieval.pipeline import PIPELINES, get_pipeline, search, to_dict
+from retrieval.fusion import FUSIONS
+from retrieval.pipeline import PIPELINES, describe, get_pipeline, search, to_dict
 
 
 class ProgressBar:
@@ -87,20 +88,10 @@ def cmd_pipelines(args) -> int:
         print(json.dumps({name: to_dict(p) for name, p in PIPELINES.items()}, ensure_ascii=False, indent=2))
         return 0
     for name, p in PIPELINES.items():
-        extras = [f"fusion={p.fusion}", f"max_results={p.max_results}", f"depth={p.path_depth}"]
-        if p.min_score is not None:
-            extras.append(f"min_score={p.min_score}")
-        if p.token_budget is not None:
-            extras.append(f"token_budget={p.token_budget}")
-        if p.fusion == "rrf" or p.fusion == "salience":
-            extras.append(f"rrf_k={p.rrf.rrf_k:g}")
-        if p.fusion == "weighted":
-            extras.append(f"weights={p.weighted.vector_weight}/{p.weighted.text_weight} norm={p.weighted.text_norm}")
-        if p.fusion == "adaptive":
-            extras.append("router=on" if p.adaptive.intent_router else f"profile={p.adaptive.profile.name}")
-        if p.fast_path or p.timeline_path:
-            extras.append("routes=fast,timeline")
-        print(f"{name:<17} {' '.join(extras)}\n{'':<17} {p.description}")
+        print(f"{name:<17} {describe(p)}")
+    print("\nfusion methods (retrieval/fusion/):")
+    for name, fusion in FUSIONS.items():
+        print(f"  {name:<15} {fusion.summary}  ({fusion.source})")
     return 0
 
 

@@ -1,9 +1,12 @@
 """Pipelines: a named, frozen config composing routing → fusion → ranking → budget.
 
-``run_pipeline(candidates, config)`` re-scores a whole query set from its candidate
-table (no index access); ``search(handle, text, config)`` answers one query.
-A pipeline is named (``PIPELINES``) or read from a TOML file; ``with_param`` sets
-any numeric field by dotted path (``rrf.rrf_k``, ``adaptive.profiles.debug.w_sparse``).
+A pipeline carries its fusion's parameters (``params``, an instance of the fusion's own
+class in ``retrieval.fusion``) plus routing, ranking and budget — nothing else.
+``run_pipeline(candidates, config)`` re-scores a whole query set from its candidate table
+(no index access); ``search(handle, text, config)`` answers one query. A pipeline is named
+(``PIPELINES``) or read from TOML (``base = "rrf"`` then ``[rrf] rrf_k = 30``).
+``knobs(config)`` lists its parameters by dotted path (``rrf.rrf_k``, ``max_results``,
+``adaptive.profiles.debug.w_sparse``) and ``with_param`` sets one, validated.
 """
 
 from __future__ import annotations
@@ -11,51 +14,59 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tomli_w
 
 from retrieval.candidates import Candidates, build_candidates
 from retrieval.dataset import Query, scrub_text
+from retrieval.fusion import FUSIONS, Scored, get_fusion
+from retrieval.fusion._base import recency_decay
+from retrieval.params import KnobRef, Params, build, flag, integer, number, plain, walk_knobs
 from retrieval.profiles import PRESETS, Profile, QualityFactors, preset
 from retrieval.ranking import Ranking, rank_rows
-from retrieval.scoring import (
-    FUSERS, AdaptiveParams, RRFParams, SalienceParams, Scored, WeightedParams, recency_decay,
-)
 
 ROUTES = ("fast", "timeline", "hybrid")
+MAX_DEPTH = 10_000
+"""Largest per-path candidate depth (and so ``max_results``) a pipeline may ask for."""
 
 
 @dataclass(frozen=True)
-class PipelineConfig:
+class PipelineConfig(Params):
     name: str
     fusion: str = "rrf"
     description: str = ""
-    max_results: int = 10
-    candidate_multiplier: float = 2.0
-    depth: int | None = None          # per-path candidates; default ceil(max_results × multiplier)
-    min_score: float | None = None
-    token_budget: int | None = None
-    fast_path: bool = False
-    timeline_path: bool = False
-    rrf: RRFParams = field(default_factory=RRFParams)
-    weighted: WeightedParams = field(default_factory=WeightedParams)
-    adaptive: AdaptiveParams = field(default_factory=AdaptiveParams)
-    salience: SalienceParams = field(default_factory=SalienceParams)
+    max_results: int = integer(10, "max results", "results returned per query",
+                               lo=1, hi=50, min=1, max=MAX_DEPTH)
+    candidate_multiplier: float = number(2.0, "candidate multiplier",
+                                         "per-path candidates = ⌈max_results × this⌉ (unless depth is set)",
+                                         lo=1.0, hi=10.0, step=0.5, min=1.0, max=1000.0)
+    depth: int | None = integer(None, "depth", "per-path candidates (overrides the multiplier)",
+                                lo=1, hi=200, min=1, max=MAX_DEPTH)
+    min_score: float | None = number(None, "min score", "drop results scoring below this",
+                                     lo=0.0, hi=1.0, step=0.01)
+    token_budget: int | None = integer(None, "token budget", "stop adding results past this many tokens",
+                                       lo=100, hi=8000, step=100, min=1, max=100_000_000)
+    fast_path: bool = flag(False, "fast path", "a query naming a memory file reads that file (seed 000)")
+    timeline_path: bool = flag(False, "timeline path", "a 'what did we do lately' query reads the journal (seed 000)")
+    params: Params | None = None
 
-    def __post_init__(self):
-        if self.fusion not in FUSERS:
-            raise ValueError(f"unknown fusion {self.fusion!r}; choose from {sorted(FUSERS)}")
-        if not isinstance(self.max_results, int) or self.max_results < 1:
-            raise ValueError(f"max_results must be an integer ≥ 1, got {self.max_results!r}")
-        if not self.candidate_multiplier >= 1:
-            raise ValueError(f"candidate_multiplier must be ≥ 1, got {self.candidate_multiplier!r}")
-        if self.depth is not None and (not isinstance(self.depth, int) or self.depth < 1):
-            raise ValueError(f"depth must be an integer ≥ 1, got {self.depth!r}")
-        if self.token_budget is not None and (not isinstance(self.token_budget, int) or self.token_budget < 1):
-            raise ValueError(f"token_budget must be an integer ≥ 1, got {self.token_budget!r}")
+    def check(self) -> None:
+        for name in ("name", "description"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
+        fusion = get_fusion(self.fusion)
+        if self.params is None:
+            object.__setattr__(self, "params", fusion.params())
+        elif type(self.params) is not fusion.params:
+            raise ValueError(f"a {self.fusion} pipeline takes {fusion.params.__name__}, "
+                             f"got {type(self.params).__name__}")
+        if self.path_depth > MAX_DEPTH:
+            raise ValueError(f"max_results × candidate_multiplier must be ≤ {MAX_DEPTH}, "
+                             f"got {self.max_results} × {self.candidate_multiplier:g}")
 
     @property
     def path_depth(self) -> int:
@@ -64,6 +75,10 @@ class PipelineConfig:
 
     def __str__(self) -> str:
         return self.name
+
+
+def _adaptive(**changes) -> Params:
+    return get_fusion("adaptive").params(**changes)
 
 
 PIPELINES: dict[str, PipelineConfig] = {p.name: p for p in (
@@ -79,7 +94,7 @@ PIPELINES: dict[str, PipelineConfig] = {p.name: p for p in (
     PipelineConfig(
         "seed-adaptive", "adaptive",
         "Seed 001: intent router picks a profile; relevance × confidence × vitality multipliers.",
-        candidate_multiplier=3.0, adaptive=AdaptiveParams(intent_router=True)),
+        candidate_multiplier=3.0, params=_adaptive(intent_router=True)),
     PipelineConfig(
         "openclaw", "weighted",
         "OpenClaw: 0.7 vector / 0.3 BM25-rank, candidate multiplier 4, min score 0.35, max 6.",
@@ -95,140 +110,249 @@ PIPELINES: dict[str, PipelineConfig] = {p.name: p for p in (
 )}
 
 
-# ---- TOML and parameters ---------------------------------------------------------------
+# ---- TOML ------------------------------------------------------------------------------
 
-def _plain(value):
-    if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if getattr(value, f.name) is not None}
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
+_PRESET_NAMES = {p.name: p for p in PRESETS}
+
+
+def _profile_table(profile: Profile) -> Any:
+    """A preset unchanged is written as its name; an edited one as the fields that differ."""
+    base = _PRESET_NAMES.get(profile.name)
+    if base == profile:
+        return profile.name
+    return plain(profile, base)
+
+
+def _params_table(config: PipelineConfig) -> dict:
+    params = config.params
+    if config.fusion != "adaptive":
+        return plain(params)
+    out = {"intent_router": params.intent_router, "half_life_days": params.half_life_days,
+           "profile": _profile_table(params.profile)}
+    if params.profiles != PRESETS:
+        out["profiles"] = {p.name: {k: v for k, v in plain(p, _PRESET_NAMES.get(p.name)).items() if k != "name"}
+                           for p in params.profiles if _PRESET_NAMES.get(p.name) != p}
+    return out
 
 
 def to_dict(config: PipelineConfig) -> dict:
-    return _plain(config)
+    """The TOML table of a pipeline: top-level routing/ranking/budget, then ``[<fusion>]``."""
+    out = {k: v for k, v in plain(config).items() if k != "params"}
+    table = _params_table(config)
+    if table:
+        out[config.fusion] = table
+    return out
 
 
 def to_toml(config: PipelineConfig) -> str:
     return tomli_w.dumps(to_dict(config))
 
 
-def _build(cls, data: dict, base, where: str):
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected a table, got {type(data).__name__}")
-    names = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(names))
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(names)}")
-    values = {}
-    for name, f in names.items():
-        current = getattr(base, name) if base is not None else None
-        if name not in data:
-            if base is not None:
-                values[name] = current
+def _quality(raw, current, where):
+    return build(QualityFactors, raw, current, where)
+
+
+def _profile(raw, current, where) -> Profile:
+    """A profile from a preset name, or a table (merged over the preset of the same name)."""
+    if isinstance(raw, str):
+        try:
+            return preset(raw)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+    name = raw.get("name") if isinstance(raw, dict) else None
+    base = _PRESET_NAMES.get(name) if isinstance(name, str) else None
+    if base is None:
+        base = current if current is not None and name in (None, current.name) else Profile(name or "custom")
+    return build(Profile, raw, base, where, {"quality": _quality})
+
+
+def _profiles(raw, current, where) -> tuple[Profile, ...]:
+    """Profiles as a table keyed by name (edits over the presets) or an array of tables."""
+    if isinstance(raw, dict):
+        out = {p.name: p for p in (current or PRESETS)}
+        for name, table in raw.items():
+            if not isinstance(table, dict):
+                raise ValueError(f"{where}.{name}: expected a table")
+            out[name] = _profile({**table, "name": name}, out.get(name), f"{where}.{name}")
+        return tuple(out.values())
+    if isinstance(raw, list):
+        return tuple(_profile(p, None, f"{where}[{i}]") for i, p in enumerate(raw))
+    raise ValueError(f"{where}: expected a table of profiles")
+
+
+_NESTED = {"profile": _profile, "profiles": _profiles, "quality": _quality}
+
+
+def _legacy_sections(data: dict, fusion: str, where: str) -> None:
+    """Files written before pipelines carried only their own fusion held every fusion's
+    section. Drop a foreign section that only repeats its defaults; refuse one that sets
+    something, saying how to convert the file."""
+    for name in sorted(set(data) & set(FUSIONS) - {fusion}):
+        section = data[name]
+        if fusion == "salience" and name == "rrf" and isinstance(section, dict):
+            # old salience pipelines took the semantic term's rrf_k from [rrf]
+            data.setdefault("salience", {}).setdefault("rrf_k", section.get("rrf_k", 60.0))
+            data.pop(name)
             continue
-        raw = data[name]
-        nested = {"rrf": RRFParams, "weighted": WeightedParams, "adaptive": AdaptiveParams,
-                  "salience": SalienceParams, "profile": Profile, "quality": QualityFactors}.get(name)
-        if nested is not None:
-            values[name] = _build(nested, raw, current if current is not None else None, f"{where}.{name}")
-        elif name == "profiles":
-            if not isinstance(raw, list):
-                raise ValueError(f"{where}.profiles: expected an array of tables")
-            values[name] = tuple(_build(Profile, p, _preset_or_none(p), f"{where}.profiles[{i}]")
-                                 for i, p in enumerate(raw))
-        else:
-            values[name] = raw
-    try:
-        return cls(**values)
-    except TypeError as error:
-        raise ValueError(f"{where}: {error}") from None
+        try:
+            unchanged = _params_from(name, section, None, f"{where}.{name}") == FUSIONS[name].params()
+        except ValueError:
+            unchanged = False
+        if not unchanged:
+            raise ValueError(f"{where}: section [{name}] does not apply to this pipeline (fusion = {fusion}); "
+                             f"delete it, or set fusion = \"{name}\" (files from before each pipeline "
+                             f"carried only its own fusion held every section)")
+        data.pop(name)
 
 
-def _preset_or_none(data) -> Profile | None:
-    name = data.get("name") if isinstance(data, dict) else None
-    return next((p for p in PRESETS if p.name == name), None)
+def _params_from(fusion: str, raw, current, where: str) -> Params:
+    return build(get_fusion(fusion).params, raw, current, where, _NESTED)
 
 
 def from_dict(data: dict, where: str = "pipeline") -> PipelineConfig:
     """A config from a table; ``base = "<pipeline>"`` starts from a named pipeline."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a table")
     data = dict(data)
     base_name = data.pop("base", None)
-    base = get_pipeline(base_name) if base_name else PipelineConfig(data.get("name", "custom"))
+    if base_name is not None and not isinstance(base_name, str):
+        raise ValueError(f"{where}: base must be a pipeline name, got {base_name!r}")
+    fusion = data.get("fusion")
+    if fusion is not None and not isinstance(fusion, str):
+        raise ValueError(f"{where}: fusion must be a string, got {fusion!r}")
+    base = get_pipeline(base_name) if base_name else None
+    fusion = fusion or (base.fusion if base else "rrf")
+    get_fusion(fusion)
+    _legacy_sections(data, fusion, where)
+    current = base.params if base is not None and base.fusion == fusion else get_fusion(fusion).params()
+    params = _params_from(fusion, data.pop(fusion, {}), current, f"{where}.{fusion}")
+    if "params" in data:
+        raise ValueError(f"{where}: unknown key(s) ['params']; put the fusion's parameters under [{fusion}]")
     if "name" not in data:
-        data["name"] = base.name if base_name is None else f"{base_name}-custom"
-    return _build(PipelineConfig, data, base, where)
+        data["name"] = f"{base_name}-custom" if base_name else "custom"
+    data["fusion"] = fusion
+    start = dataclasses.replace(base, params=params, fusion=fusion) if base else None
+    return build(PipelineConfig, {**data, "params": params}, start, where)
 
 
 def from_toml(text: str, where: str = "pipeline") -> PipelineConfig:
     try:
-        return from_dict(tomllib.loads(text), where)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{where}: invalid TOML ({error})") from None
+    return from_dict(data, where)
 
 
 def get_pipeline(name_or_path: str | PipelineConfig) -> PipelineConfig:
     """A registered pipeline by name, or a TOML file path."""
     if isinstance(name_or_path, PipelineConfig):
         return name_or_path
+    if not isinstance(name_or_path, str):
+        raise ValueError(f"a pipeline is a name or a .toml path, got {name_or_path!r}")
     if name_or_path in PIPELINES:
         return PIPELINES[name_or_path]
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.is_file():
         if not path.is_file():
             raise ValueError(f"pipeline file {name_or_path!r} does not exist")
-        return from_toml(path.read_text("utf-8"), str(path))
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ValueError(f"pipeline file {name_or_path!r} cannot be read: {error}") from None
+        return from_toml(text, str(path))
     raise ValueError(f"unknown pipeline {name_or_path!r}; choose from {sorted(PIPELINES)} or give a .toml file")
 
 
-def get_param(config, path: str):
-    obj = config
-    for part in path.split("."):
-        if isinstance(obj, tuple):
-            obj = next((p for p in obj if getattr(p, "name", None) == part), None)
-            if obj is None:
-                raise ValueError(f"{path}: no profile named {part!r}")
-        elif dataclasses.is_dataclass(obj) and part in {f.name for f in dataclasses.fields(obj)}:
-            obj = getattr(obj, part)
-        else:
-            raise ValueError(f"unknown parameter {path!r}")
-    return obj
+# ---- parameters ------------------------------------------------------------------------
+
+def knobs(config: PipelineConfig) -> list[KnobRef]:
+    """Every parameter the pipeline uses, by dotted path: routing, ranking and budget at the
+    top level, the fusion's own under ``<fusion>.``."""
+    top = [k for k in walk_knobs(config) if not k.path.startswith("params.")]
+    return top + list(walk_knobs(config.params, f"{config.fusion}."))
 
 
-def with_param(config, path: str, value):
-    """A copy of ``config`` with the field at dotted ``path`` set to ``value``."""
-    head, _, rest = path.partition(".")
-    if isinstance(config, tuple):
-        if not any(p.name == head for p in config):
-            raise ValueError(f"no profile named {head!r}; have {[p.name for p in config]}")
-        return tuple(with_param(p, rest, value) if p.name == head else p for p in config)
-    if not dataclasses.is_dataclass(config) or head not in {f.name for f in dataclasses.fields(config)}:
-        raise ValueError(f"unknown parameter {path!r}")
-    if rest:
-        return dataclasses.replace(config, **{head: with_param(getattr(config, head), rest, value)})
-    current = getattr(config, head)
-    if isinstance(current, int) and not isinstance(current, bool) and float(value).is_integer():
-        value = int(value)
-    return dataclasses.replace(config, **{head: value})
+def sweepable_params(config: PipelineConfig) -> list[str]:
+    """The numeric parameters a sweep may vary (those ``knobs`` marks sweepable)."""
+    return [k.path for k in knobs(config) if k.knob.sweepable]
 
 
-def numeric_params(config: PipelineConfig) -> list[str]:
-    """Every dotted path to a numeric field of ``config`` (for sweeps and widgets)."""
-    out = []
+def _names(config: PipelineConfig, limit: int = 12) -> str:
+    names = [k.path for k in knobs(config)]
+    more = f" … and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
 
-    def walk(obj, prefix):
-        if isinstance(obj, tuple):
-            for p in obj:
-                walk(p, f"{prefix}{p.name}.")
-        elif dataclasses.is_dataclass(obj):
-            for f in dataclasses.fields(obj):
-                walk(getattr(obj, f.name), f"{prefix}{f.name}.")
-        elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
-            out.append(prefix[:-1])
 
-    walk(config, "")
-    return out
+def _knob(config: PipelineConfig, path: str) -> KnobRef:
+    for ref in knobs(config):
+        if ref.path == path:
+            return ref
+    head = path.split(".", 1)[0]
+    if head in FUSIONS and head != config.fusion:
+        raise ValueError(f"{path!r} does not apply to {config.name!r} (fusion = {config.fusion}); "
+                         f"its parameters: {_names(config)}")
+    raise ValueError(f"unknown parameter {path!r} for {config.name!r}; its parameters: {_names(config)}")
+
+
+def get_param(config: PipelineConfig, path: str):
+    """The value of parameter ``path`` (as ``knobs`` names it)."""
+    return _knob(config, path).value
+
+
+def _replace(obj, parts: list[str], value):
+    head, rest = parts[0], parts[1:]
+    if isinstance(obj, tuple):
+        return tuple(_replace(p, rest, value) if p.name == head else p for p in obj)
+    if not rest:
+        return dataclasses.replace(obj, **{head: value})
+    return dataclasses.replace(obj, **{head: _replace(getattr(obj, head), rest, value)})
+
+
+def with_param(config: PipelineConfig, path: str, value) -> PipelineConfig:
+    """A validated copy of ``config`` with parameter ``path`` set to ``value``.
+
+    ``path`` must be one of ``knobs(config)``: a parameter of another fusion, or one this
+    configuration does not use, is refused with the list of those it has."""
+    _knob(config, path)
+    parts = path.split(".")
+    try:
+        if parts[0] == config.fusion and len(parts) > 1:
+            return dataclasses.replace(config, params=_replace(config.params, parts[1:], value))
+        return _replace(config, parts, value)
+    except ValueError as error:
+        message, leaf = str(error), parts[-1]
+        raise ValueError(path + message[len(leaf):] if message.startswith(f"{leaf} ") else f"{path}: {message}") from None
+
+
+def with_fusion(config: PipelineConfig, fusion: str) -> PipelineConfig:
+    """``config`` switched to another fusion, with that fusion's default parameters (the
+    routing, ranking and budget settings are kept)."""
+    if fusion == config.fusion:
+        return config
+    return dataclasses.replace(config, fusion=get_fusion(fusion).name, params=FUSIONS[fusion].params())
+
+
+def describe(config: PipelineConfig) -> str:
+    """One line: what the pipeline does, then its settings (a profile by name)."""
+    values = [f"{k.path}={_fmt(k.value)}" for k in walk_knobs(config)
+              if k.value is not None and not k.path.startswith("params.") and k.value is not False]
+    for f in dataclasses.fields(config.params):
+        if not config.params.active(f.name):
+            continue
+        value = getattr(config.params, f.name)
+        if isinstance(value, Params):
+            value = getattr(value, "name", None)
+        if value is not None and not isinstance(value, tuple):
+            values.append(f"{config.fusion}.{f.name}={_fmt(value)}")
+    return f"{config.description or get_fusion(config.fusion).summary} [{', '.join(values)}]"
+
+
+def _fmt(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 # ---- running ---------------------------------------------------------------------------
@@ -240,14 +364,6 @@ class PipelineRun:
     scored: Scored
     route: tuple[str, ...]     # per query
     profile: tuple[str, ...]   # per query ("" when no profile applies)
-
-
-def _fuse(c: Candidates, visible: np.ndarray, config: PipelineConfig) -> Scored:
-    depth = config.path_depth
-    if config.fusion == "salience":
-        return FUSERS["salience"](c, visible, depth, config.salience, config.rrf)
-    params = {"rrf": config.rrf, "weighted": config.weighted, "adaptive": config.adaptive}.get(config.fusion)
-    return FUSERS[config.fusion](c, visible, depth, params)
 
 
 def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
@@ -262,7 +378,8 @@ def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
         route[(route == 2) & has & c.timeline] = 1
     row_route = route[c.query_idx]
     hybrid_rows = row_route == 2
-    scored = _fuse(c, visible & hybrid_rows, config)
+    fusion = FUSIONS[config.fusion]
+    scored = fusion.score(c, visible & hybrid_rows, config.path_depth, config.params)
     score = scored.score
     components = dict(scored.components)
     if (route < 2).any():
@@ -280,13 +397,8 @@ def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
         components["timeline"] = np.where(timeline, newest, 0.0)
         scored = Scored(score, components, scored.multipliers)
     ranking = rank_rows(c, score, config.max_results, config.min_score, config.token_budget, keep=~hybrid_rows)
-    searched = {"vector": "vector", "bm25": "keyword"}.get(config.fusion, "hybrid")
-    routes = tuple(np.array([ROUTES[0], ROUTES[1], searched], dtype=object)[route].tolist())
-    if config.fusion == "adaptive":
-        profiles = tuple(config.adaptive.profile_named(p).name if config.adaptive.intent_router
-                         else config.adaptive.profile.name for p in c.intent_route)
-    else:
-        profiles = ("",) * c.n_queries
+    routes = tuple(np.array([ROUTES[0], ROUTES[1], fusion.route], dtype=object)[route].tolist())
+    profiles = fusion.profile_names(c, config.params) if fusion.profile_names else ("",) * c.n_queries
     return PipelineRun(config, ranking, scored, routes, profiles)
 
 

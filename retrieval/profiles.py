@@ -18,33 +18,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from retrieval.params import Params, number
 
-def _check_factors(obj, names) -> None:
-    for name in names:
-        value = getattr(obj, name)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be a number ≥ 0, got {value!r}")
+_FACTOR = dict(lo=0.0, hi=1.5, step=0.05, min=0.0, max=10.0)
+
+
+def _factor(default: float, label: str, help: str):
+    return number(default, label, help, **_FACTOR)
 
 
 @dataclass(frozen=True)
-class QualityFactors:
-    conf_high: float = 0.9
-    conf_low: float = 0.6
-    conf_high_factor: float = 1.0
-    conf_mid_factor: float = 0.8
-    conf_low_factor: float = 0.5
-    vit_high: float = 80.0
-    vit_low: float = 30.0
-    vit_high_factor: float = 1.2
-    vit_mid_factor: float = 1.0
-    vit_low_factor: float = 0.8
+class QualityFactors(Params):
+    conf_high: float = number(0.9, "confidence: high from", "C ≥ this gets the high factor (user verified)",
+                              lo=0.0, hi=1.0, step=0.05, min=0.0, max=1.0)
+    conf_low: float = number(0.6, "confidence: low below", "C < this gets the low factor (LLM inferred)",
+                             lo=0.0, hi=1.0, step=0.05, min=0.0, max=1.0)
+    conf_high_factor: float = _factor(1.0, "F_conf high", "multiplier for C ≥ conf_high")
+    conf_mid_factor: float = _factor(0.8, "F_conf mid", "multiplier for conf_low ≤ C < conf_high")
+    conf_low_factor: float = _factor(0.5, "F_conf low", "multiplier for C < conf_low")
+    vit_high: float = number(80.0, "vitality: high above", "V > this gets the high factor",
+                             lo=0.0, hi=100.0, step=5.0, min=0.0, max=100.0)
+    vit_low: float = number(30.0, "vitality: low below", "V < this gets the low factor",
+                            lo=0.0, hi=100.0, step=5.0, min=0.0, max=100.0)
+    vit_high_factor: float = _factor(1.2, "F_vit high", "multiplier for V > vit_high")
+    vit_mid_factor: float = _factor(1.0, "F_vit mid", "multiplier for vit_low ≤ V ≤ vit_high")
+    vit_low_factor: float = _factor(0.8, "F_vit low", "multiplier for V < vit_low")
 
-    def __post_init__(self):
-        _check_factors(self, [f for f in self.__dataclass_fields__])
-        if not 0 <= self.conf_low <= self.conf_high <= 1:
-            raise ValueError(f"need 0 ≤ conf_low ≤ conf_high ≤ 1, got {self.conf_low} and {self.conf_high}")
-        if not 0 <= self.vit_low <= self.vit_high <= 100:
-            raise ValueError(f"need 0 ≤ vit_low ≤ vit_high ≤ 100, got {self.vit_low} and {self.vit_high}")
+    def check(self) -> None:
+        if not self.conf_low <= self.conf_high:
+            raise ValueError(f"need conf_low ≤ conf_high, got {self.conf_low} and {self.conf_high}")
+        if not self.vit_low <= self.vit_high:
+            raise ValueError(f"need vit_low ≤ vit_high, got {self.vit_low} and {self.vit_high}")
 
 
 PENALTIES: dict[str, QualityFactors] = {
@@ -55,19 +59,26 @@ PENALTIES: dict[str, QualityFactors] = {
 }
 
 
+def _weight(default: float, label: str, help: str):
+    return number(default, label, help, lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+
+
 @dataclass(frozen=True)
-class Profile:
+class Profile(Params):
     """Weights of ``S = (w_dense·S_dense + w_sparse·S_sparse + w_time·S_time + w_graph·S_graph) × F_conf × F_vit``."""
 
-    name: str
-    w_dense: float
-    w_sparse: float
-    w_time: float
-    w_graph: float = 0.0
+    name: str = "custom"
+    w_dense: float = _weight(0.8, "w_dense", "weight of the cosine similarity (clipped to [0, 1])")
+    w_sparse: float = _weight(0.2, "w_sparse", "weight of BM25 / the query's best BM25")
+    w_time: float = _weight(0.1, "w_time", "weight of the time score (in the named window, else recency)")
+    w_graph: float = _weight(0.0, "w_graph", "weight of a related-link to a top-3 hit")
     quality: QualityFactors = field(default_factory=QualityFactors)
 
-    def __post_init__(self):
-        _check_factors(self, ["w_dense", "w_sparse", "w_time", "w_graph"])
+    def check(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"profile name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.quality, QualityFactors):
+            raise ValueError(f"quality must be a table of factors, got {self.quality!r}")
 
 
 PRESETS: tuple[Profile, ...] = (

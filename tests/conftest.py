@@ -42,6 +42,10 @@ ROW_DTYPES = {
 }
 
 
+def everything_visible(c):
+    return np.ones(c.n_rows, dtype=bool)
+
+
 def make_candidates(queries: list[list[dict]], pool_depth: int = 50, query_texts: list[str] | None = None,
                     intent_route: list[str] | None = None, timeline: list[bool] | None = None) -> Candidates:
     """A ``Candidates`` table from rows given as dicts, one list per query.

@@ -62,7 +62,7 @@ def test_sweep_writes_a_toml_usable_as_pipeline(home, tmp_path):
     data = json.loads(out.read_text("utf-8"))
     assert data["n_configs"] == 6 * 3 and data["cv"]["folds"] == 2
     config = get_pipeline(str(best))
-    assert config.name == "rrf-tuned" and config.rrf.rrf_k == data["best"]["params"]["rrf.rrf_k"]
+    assert config.name == "rrf-tuned" and config.params.rrf_k == data["best"]["params"]["rrf.rrf_k"]
     again = rwb(home, "eval", str(TINY), "--pipeline", str(best), "--metrics", "ndcg@5", "--json",
                 str(tmp_path / "again.json"))
     assert again.returncode == 0, again.stderr

@@ -13,10 +13,11 @@ from retrieval.candidates import build_candidates
 from retrieval.dataset import Query, load_dataset
 from retrieval.index import open_index
 from retrieval.pipeline import (
-    PIPELINES, PipelineConfig, from_toml, get_param, get_pipeline, numeric_params, search, to_toml, with_param,
+    PIPELINES, PipelineConfig, from_toml, get_param, get_pipeline, search, sweepable_params, to_toml, with_param,
 )
 from retrieval.profiles import PRESETS, preset
-from retrieval.scoring import AdaptiveParams, RRFParams
+from retrieval.fusion.adaptive import AdaptiveParams
+from retrieval.fusion.rrf import RRFParams
 from retrieval.vector_store import VectorFilters, sql_literal, where_clause
 
 REQUIRED = ["vector", "bm25", "rrf", "seed-salience", "seed-adaptive", "openclaw", "vector-threshold", "lingxi"]
@@ -26,11 +27,11 @@ REQUIRED = ["vector", "bm25", "rrf", "seed-salience", "seed-adaptive", "openclaw
 
 def test_required_pipelines_are_registered_with_their_settings():
     assert set(REQUIRED) <= set(PIPELINES)
-    assert PIPELINES["rrf"].rrf.rrf_k == 60 and PIPELINES["rrf"].candidate_multiplier == 2
+    assert PIPELINES["rrf"].params.rrf_k == 60 and PIPELINES["rrf"].candidate_multiplier == 2
     salience = PIPELINES["seed-salience"]
     assert (salience.fusion, salience.token_budget, salience.fast_path, salience.timeline_path) == (
         "salience", 1500, True, True)
-    assert PIPELINES["seed-adaptive"].adaptive.intent_router
+    assert PIPELINES["seed-adaptive"].params.intent_router
     threshold = PIPELINES["vector-threshold"]
     assert (threshold.fusion, threshold.min_score, threshold.max_results) == ("vector", 0.85, 3)
     lingxi = PIPELINES["lingxi"]
@@ -62,7 +63,7 @@ def test_seed001_low_confidence_memory_sinks_in_debug_not_in_brainstorm(tiny_ind
     query = "why is the connection refused"
 
     def ranked(profile):
-        config = PipelineConfig(f"adaptive-{profile}", "adaptive", adaptive=AdaptiveParams(profile=preset(profile)))
+        config = PipelineConfig(f"adaptive-{profile}", "adaptive", params=AdaptiveParams(profile=preset(profile)))
         return [r.id for r in search(tiny_index, query, config).results]
 
     vector = [r.id for r in search(tiny_index, query, "vector").results]
@@ -108,16 +109,16 @@ def test_named_pipelines_round_trip_through_toml(name):
 
 @pytest.mark.parametrize("profile", PRESETS, ids=lambda p: p.name)
 def test_profile_presets_round_trip_through_toml(profile):
-    config = PipelineConfig("p", "adaptive", adaptive=AdaptiveParams(profile=profile))
-    assert from_toml(to_toml(config)).adaptive.profile == profile
-    assert from_toml(to_toml(config)).adaptive.profiles == PRESETS
+    config = PipelineConfig("p", "adaptive", params=AdaptiveParams(profile=profile))
+    assert from_toml(to_toml(config)).params.profile == profile
+    assert from_toml(to_toml(config)).params.profiles == PRESETS
 
 
 def test_toml_file_with_a_base_works_where_a_name_does(tmp_path, tiny_index):
     path = tmp_path / "fast-rrf.toml"
     path.write_text('base = "rrf"\n\n[rrf]\nrrf_k = 10\n', "utf-8")
     config = get_pipeline(str(path))
-    assert config == dataclasses.replace(PIPELINES["rrf"], name="rrf-custom", rrf=RRFParams(rrf_k=10))
+    assert config == dataclasses.replace(PIPELINES["rrf"], name="rrf-custom", params=RRFParams(rrf_k=10))
     response = search(tiny_index, "ERR_CONN_REFUSED", str(path))
     assert response.pipeline == "rrf-custom"
     top = response.results[0]
@@ -135,7 +136,7 @@ def test_bad_pipeline_names_and_files_raise_value_errors(tmp_path):
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['rrf_kk'\]"):
         get_pipeline(str(bad))
     bad.write_text('base = "rrf"\n[rrf]\nrrf_k = 0\n', "utf-8")
-    with pytest.raises(ValueError, match="rrf_k must be greater than 0, got 0"):
+    with pytest.raises(ValueError, match=r"rrf_k must be > 0 and ≤ 1e\+06, got 0"):
         get_pipeline(str(bad))
     bad.write_text("name = [", "utf-8")
     with pytest.raises(ValueError, match="invalid TOML"):
@@ -144,10 +145,10 @@ def test_bad_pipeline_names_and_files_raise_value_errors(tmp_path):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"fusion": "linear"}, "unknown fusion 'linear'; choose from"),
-    ({"max_results": 0}, "max_results must be an integer ≥ 1"),
-    ({"candidate_multiplier": 0.5}, "candidate_multiplier must be ≥ 1"),
-    ({"token_budget": 0}, "token_budget must be an integer ≥ 1"),
-    ({"depth": 0}, "depth must be an integer ≥ 1"),
+    ({"max_results": 0}, "max_results must be ≥ 1 and ≤ 10000, got 0"),
+    ({"candidate_multiplier": 0.5}, "candidate_multiplier must be ≥ 1 and ≤ 1000, got 0.5"),
+    ({"token_budget": 0}, "token_budget must be ≥ 1"),
+    ({"depth": 0}, "depth must be ≥ 1"),
 ])
 def test_pipeline_config_validates_itself(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -159,10 +160,12 @@ def test_with_param_sets_nested_values_without_touching_the_original():
     changed = with_param(config, "adaptive.profiles.debug.w_sparse", 0.5)
     assert get_param(changed, "adaptive.profiles.debug.w_sparse") == 0.5
     assert get_param(config, "adaptive.profiles.debug.w_sparse") == 0.9
-    assert with_param(PIPELINES["rrf"], "rrf.rrf_k", 20).rrf.rrf_k == 20
-    assert "rrf.rrf_k" in numeric_params(PIPELINES["rrf"])
-    with pytest.raises(ValueError, match="unknown parameter"):
+    assert with_param(PIPELINES["rrf"], "rrf.rrf_k", 20).params.rrf_k == 20
+    assert "rrf.rrf_k" in sweepable_params(PIPELINES["rrf"])
+    with pytest.raises(ValueError, match=r"'rrf.k' does not apply to 'seed-adaptive' \(fusion = adaptive\)"):
         with_param(config, "rrf.k", 1)
+    with pytest.raises(ValueError, match="unknown parameter 'adaptive.k'"):
+        with_param(config, "adaptive.k", 1)
 
 
 # ---- prefilters, groups, SQL literals -----------------------------------------------------

@@ -16,7 +16,9 @@ from retrieval.dataset import scrub_text
 from retrieval.pipeline import PIPELINES, search
 from retrieval.profiles import PRESETS
 from retrieval.ranking import rank_rows
-from retrieval.scoring import AdaptiveParams, RRFParams, adaptive, rrf, text_scores
+from retrieval.fusion.adaptive import AdaptiveParams, adaptive
+from retrieval.fusion.rrf import RRFParams, rrf
+from retrieval.fusion.weighted import text_scores
 from tests.conftest import make_candidates
 
 FAST = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

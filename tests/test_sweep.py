@@ -60,7 +60,8 @@ def test_a_plain_grid_is_the_full_product():
     ("rrf.rrf_k=50:10:5", r"lo \(50\) must be ≤ hi \(10\)"),
     ("rrf.rrf_k=10:50:0", "step must be > 0"),
     ("rrf.rrf_k=10:50:-5", "step must be > 0"),
-    ("rrf.k=10:50:5", "unknown parameter 'rrf.k'.*valid: .*rrf.rrf_k"),
+    ("rrf.k=10:50:5", "unknown parameter 'rrf.k'.*its parameters: .*rrf.rrf_k"),
+    ("weighted.vector_weight=0:1:0.5", r"'weighted.vector_weight' does not apply to 'rrf' \(fusion = rrf\)"),
     ("max_results=1:5:0.5", "integer parameter"),
 ])
 def test_bad_params_are_refused_with_the_reason(text, message):
@@ -68,16 +69,21 @@ def test_bad_params_are_refused_with_the_reason(text, message):
         parse_param(text, RRF)
 
 
-def test_sweepable_params_include_profiles_and_optional_numbers():
-    names = sweepable_params(ADAPTIVE)
-    for expected in ("adaptive.profiles.debug.w_sparse", "adaptive.profile.quality.conf_low_factor",
-                     "adaptive.half_life_days", "rrf.rrf_k", "candidate_multiplier", "min_score"):
+def test_sweepable_params_are_the_ones_the_pipeline_uses():
+    names = sweepable_params(ADAPTIVE)   # routed: every profile's weights and factors, not the fixed one
+    for expected in ("adaptive.profiles.debug.w_sparse", "adaptive.profiles.concept.quality.conf_low_factor",
+                     "adaptive.half_life_days", "candidate_multiplier", "min_score"):
         assert expected in names
+    assert not any(n.startswith(("rrf.", "adaptive.profile.")) for n in names)
+    fixed = sweepable_params(PIPELINES["adaptive"])
+    assert "adaptive.profile.quality.conf_low_factor" in fixed and "adaptive.profiles.debug.w_sparse" not in fixed
+    assert sweepable_params(RRF) == ["max_results", "candidate_multiplier", "depth", "min_score", "token_budget",
+                                     "rrf.rrf_k", "rrf.w_dense", "rrf.w_sparse"]
 
 
 def test_invalid_values_name_the_parameter(pool, tiny):
     space = Space((parse_param("rrf.rrf_k=0:10:5", RRF),))
-    with pytest.raises(ValueError, match="rrf.rrf_k=0 is not valid.*rrf_k must be greater than 0"):
+    with pytest.raises(ValueError, match="rrf.rrf_k=0 is not valid.*rrf.rrf_k must be > 0"):
         sweep(pool, tiny.qrels, RRF, space, folds=2)
 
 

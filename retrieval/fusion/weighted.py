@@ -1,0 +1,74 @@
+"""Weighted union of cosine similarity and a normalised BM25 score.
+
+``score(d) = vector_weight · cos(q, d) + text_weight · text(d)``; a path that missed ``d``
+adds 0. ``text`` is ``1 / (1 + rank)`` (``rank``, OpenClaw ``bm25RankToScore``), per-query
+min-max (``minmax``) or Φ of the per-query z-score (``zscore``). When the vector path
+returned nothing for a query (keyword-only), the text score carries both weights.
+Source: seed 002 OpenClaw ``mergeHybridResults`` (0.7 / 0.3); seed 004 Lingxi F2."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr
+
+from retrieval.candidates import Candidates
+from retrieval.fusion._base import Fusion, Scored, finish, in_path, segment_max, segment_min
+from retrieval.params import Params, choice, number
+
+TEXT_NORMS = ("rank", "minmax", "zscore")
+
+
+@dataclass(frozen=True)
+class WeightedParams(Params):
+    vector_weight: float = number(0.7, "vector weight", "weight of the cosine similarity (OpenClaw: 0.7)",
+                                  lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+    text_weight: float = number(0.3, "text weight", "weight of the normalised BM25 score (OpenClaw: 0.3)",
+                                lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+    text_norm: str = choice("rank", TEXT_NORMS, "BM25 normalisation",
+                            "rank: 1/(1+rank) as OpenClaw · minmax: per query · zscore: Φ(z) per query")
+
+
+def text_scores(c: Candidates, visible: np.ndarray, depth: int, norm: str) -> np.ndarray:
+    """BM25 mapped to a comparable scale, 0 where the keyword path missed the document.
+
+    ``rank``: ``1 / (1 + rank)`` (OpenClaw ``bm25RankToScore``); ``minmax``: (s − min)/(max − min)
+    per query, 1.0 when all hits tie (a hit beats a miss); ``zscore``: Φ((s − mean)/std),
+    the standard normal CDF of the per-query z-score, so every hit lies in (0, 1) and
+    still beats a miss (Φ(0) = 0.5 when std is 0)."""
+    hit = visible & in_path(c.bm25_rank, depth)
+    raw = c.bm25_score.astype(np.float64)
+    if norm == "rank":
+        out = 1.0 / (1.0 + np.maximum(0, c.bm25_rank))
+    elif norm == "minmax":
+        lo, hi = segment_min(c, raw, hit), segment_max(c, raw, hit)
+        span = hi - lo
+        out = np.where(span > 0, (raw - lo) / np.where(span > 0, span, 1.0), 1.0)
+    else:
+        n = np.bincount(c.query_idx[hit], minlength=c.n_queries).astype(np.float64)
+        total = np.bincount(c.query_idx[hit], weights=raw[hit], minlength=c.n_queries)
+        mean = np.divide(total, n, out=np.zeros_like(total), where=n > 0)
+        sq = np.bincount(c.query_idx[hit], weights=(raw[hit] - mean[c.query_idx[hit]]) ** 2, minlength=c.n_queries)
+        std = np.sqrt(np.divide(sq, n, out=np.zeros_like(sq), where=n > 0))[c.query_idx]
+        out = ndtr(np.where(std > 0, (raw - mean[c.query_idx]) / np.where(std > 0, std, 1.0), 0.0))
+    return np.where(hit, out, 0.0)
+
+
+def weighted(c: Candidates, visible: np.ndarray, depth: int, params: WeightedParams = WeightedParams()) -> Scored:
+    """``vector_weight · cosine + text_weight · text_score``; a path that missed the row adds 0;
+    keyword-only queries give the text score both weights (OpenClaw's FTS-only mode scores by
+    the text score alone; otherwise a ``min_score`` above ``text_weight`` would drop every hit)."""
+    in_dense = in_path(c.dense_rank, depth)
+    vec = np.where(in_dense, c.dense_sim.astype(np.float64), 0.0)
+    text = text_scores(c, visible, depth, params.text_norm)
+    dense_found = np.bincount(c.query_idx[visible & in_dense], minlength=c.n_queries) > 0
+    text_weight = np.where(dense_found[c.query_idx], params.text_weight,
+                           params.text_weight + params.vector_weight)
+    dense, sparse = params.vector_weight * vec, text_weight * text
+    return finish(dense + sparse, visible, {"dense": dense, "sparse": sparse})
+
+
+FUSION = Fusion("weighted", WeightedParams, weighted, "vector_weight · cos + text_weight · text(BM25)",
+                "seed 002 OpenClaw; seed 004 Lingxi",
+                variants=(WeightedParams(text_norm="minmax"), WeightedParams(text_norm="zscore")))

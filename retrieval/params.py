@@ -1,0 +1,211 @@
+"""Validated parameters with knob metadata: the one definition every surface is derived from.
+
+A parameter class is a frozen dataclass deriving from ``Params`` whose fields are declared
+with ``number``, ``integer``, ``flag`` or ``choice``. Each declaration carries a ``Knob``:
+label, help text, the range a slider offers (``lo``–``hi`` by ``step``), the hard bounds
+construction enforces (``min``/``max``), and whether a sweep may vary it. Construction
+validates every field — wrong types, booleans given as numbers, NaN, ±inf and values out of
+bounds raise ``ValueError`` naming the field — so a bad value is refused where it is
+defined, whether it came from TOML, ``--param``, a page or code.
+
+The Tune knobs, the Sweep axes, ``--param``, ``rwb pipelines`` and the TOML schema all walk
+these declarations (``walk_knobs``); nothing keeps a second list of parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+KINDS = ("float", "int", "bool", "choice")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """How a parameter is shown, bounded and swept."""
+
+    kind: str
+    label: str
+    help: str = ""
+    lo: float | None = None        # slider range
+    hi: float | None = None
+    step: float | None = None
+    min: float | None = None       # hard bounds, inclusive unless ``min_exclusive``
+    max: float | None = None
+    min_exclusive: bool = False
+    options: tuple[str, ...] = ()
+    sweepable: bool = True
+    optional: bool = False         # None allowed (means "off")
+
+    def bounds_text(self) -> str:
+        low = "" if self.min is None else (f"> {self.min:g}" if self.min_exclusive else f"≥ {self.min:g}")
+        high = "" if self.max is None else f"≤ {self.max:g}"
+        return " and ".join(p for p in (low, high) if p)
+
+    def check(self, name: str, value: Any) -> Any:
+        """The validated (and normalised: int → float for floats) value, or ``ValueError``."""
+        if value is None:
+            if self.optional:
+                return None
+            raise ValueError(f"{name} is required")
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be true or false, got {value!r}")
+            return value
+        if self.kind == "choice":
+            if not isinstance(value, str) or value not in self.options:
+                raise ValueError(f"{name} must be one of {list(self.options)}, got {value!r}")
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            what = "an integer" if self.kind == "int" else "a number"
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+        if self.kind == "int":
+            if isinstance(value, float):
+                if not value.is_integer():
+                    raise ValueError(f"{name} must be an integer, got {value!r}")
+                value = int(value)
+        else:
+            if not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+            value = float(value)
+        too_low = self.min is not None and (value <= self.min if self.min_exclusive else value < self.min)
+        too_high = self.max is not None and value > self.max
+        if too_low or too_high:
+            raise ValueError(f"{name} must be {self.bounds_text()}, got {value!r}")
+        return value
+
+
+def _declare(default, knob: Knob):
+    return field(default=default, metadata={"knob": knob})
+
+
+def number(default: float | None, label: str, help: str = "", *, lo=None, hi=None, step=None, min=None, max=None,
+           min_exclusive=False, sweepable=True, optional=False):
+    """A float parameter (finite; ``min``/``max`` enforced)."""
+    return _declare(default, Knob("float", label, help, lo, hi, step, min, max, min_exclusive, (), sweepable,
+                                  optional or default is None))
+
+
+def integer(default: int | None, label: str, help: str = "", *, lo=None, hi=None, step=1, min=None, max=None,
+            sweepable=True, optional=False):
+    """An integer parameter (a float with an integral value is accepted; booleans are not)."""
+    return _declare(default, Knob("int", label, help, lo, hi, step, min, max, False, (), sweepable,
+                                  optional or default is None))
+
+
+def flag(default: bool, label: str, help: str = ""):
+    """A boolean parameter (only ``true``/``false``: the string "false" is refused)."""
+    return _declare(default, Knob("bool", label, help, sweepable=False))
+
+
+def choice(default: str, options: tuple[str, ...], label: str, help: str = ""):
+    """One of a fixed set of strings."""
+    return _declare(default, Knob("choice", label, help, options=tuple(options), sweepable=False))
+
+
+def knob_of(f: dataclasses.Field) -> Knob | None:
+    return f.metadata.get("knob")
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base of every parameter class: validates declared fields at construction.
+
+    Subclasses add cross-field rules in ``check()`` and may hide fields a configuration
+    does not use from knobs and sweeps with ``active(name)``."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            knob = knob_of(f)
+            if knob is not None:
+                object.__setattr__(self, f.name, knob.check(f.name, getattr(self, f.name)))
+        self.check()
+
+    def check(self) -> None:
+        """Cross-field rules (raise ``ValueError``)."""
+
+    def active(self, name: str) -> bool:
+        """Whether field ``name`` changes anything in this configuration."""
+        return True
+
+
+@dataclass(frozen=True)
+class KnobRef:
+    """One parameter of a concrete configuration: where it is, how it is shown, its value."""
+
+    path: str
+    knob: Knob
+    value: Any
+
+
+def walk_knobs(obj: Any, prefix: str = "") -> Iterator[KnobRef]:
+    """Every active declared parameter under ``obj``, by dotted path.
+
+    Nested ``Params`` fields are entered; a tuple of named ``Params`` (profiles) is entered
+    by each element's ``name``."""
+    if isinstance(obj, tuple):
+        for item in obj:
+            yield from walk_knobs(item, f"{prefix}{item.name}.")
+        return
+    if not isinstance(obj, Params):
+        return
+    for f in dataclasses.fields(obj):
+        if not obj.active(f.name):
+            continue
+        value = getattr(obj, f.name)
+        knob = knob_of(f)
+        if knob is not None:
+            yield KnobRef(f"{prefix}{f.name}", knob, value)
+        elif isinstance(value, (Params, tuple)):
+            yield from walk_knobs(value, f"{prefix}{f.name}.")
+
+
+def build(cls: type, data: Any, base: Any, where: str, nested: dict[str, Any] | None = None):
+    """``cls`` from a table, starting from ``base`` (or the class defaults).
+
+    ``nested`` maps a field name to a function ``(raw, current, where) -> value`` for
+    fields that are not plain declared parameters. Unknown keys are refused, listing the
+    allowed ones; every value is validated by the class."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a table, got {type(data).__name__}")
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(names)}")
+    values = {}
+    for name in names:
+        if name in data:
+            current = getattr(base, name) if base is not None else None
+            if nested and name in nested:
+                values[name] = nested[name](data[name], current, f"{where}.{name}")
+            else:
+                values[name] = data[name]
+        elif base is not None:
+            values[name] = getattr(base, name)
+    try:
+        return cls(**values)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    except TypeError as error:  # a required field missing
+        raise ValueError(f"{where}: {error}") from None
+
+
+def plain(obj: Any, base: Any = None) -> Any:
+    """A TOML-ready table of ``obj``: None values left out; with ``base``, only the fields
+    that differ from it (nested tables likewise)."""
+    if isinstance(obj, Params):
+        out = {}
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if value is None:
+                continue
+            other = getattr(base, f.name, None) if base is not None else None
+            if base is not None and value == other and f.name != "name":
+                continue
+            out[f.name] = plain(value, other if isinstance(value, Params) else None)
+        return out
+    if isinstance(obj, tuple):
+        return [plain(v) for v in obj]
+    return obj

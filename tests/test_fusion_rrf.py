@@ -1,0 +1,78 @@
+"""RRF (seed 000 ``_rrf_merge``) checked by hand on small candidate tables.
+
+Expected values are written as the arithmetic of the formula; ranks are 0-based."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.dataset import Document
+from retrieval.fusion.rrf import RRFParams, rrf
+from retrieval.pipeline import PIPELINES, PipelineConfig, response_for, run_pipeline
+from retrieval.ranking import rank_rows
+from tests.conftest import everything_visible, make_candidates, ranked_ids, score_of
+
+# ---- RRF (seed 000 _rrf_merge) ----------------------------------------------------------
+
+def seed000_rrf_table():
+    """Seed 000's example: vector returns [A, B, C], FTS returns [B, D, A]."""
+    return make_candidates([[
+        {"id": "A", "dense_rank": 0, "dense_sim": 0.9, "bm25_rank": 2, "bm25_score": 1.0},
+        {"id": "B", "dense_rank": 1, "dense_sim": 0.8, "bm25_rank": 0, "bm25_score": 3.0},
+        {"id": "C", "dense_rank": 2, "dense_sim": 0.7},
+        {"id": "D", "bm25_rank": 1, "bm25_score": 2.0},
+    ]])
+
+
+def test_rrf_seed000_example_scores_and_order():
+    c = seed000_rrf_table()
+    scored = rrf(c, everything_visible(c), 20, RRFParams())
+    expected = {
+        "A": 1 / (60 + 0 + 1) + 1 / (60 + 2 + 1),
+        "B": 1 / (60 + 1 + 1) + 1 / (60 + 0 + 1),
+        "C": 1 / (60 + 2 + 1),
+        "D": 1 / (60 + 1 + 1),
+    }
+    for doc_id, value in expected.items():
+        assert score_of(c, scored.score, doc_id) == pytest.approx(value)
+    # the rounded values seed 000 prints
+    assert [round(score_of(c, scored.score, d), 4) for d in "BADC"] == [0.0325, 0.0323, 0.0161, 0.0159]
+    ranking = rank_rows(c, scored.score, max_results=10)
+    assert ranked_ids(c, ranking) == ["B", "A", "D", "C"]
+
+
+def test_rrf_seed000_example_through_the_rrf_pipeline():
+    c = seed000_rrf_table()
+    run = run_pipeline(c, PIPELINES["rrf"])
+    assert ranked_ids(c, run.ranking) == ["B", "A", "D", "C"]
+    assert run.ranking.score.tolist() == pytest.approx([
+        1 / (60 + 1 + 1) + 1 / (60 + 0 + 1),
+        1 / (60 + 0 + 1) + 1 / (60 + 2 + 1),
+        1 / (60 + 1 + 1),
+        1 / (60 + 2 + 1),
+    ])
+    response = response_for(c, run, 0, [Document(id=d, text=f"text of {d}") for d in c.doc_ids])
+    assert response.route == "hybrid"
+    first = response.results[0]
+    assert (first.id, first.rank) == ("B", 0)
+    # the components a user sees add up to the score
+    assert first.components == pytest.approx({"dense": 1 / (60 + 1 + 1), "sparse": 1 / (60 + 0 + 1)})
+
+
+def test_rrf_weights_and_rrf_k():
+    c = seed000_rrf_table()
+    scored = rrf(c, everything_visible(c), 20, RRFParams(rrf_k=10, w_dense=2.0, w_sparse=0.5))
+    assert score_of(c, scored.score, "A") == pytest.approx(2.0 / (10 + 0 + 1) + 0.5 / (10 + 2 + 1))
+    assert score_of(c, scored.score, "D") == pytest.approx(0.5 / (10 + 1 + 1))
+
+
+def test_rrf_counts_only_ranks_within_the_pipeline_depth():
+    """A pipeline with depth 2 retrieves ranks 0 and 1 of each path: C (vector rank 2) is not
+    seen at all, and A's keyword rank 2 no longer counts."""
+    c = seed000_rrf_table()
+    run = run_pipeline(c, PipelineConfig("rrf-depth-2", "rrf", depth=2))
+    assert ranked_ids(c, run.ranking) == ["B", "A", "D"]
+    assert score_of(c, run.scored.score, "A") == pytest.approx(1 / (60 + 0 + 1))
+
+
+# ---- recency decay and the quality multipliers -----------------------------------------
