@@ -30,6 +30,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -39,11 +40,16 @@ from typing import Callable, Iterable, Iterator
 
 import tomli_w
 
-from retrieval.dataset import MAX_TEXT_CHARS, Dataset, DatasetError, load_dataset
+from retrieval.dataset import MAX_TEXT_CHARS, Dataset, DatasetError, load_dataset, loads_strict
+from retrieval.files import atomic_write_text, fsync_dir, fsync_tree
 
 KINDS = ("beir", "locomo", "trec-qrels", "markdown")
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _MAX_PROBLEMS = 200
+MARKER = ".rwb-import.json"
+"""Written into every imported folder: ``--force`` replaces only a folder that has it (and
+holds nothing but the files it lists), so it never deletes a user's own files."""
+_STALE_AGE_S = 24 * 3600  # a temporary folder without a pid in its name is stale after this
 
 
 @dataclass
@@ -117,15 +123,78 @@ def _check_dest(dest: Path, force: bool, sources: Iterable[Path]) -> None:
         raise ValueError(f"{dest}: already exists (use --force to replace it)")
     if dest.is_symlink() or not dest.is_dir():
         raise ValueError(f"{dest}: exists and is not a dataset folder; not replacing it")
-    if any(dest.iterdir()) and not (dest / "corpus.jsonl").is_file():
+    if not any(dest.iterdir()):
+        return
+    if not (dest / "corpus.jsonl").is_file():
         raise ValueError(f"{dest}: exists and does not look like a dataset folder (no corpus.jsonl); not replacing it")
+    if not (dest / MARKER).is_file():
+        raise ValueError(f"{dest}: was not written by `rwb import` (no {MARKER}); not replacing it — "
+                         "move it aside or choose another DEST")
+    try:
+        listed = set(json.loads((dest / MARKER).read_text("utf-8"))["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(f"{dest}: its {MARKER} is unreadable; not replacing it — move it aside") from None
+    for path in sorted(dest.rglob("*")):
+        rel = path.relative_to(dest).as_posix()
+        if (path.is_file() or path.is_symlink()) and rel != MARKER and rel not in listed:
+            raise ValueError(f"{dest}: holds {rel}, which the earlier import did not write; not replacing it "
+                             "— move your files out or choose another DEST")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_temporaries(dest: Path) -> list[str]:
+    """Remove ``.DEST.importing-*`` / ``.DEST.replaced-*`` folders left by a killed import.
+
+    A folder is stale when the pid in its name is not running (or, for a name without a pid,
+    when it is older than a day). A stale ``.replaced-`` folder is the previous DEST saved
+    aside: it is renamed back when DEST is missing, removed otherwise. Returns what was done."""
+    done = []
+    parent = dest.parent
+    if not parent.is_dir():
+        return done
+    for kind in ("importing", "replaced"):
+        for path in sorted(parent.glob(f".{glob_escape(dest.name)}.{kind}-*")):
+            if not path.is_dir() or path.is_symlink():
+                continue
+            tail = path.name[len(f".{dest.name}.{kind}-"):]
+            head = tail.split("-", 1)[0]
+            if head.isdigit():
+                stale = int(head) != os.getpid() and not _pid_alive(int(head))
+            else:
+                try:
+                    stale = time.time() - path.stat().st_mtime > _STALE_AGE_S
+                except OSError:
+                    stale = False
+            if not stale:
+                continue
+            if kind == "replaced" and not (dest.exists() or dest.is_symlink()):
+                os.rename(path, dest)
+                done.append(f"restored {dest} from {path.name} (an import was killed mid-swap)")
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+                done.append(f"removed {path.name} (left by a killed import)")
+    return done
+
+
+def glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 def _swap_into_place(tmp: Path, dest: Path) -> None:
     if not (dest.exists() or dest.is_symlink()):
         os.rename(tmp, dest)
+        fsync_dir(dest.parent)
         return
-    backup = Path(tempfile.mkdtemp(prefix=f".{dest.name}.replaced-", dir=dest.parent))
+    backup = Path(tempfile.mkdtemp(prefix=f".{dest.name}.replaced-{os.getpid()}-", dir=dest.parent))
     backup.rmdir()
     os.rename(dest, backup)
     try:
@@ -133,6 +202,7 @@ def _swap_into_place(tmp: Path, dest: Path) -> None:
     except BaseException:
         os.rename(backup, dest)
         raise
+    fsync_dir(dest.parent)
     shutil.rmtree(backup, ignore_errors=True)
 
 
@@ -142,20 +212,26 @@ def write_atomically(kind: str, dest: str | Path, build: Callable[[Path, "Import
     """Build a dataset into a temporary sibling of ``dest``, validate it, rename it into place.
 
     ``build(tmp, result)`` writes corpus.jsonl (and queries/qrels) into ``tmp`` and counts
-    skips on ``result``; ``dataset.toml`` is written here from ``card`` with the name set.
-    On any error the temporary folder is removed and ``dest`` is left as it was.
+    skips on ``result``; ``dataset.toml`` is written here from ``card`` with the name set,
+    and ``MARKER`` lists every file written. Everything is fsynced before the rename. On any
+    error the temporary folder is removed and ``dest`` is left as it was; temporary folders
+    of earlier, killed imports into the same DEST are cleaned up first.
     """
     dest = Path(dest)
+    notes = clean_stale_temporaries(dest)
     _check_dest(dest, force, sources)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.importing-", dir=dest.parent))
-    result = ImportResult(kind=kind, dest=dest, dataset=None)  # type: ignore[arg-type]
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.importing-{os.getpid()}-", dir=dest.parent))
+    result = ImportResult(kind=kind, dest=dest, dataset=None, notes=notes)  # type: ignore[arg-type]
     try:
         build(tmp, result)
         card = dict(card or {})
         card["name"] = name or card.get("name") or dest.name
         (tmp / "dataset.toml").write_text(tomli_w.dumps(card), "utf-8")
         dataset = load_dataset(tmp)
+        files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file() or p.is_symlink())
+        (tmp / MARKER).write_text(json.dumps({"kind": kind, "files": files}, indent=1), "utf-8")
+        fsync_tree(tmp)
         _check_dest(dest, force, sources)  # DEST may have appeared while we were building
         _swap_into_place(tmp, dest)
     except BaseException:
@@ -194,9 +270,9 @@ def _json_lines(path: Path, problems: _Problems, label: str) -> Iterator[tuple[i
         if len(problems) >= _MAX_PROBLEMS:
             return
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as error:
-            problems.add(label, number, "json", f"malformed JSON ({error.msg} at column {error.colno})")
+            obj = loads_strict(text)
+        except ValueError as error:  # malformed, duplicate key, huge number, nested too deeply
+            problems.add(label, number, getattr(error, "field", "json"), getattr(error, "message", str(error)))
             continue
         if not isinstance(obj, dict):
             problems.add(label, number, "json", "expected a JSON object")
@@ -350,14 +426,7 @@ def write_trec_run(run: dict[str, dict[str, float]], path: str | Path, tag: str 
             if not math.isfinite(score):
                 raise ValueError(f"score {score!r} of {doc_id!r} (query {query_id!r}) is not finite")
             lines.append(f"{query_id} Q0 {doc_id} {rank} {score!r} {tag}\n")
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text("".join(lines), "utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    atomic_write_text(Path(path), "".join(lines))
 
 
 def _write_qrels(tmp: Path, rows: list[tuple[int, str, str, int]], doc_ids: set[str], query_ids: set[str],
@@ -564,11 +633,18 @@ def import_locomo(src: str | Path, dest: str | Path, *, force: bool = False, nam
     if not src.is_file():
         raise ValueError(f"{src}: not a file (expected LoCoMo's locomo10.json)")
     try:
-        samples = json.loads(src.read_bytes().decode("utf-8-sig"))
+        text = src.read_bytes().decode("utf-8-sig")
+        samples = json.loads(text)
     except UnicodeDecodeError as error:
         raise ValueError(f"{src}: not valid UTF-8 (byte {error.start})") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"{src}:{error.lineno}: json: malformed JSON ({error.msg} at column {error.colno})") from None
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"{src}: json: {'nested too deeply' if isinstance(error, RecursionError) else error}") from None
+    try:
+        loads_strict(text)  # refuse duplicate keys (json.loads keeps the last silently)
+    except ValueError as error:
+        raise ValueError(f"{src}: {getattr(error, 'field', 'json')}: {getattr(error, 'message', error)}") from None
     if not isinstance(samples, list) or not samples:
         raise ValueError(f"{src}: expected a non-empty JSON list of conversations (LoCoMo's locomo10.json)")
 
@@ -699,9 +775,9 @@ def import_trec_qrels(src: str | Path, dest: str | Path, *, corpus: str | Path, 
         kept = []
         for line, text in _lines(path, problems, label):
             try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as error:
-                problems.add(label, line, "json", f"malformed JSON ({error.msg} at column {error.colno})")
+                obj = loads_strict(text)
+            except ValueError as error:
+                problems.add(label, line, getattr(error, "field", "json"), getattr(error, "message", str(error)))
                 continue
             record_id = _record_id(obj, problems, label, line) if isinstance(obj, dict) else None
             if record_id is not None:

@@ -1,48 +1,63 @@
 """The candidate pool of a dataset's query set, computed once and persisted.
 
 Keyed by (dataset fingerprint, embedder, analyzer, pool depth): an evaluation or a
-sweep reads the stored table and never re-embeds or re-searches.
+sweep reads the stored table and never re-embeds or re-searches. The stored file is a
+cache: a damaged one (truncated, empty, altered — detected by its checksum) is rebuilt,
+and one that cannot be written (full disk, read-only ``$RWB_HOME``) is skipped with a
+notice; neither ever fails an evaluation.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 from typing import Callable
 
 from retrieval.bm25 import ANALYZER_VERSION
-from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
+from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, PoolCorrupt, build_candidates
 from retrieval.dataset import Dataset
 from retrieval.embedders import DEFAULT_EMBEDDER
+from retrieval.files import safe_component
 from retrieval.index import open_index, rwb_home
+from retrieval.limits import MAX_DEPTH, check_size
 
-POOL_VERSION = 1
+POOL_VERSION = 2  # 2: checksummed file layout
+
+
+def _stderr_notice(text: str) -> None:
+    print(f"rwb: {text}", file=sys.stderr)
 
 
 def pool_path(dataset: Dataset, embedder: str, pool_depth: int) -> Path:
     key = f"{dataset.fingerprint}|{embedder}|{ANALYZER_VERSION}|{pool_depth}|{POOL_VERSION}"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return rwb_home() / "candidates" / f"{dataset.name}-{digest}.npz"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return rwb_home() / "candidates" / f"{safe_component(dataset.name)}-{digest}.npz"
 
 
 def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: int = DEFAULT_POOL_DEPTH,
-              progress: Callable[[str, int, int], None] | None = None, refresh: bool = False) -> Candidates:
+              progress: Callable[[str, int, int], None] | None = None, refresh: bool = False,
+              on_notice: Callable[[str], None] | None = _stderr_notice) -> Candidates:
     """Candidates for every query of ``dataset``: from the store, or retrieved once and stored."""
+    pool_depth = check_size("pool_depth", pool_depth, 1, MAX_DEPTH)
     if not dataset.queries:
         raise ValueError(f"dataset {dataset.name!r} has no queries to evaluate")
+    notice = on_notice or (lambda text: None)
     path = pool_path(dataset, embedder, pool_depth)
     if path.is_file() and not refresh:
         try:
             return Candidates.load(path)
-        except (OSError, ValueError, KeyError):
-            pass  # damaged: retrieve again below
-    handle = open_index(dataset, embedder, progress=progress)
+        except (OSError, PoolCorrupt) as error:
+            notice(f"candidate pool damaged ({error}); retrieving it again")
+    handle = open_index(dataset, embedder, progress=progress, on_notice=on_notice)
     candidates = build_candidates(
         handle, dataset.queries, pool_depth,
         progress=(lambda done, total: progress("retrieve", done, total)) if progress else None,
     )
     keyword_only = any("keyword-only" in note for notes in candidates.degraded for note in notes)
     if not keyword_only:  # a degraded pool is not kept: the next run retries the vectors
-        path.parent.mkdir(parents=True, exist_ok=True)
-        candidates.save(path)
+        try:
+            candidates.save(path)
+        except OSError as error:  # the store is a cache: a full or read-only disk costs time only
+            notice(f"candidate pool not saved ({error.strerror or error}); it will be retrieved again next time")
     return candidates

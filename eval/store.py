@@ -11,38 +11,17 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import re
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from retrieval.dataset import Dataset
+from retrieval.files import atomic_write_text, safe_component  # noqa: F401 (re-exported)
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig, from_toml, to_toml
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically and durably."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 @contextmanager
@@ -62,6 +41,9 @@ def _read_json(path: Path, default):
         return json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
         return default
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise ValueError(f"{path}: damaged ({type(error).__name__}: {str(error)[:120]}); "
+                         "restore it from a backup or move it aside") from None
 
 
 def check_name(name: str) -> str:
@@ -79,7 +61,7 @@ class JudgmentStore:
 
     def __init__(self, dataset: Dataset, home: Path | None = None):
         self.dataset = dataset
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", dataset.name)
+        name = safe_component(dataset.name)
         where = hashlib.sha1(str(dataset.root.resolve()).encode()).hexdigest()[:8]
         self.path = (home or rwb_home()) / "judgments" / f"{name}-{where}.json"
 

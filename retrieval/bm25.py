@@ -18,6 +18,7 @@ from typing import Iterable
 import tantivy
 
 from retrieval.dataset import scrub_text
+from retrieval.limits import MAX_DEPTH, check_size
 
 ANALYZER_VERSION = "bilingual-v1"
 WORDS_PATTERN = r"\p{Han}|[A-Za-z0-9]+"
@@ -124,9 +125,12 @@ class BM25Index:
         return tantivy.Query.boolean_query(clauses)
 
     def search(self, text: str, depth: int, filters: Filters = Filters()) -> list[tuple[str, float]]:
-        """Top ``depth`` (doc id, BM25 score), best first; empty when nothing matches."""
+        """Top ``depth`` (doc id, BM25 score), best first; empty when nothing matches.
+
+        ``depth`` must lie in ``[0, MAX_DEPTH]`` (Tantivy allocates for ``depth`` hits up front)."""
+        depth = check_size("depth", depth, 0, MAX_DEPTH)
         query = self._query(text, filters)
-        if query is None or depth <= 0:
+        if query is None or depth == 0:
             return []
         searcher = self._searcher
         hits = searcher.search(query, depth).hits

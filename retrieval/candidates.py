@@ -17,6 +17,8 @@ the memory's created_at lies in the window the query names, NaN when it names no
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import re
 import weakref
@@ -30,7 +32,9 @@ import numpy as np
 
 from retrieval.bm25 import Filters
 from retrieval.dataset import Dataset, Query
+from retrieval.files import atomic_write_bytes
 from retrieval.index import IndexHandle
+from retrieval.limits import MAX_DEPTH, check_size
 from retrieval.routing import JOURNAL_PREFIX, TIMELINE_DAYS, fast_path_target, route_intent, triggers_timeline
 from retrieval.timewindow import parse_time_window
 from retrieval.vector_store import VectorFilters, VectorStoreUnavailable
@@ -94,22 +98,63 @@ class Candidates:
         return dense | sparse
 
     def save(self, path: Path) -> None:
-        """Write atomically: to a temporary file, then rename."""
+        """Write atomically and durably (``retrieval.files.atomic_write``), with a checksum.
+
+        Layout: ``POOL_MAGIC``, the sha256 of the payload, then the payload (an ``.npz``)."""
         meta = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("offsets", "timeline", "cols")}
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as handle:
-            np.savez(handle, offsets=self.offsets, timeline=self.timeline, meta=np.array(json.dumps(meta)),
-                     **{f"col_{k}": v for k, v in self.cols.items()})
-        tmp.replace(path)
+        buffer = io.BytesIO()
+        np.savez(buffer, offsets=self.offsets, timeline=self.timeline, meta=np.array(json.dumps(meta)),
+                 **{f"col_{k}": v for k, v in self.cols.items()})
+        payload = buffer.getvalue()
+        atomic_write_bytes(path, POOL_MAGIC + hashlib.sha256(payload).digest() + payload)
 
     @classmethod
     def load(cls, path: Path) -> "Candidates":
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            cols = {k[4:]: data[k] for k in data.files if k.startswith("col_")}
-            meta = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v
-                    for k, v in meta.items()}
-            return cls(offsets=data["offsets"], timeline=data["timeline"], cols=cols, **meta)
+        """Read a pool written by ``save``; ``PoolCorrupt`` when it is truncated, empty, altered
+        or inconsistent (the caller rebuilds it)."""
+        data = Path(path).read_bytes()
+        head = len(POOL_MAGIC) + 32
+        if len(data) < head or not data.startswith(POOL_MAGIC):
+            raise PoolCorrupt(f"{path}: not a candidate pool (empty, truncated or an older format)")
+        payload = data[head:]
+        if hashlib.sha256(payload).digest() != data[len(POOL_MAGIC):head]:
+            raise PoolCorrupt(f"{path}: checksum mismatch (truncated or altered)")
+        try:
+            with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+                meta = json.loads(str(npz["meta"]))
+                cols = {k[4:]: npz[k] for k in npz.files if k.startswith("col_")}
+                meta = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v
+                        for k, v in meta.items()}
+                pool = cls(offsets=npz["offsets"], timeline=npz["timeline"], cols=cols, **meta)
+        except Exception as error:  # any decoding failure means a damaged file
+            raise PoolCorrupt(f"{path}: cannot be decoded ({type(error).__name__}: {error})") from None
+        pool._check_consistent(path)
+        return pool
+
+    def _check_consistent(self, path) -> None:
+        n_q = len(self.query_ids)
+        offsets = np.asarray(self.offsets)
+        problems = []
+        if set(self.cols) != set(ROW_COLUMNS):
+            problems.append(f"columns {sorted(set(self.cols) ^ set(ROW_COLUMNS))} missing or unexpected")
+        elif offsets.shape != (n_q + 1,) or offsets[0] != 0 or np.any(np.diff(offsets) < 0):
+            problems.append("query offsets are inconsistent")
+        elif any(len(v) != offsets[-1] for v in self.cols.values()):
+            problems.append("columns have different lengths")
+        elif len(self.timeline) != n_q or any(len(x) != n_q for x in (
+                self.query_texts, self.fast_target, self.intent_route, self.window, self.degraded)):
+            problems.append("per-query fields have different lengths")
+        elif offsets[-1] and (self.cols["doc_idx"].min() < 0 or self.cols["doc_idx"].max() >= len(self.doc_ids)):
+            problems.append("document positions out of range")
+        if problems:
+            raise PoolCorrupt(f"{path}: {problems[0]}")
+
+
+class PoolCorrupt(ValueError):
+    """A stored candidate pool is damaged; it is rebuilt rather than used."""
+
+
+POOL_MAGIC = b"RWBPOOL\x02"
 
 
 def _filters(query: Query, scope: str = "", group: str = "", project: str = "") -> tuple[Filters, VectorFilters]:
@@ -146,7 +191,11 @@ def _embed_queries(handle: IndexHandle, texts: Sequence[str], degraded: list[str
             degraded.append(f"{reason}: keyword-only")
         return None
     try:
-        return handle.embedder.encode(list(texts))
+        vectors = handle.embedder.encode(list(texts))
+        problem = getattr(getattr(handle.embedder, "cache", None), "problem", None)
+        if problem and problem not in degraded:  # the cache is optional: note it, keep the vectors
+            degraded.append(problem)
+        return vectors
     except Exception as error:  # a failing model degrades to keyword-only, as Lingxi G3 asks
         degraded.append(f"embedder failed ({type(error).__name__}: {error}): keyword-only")
         return None
@@ -155,7 +204,10 @@ def _embed_queries(handle: IndexHandle, texts: Sequence[str], degraded: list[str
 def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: int = DEFAULT_POOL_DEPTH,
                      scope: str = "", group: str = "", project: str = "",
                      progress: Callable[[int, int], None] | None = None) -> Candidates:
-    """Retrieve the candidate pool of every query (paths concurrently) into one table."""
+    """Retrieve the candidate pool of every query (paths concurrently) into one table.
+
+    ``pool_depth`` must lie in ``[1, MAX_DEPTH]``."""
+    pool_depth = check_size("pool_depth", pool_depth, 1, MAX_DEPTH)
     dataset = handle.dataset
     table = doc_table(dataset)
     position = table.position

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 MAX_TEXT_CHARS = 100_000
+MAX_INT = 2**31 - 1  # integer fields are stored as int32 in the candidate table
 SCOPES = ("global", "project")
 _DOC_FIELDS = {
     "_id", "text", "title", "path", "line_start", "line_end", "scope", "project", "group",
@@ -144,16 +145,52 @@ def _number(obj: dict, key: str, default, lo, hi, kind, problems, file, line):
     if key not in obj or obj[key] is None:
         return default
     value = obj[key]
+    shown = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit integer"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-        kind is int and not float(value).is_integer()
+        kind is int and isinstance(value, float) and not (math.isfinite(value) and value.is_integer())
     ):
-        problems.add(file, line, key, f"expected {'an integer' if kind is int else 'a number'}, got {value!r}")
+        problems.add(file, line, key, f"expected {'an integer' if kind is int else 'a number'}, got {shown}")
         return default
-    if not math.isfinite(value) or (lo is not None and value < lo) or (hi is not None and value > hi):
+    # compare without converting to float first: a 400-digit integer overflows a float
+    if (isinstance(value, float) and not math.isfinite(value)) or (lo is not None and value < lo) or (
+            hi is not None and value > hi):
         bounds = f"in [{lo}, {hi}]" if hi is not None else f"≥ {lo}"
-        problems.add(file, line, key, f"{value!r} is out of range (must be {bounds})")
+        problems.add(file, line, key, f"{shown} is out of range (must be {bounds})")
         return default
     return kind(value)
+
+
+class _JSONProblem(ValueError):
+    def __init__(self, field_name: str, message: str):
+        super().__init__(message)
+        self.field = field_name
+        self.message = message
+
+
+def _unique_keys(pairs: list) -> dict:
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _JSONProblem(key, f"duplicate key {key!r} in one JSON object")
+        obj[key] = value
+    return obj
+
+
+def loads_strict(text: str):
+    """``json.loads`` that refuses duplicate keys, integers over 4300 digits and deep nesting.
+
+    Raises ``ValueError`` subclasses only; ``error.field``/``error.message`` (when set) say
+    which field and what is wrong, for a ``file:line: field: …`` report."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _JSONProblem:
+        raise
+    except json.JSONDecodeError as error:
+        raise _JSONProblem("json", f"malformed JSON ({error.msg} at column {error.colno})") from None
+    except RecursionError:
+        raise _JSONProblem("json", "nested too deeply") from None
+    except ValueError as error:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
+        raise _JSONProblem("json", f"unreadable number ({str(error).split(';')[0]})") from None
 
 
 def _string(obj, key, problems, file, line, default=""):
@@ -180,9 +217,9 @@ def _json_objects(path: Path, problems: _Problems):
     lines = _read_lines(path, problems)
     for number, text in lines or ():
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as error:
-            problems.add(path.name, number, "json", f"malformed JSON ({error.msg} at column {error.colno})")
+            obj = loads_strict(text)
+        except _JSONProblem as error:
+            problems.add(path.name, number, error.field, error.message)
             continue
         if not isinstance(obj, dict):
             problems.add(path.name, number, "json", "expected a JSON object")
@@ -239,8 +276,8 @@ def _load_documents(path: Path, problems: _Problems, seen: dict[str, int] | None
         docs.append(Document(
             id=doc_id, text=text, title=title,
             path=_string(obj, "path", problems, file, line),
-            line_start=_number(obj, "line_start", 0, 0, None, int, problems, file, line),
-            line_end=_number(obj, "line_end", 0, 0, None, int, problems, file, line),
+            line_start=_number(obj, "line_start", 0, 0, MAX_INT, int, problems, file, line),
+            line_end=_number(obj, "line_end", 0, 0, MAX_INT, int, problems, file, line),
             scope=scope,
             project=_string(obj, "project", problems, file, line),
             group=_string(obj, "group", problems, file, line),
@@ -248,8 +285,8 @@ def _load_documents(path: Path, problems: _Problems, seen: dict[str, int] | None
             created_at=created, updated_at=updated,
             confidence=_number(obj, "confidence", 1.0, 0.0, 1.0, float, problems, file, line),
             vitality=_number(obj, "vitality", 50.0, 0.0, 100.0, float, problems, file, line),
-            reinforcement=_number(obj, "reinforcement", 0, 0, None, int, problems, file, line),
-            access_count=_number(obj, "access_count", 0, 0, None, int, problems, file, line),
+            reinforcement=_number(obj, "reinforcement", 0, 0, MAX_INT, int, problems, file, line),
+            access_count=_number(obj, "access_count", 0, 0, MAX_INT, int, problems, file, line),
             source=_string(obj, "source", problems, file, line),
             related=tuple(related), extra=extra,
         ))
@@ -325,6 +362,20 @@ def _load_card(path: Path, problems: _Problems) -> dict:
         line = getattr(error, "lineno", None) or (int(found.group(1)) if found else 1)
         problems.add("dataset.toml", line, "toml", str(error))
         return {}
+    def line_of(key: str) -> int:
+        return next((n for n, row in enumerate(text.splitlines(), start=1) if row.lstrip().startswith(key)), 1)
+
+    for key in ("name", "description", "license"):
+        if key in card and not isinstance(card[key], str):
+            problems.add("dataset.toml", line_of(key), key, f"expected a string, got {type(card[key]).__name__}")
+            del card[key]
+    if "name" in card and (not card["name"].strip() or any(ord(ch) < 32 for ch in card["name"])):
+        problems.add("dataset.toml", line_of("name"), "name", "must be a non-empty name without control characters")
+        del card["name"]
+    languages = card.get("languages", [])
+    if not isinstance(languages, list) or not all(isinstance(x, str) for x in languages):
+        problems.add("dataset.toml", line_of("languages"), "languages", "expected a list of strings")
+        card.pop("languages", None)
     if "reference_time" in card:
         value = card["reference_time"]
         try:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
@@ -124,39 +126,120 @@ def text_hash(text: str) -> str:
 
 
 class EmbeddingCache:
-    """SQLite store of vectors keyed by (model id, sha256 of text); safe across threads."""
+    """SQLite store of vectors keyed by (model id, sha256 of text); safe across threads.
+
+    The cache is optional: a damaged file is moved aside and started afresh; a cache that
+    cannot be opened for writing (read-only ``$RWB_HOME``) is read if possible; any later
+    read or write failure (a full disk) disables only the failing side. Each degradation is
+    recorded once in ``problem`` and warned about once on stderr; encoding always proceeds.
+    """
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.problem: str | None = None
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash))"
-        )
+        self._conn: sqlite3.Connection | None = None
+        self._writable = False
+        try:
+            self._conn = self._open(path)
+            self._writable = True
+        except (sqlite3.DatabaseError, OSError) as error:
+            if self._is_corrupt(error) and self._move_aside(path):
+                try:
+                    self._conn = self._open(path)
+                    self._writable = True
+                    print(f"rwb: warning: embedding cache {path} was damaged ({error}); "
+                          "moved aside, starting afresh", file=sys.stderr)
+                    return
+                except (sqlite3.DatabaseError, OSError) as again:
+                    error = again
+            self._conn = self._open_read_only(path)
+            self._degrade(f"embedding cache {path} is not writable ({error}); "
+                          + ("reading it only" if self._conn is not None else "encoding without it"))
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash))"
+            )
+            conn.execute("SELECT count(*) FROM vectors LIMIT 1").fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _open_read_only(path: Path) -> sqlite3.Connection | None:
+        if not path.is_file():
+            return None
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+            conn.execute("SELECT count(*) FROM vectors LIMIT 1").fetchone()
+            return conn
+        except sqlite3.Error:
+            return None
+
+    @staticmethod
+    def _is_corrupt(error: Exception) -> bool:
+        text = str(error).lower()
+        return isinstance(error, sqlite3.DatabaseError) and (
+            "not a database" in text or "malformed" in text or "corrupt" in text)
+
+    @staticmethod
+    def _move_aside(path: Path) -> bool:
+        try:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            for suffix in ("", "-wal", "-shm"):
+                part = path.with_name(path.name + suffix)
+                if part.exists():
+                    os.replace(part, path.with_name(f"{path.name}.corrupt-{stamp}{suffix}"))
+            return True
+        except OSError:
+            return False
+
+    def _degrade(self, note: str) -> None:
+        if self.problem is None:
+            self.problem = note
+            print(f"rwb: warning: {note}", file=sys.stderr)
 
     def get_many(self, model_id: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
-        with self._lock:
-            for start in range(0, len(hashes), 500):
-                chunk = list(hashes[start:start + 500])
-                marks = ",".join("?" * len(chunk))
-                rows = self._conn.execute(
-                    f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})", [model_id, *chunk]
-                ).fetchall()
-                found.update((h, np.frombuffer(v, dtype=np.float32)) for h, v in rows)
+        if self._conn is None:
+            return found
+        try:
+            with self._lock:
+                for start in range(0, len(hashes), 500):
+                    chunk = list(hashes[start:start + 500])
+                    marks = ",".join("?" * len(chunk))
+                    rows = self._conn.execute(
+                        f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})", [model_id, *chunk]
+                    ).fetchall()
+                    found.update((h, np.frombuffer(v, dtype=np.float32)) for h, v in rows)
+        except sqlite3.Error as error:
+            self._degrade(f"embedding cache {self.path} cannot be read ({error}); encoding without it")
+            return {}
         return found
 
     def put_many(self, model_id: str, items: dict[str, np.ndarray]) -> None:
-        with self._lock, self._conn:
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                [(model_id, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
-            )
+        if self._conn is None or not self._writable:
+            return
+        try:
+            with self._lock, self._conn:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                    [(model_id, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
+                )
+        except (sqlite3.Error, OSError) as error:
+            self._writable = False
+            self._degrade(f"embedding cache {self.path} cannot be written ({error}); vectors not cached")
 
     def close(self) -> None:
-        self._conn.close()
+        if self._conn is not None:
+            self._conn.close()
 
 
 class CachedEmbedder:

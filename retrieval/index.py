@@ -6,20 +6,23 @@ Layout under ``$RWB_HOME`` (default ``./.rwb``)::
                                                           vectors.npy, lance/, bm25/
     indexes/<dataset>-<pathhash>/<embedder>/current -> builds/<key>
 
-A build is written aside and published by atomically replacing the ``current``
-symlink, so a build killed at any point leaves the previous index usable. The
-manifest records the dataset fingerprint, model and analyzer; any mismatch, or a
-missing or corrupt file, triggers a rebuild. Unchanged texts are never re-encoded
-(the embedding cache is keyed by model and text hash).
+A build is written aside, every file fsynced, verified, and published by atomically
+replacing the ``current`` symlink, so a build killed at any point leaves the previous
+index usable. The manifest records the dataset fingerprint, model and analyzer and the
+size and sha256 of every file of the build; any mismatch (a stale build, a missing,
+truncated or bit-flipped file — LanceDB data, version or manifest files, Tantivy
+segments, ``vectors.npy``, ``ids.json``) triggers a rebuild. Unchanged texts are never
+re-encoded (the embedding cache is keyed by model and text hash). A read-only
+``$RWB_HOME`` still serves a current, intact index.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
 import os
-import re
 import shutil
 import time
 import uuid
@@ -35,9 +38,11 @@ from retrieval.dataset import Dataset
 from retrieval.embedders import (
     DEFAULT_EMBEDDER, CachedEmbedder, Embedder, EmbedderUnavailable, EmbeddingCache, load_embedder,
 )
+from retrieval.files import atomic_write_text, file_sha256, fsync_dir, fsync_tree, safe_component
 from retrieval.vector_store import ExactSearch, Row, VectorStore, VectorStoreUnavailable
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: per-file checksums in the manifest
+_UNCHECKED = ("manifest.json",)  # the manifest cannot hold its own checksum
 Progress = Callable[[str, int, int], None]
 
 
@@ -46,11 +51,12 @@ def rwb_home() -> Path:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "x"
+    """A single safe path component from a name (see ``retrieval.files.safe_component``)."""
+    return safe_component(text)
 
 
 def index_dir(dataset: Dataset, embedder_name: str) -> Path:
-    where = hashlib.sha1(str(dataset.root.resolve()).encode()).hexdigest()[:8]
+    where = hashlib.sha1(str(dataset.root.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return rwb_home() / "indexes" / f"{_slug(dataset.name)}-{where}" / _slug(embedder_name)
 
 
@@ -87,13 +93,24 @@ class IndexHandle:
     degraded: list[str] = field(default_factory=list)
 
 
+_READ_ONLY = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
 @contextmanager
 def _build_lock(directory: Path):
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "w") as handle:
+    """Exclusive lock of an index folder; yields False (no lock) when ``$RWB_HOME`` is read-only."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handle = open(directory / ".lock", "a")
+    except OSError as error:
+        if error.errno not in _READ_ONLY:
+            raise
+        yield False
+        return
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
@@ -116,25 +133,72 @@ def read_manifest(directory: Path) -> dict | None:
         return None
 
 
+def _tracked_files(build: Path) -> list[Path]:
+    """Files of a build covered by the manifest's checksums (lock files are Tantivy's scratch)."""
+    found = []
+    for folder, _, files in os.walk(build):
+        for name in files:
+            path = Path(folder) / name
+            rel = path.relative_to(build).as_posix()
+            if rel not in _UNCHECKED and not name.endswith(".lock"):
+                found.append(path)
+    return sorted(found)
+
+
+def _checksums(build: Path) -> dict[str, list]:
+    return {p.relative_to(build).as_posix(): [p.stat().st_size, file_sha256(p)] for p in _tracked_files(build)}
+
+
+def _verify_files(build: Path, manifest: dict) -> None:
+    """Raise IndexCorrupt naming the first file that is missing, extra, resized or altered."""
+    recorded = manifest.get("files")
+    if not isinstance(recorded, dict) or not recorded:
+        raise IndexCorrupt("the manifest records no file checksums")
+    present = {p.relative_to(build).as_posix(): p for p in _tracked_files(build)}
+    for rel, entry in sorted(recorded.items()):
+        path = present.pop(rel, None)
+        if path is None:
+            raise IndexCorrupt(f"{rel} is missing")
+        size, digest = entry
+        if path.stat().st_size != size:
+            raise IndexCorrupt(f"{rel} has {path.stat().st_size} bytes, the manifest says {size}")
+        if file_sha256(path) != digest:
+            raise IndexCorrupt(f"{rel} does not match its checksum (altered or bit-flipped)")
+    if present:
+        raise IndexCorrupt(f"unexpected file {sorted(present)[0]}")
+
+
 def _check(build: Path, manifest: dict) -> None:
-    """Raise IndexCorrupt when a published build is incomplete or damaged."""
+    """Raise IndexCorrupt when a published build is incomplete or damaged.
+
+    Pure-Python checks first (ids, the shape of ``vectors.npy``, every file's size and
+    sha256), so Tantivy and LanceDB only ever open files that match the manifest."""
     try:
         ids = json.loads((build / "ids.json").read_text("utf-8"))
         if len(ids) != manifest["documents"]:
             raise IndexCorrupt(f"ids.json holds {len(ids)} ids, manifest says {manifest['documents']}")
-        bm25 = BM25Index.open(build / "bm25")
-        if bm25.num_docs != len(ids):
-            raise IndexCorrupt(f"BM25 index holds {bm25.num_docs} documents, expected {len(ids)}")
         if manifest["model"]:
             vectors = np.load(build / "vectors.npy", mmap_mode="r")
             if vectors.shape[0] != len(ids):
                 raise IndexCorrupt(f"vectors.npy holds {vectors.shape[0]} rows, expected {len(ids)}")
             if not (build / "lance").is_dir():
                 raise IndexCorrupt("the LanceDB folder is missing")
+        _verify_files(build, manifest)
+        bm25 = BM25Index.open(build / "bm25")
+        if bm25.num_docs != len(ids):
+            raise IndexCorrupt(f"BM25 index holds {bm25.num_docs} documents, expected {len(ids)}")
+        if manifest["model"]:
+            store = VectorStore.open(build / "lance")
+            if store.count() != len(ids):
+                raise IndexCorrupt(f"the LanceDB table holds {store.count()} rows, expected {len(ids)}")
+            if len(ids) and not store.search(np.asarray(vectors[0], dtype=np.float32), 1):
+                raise IndexCorrupt("the LanceDB table returns nothing")
     except IndexCorrupt:
         raise
-    except Exception as error:
-        raise IndexCorrupt(f"{type(error).__name__}: {error}") from error
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # pyo3 panics derive from BaseException
+        raise IndexCorrupt(f"{type(error).__name__}: {str(error)[:200]}") from error
 
 
 def _publish(directory: Path, build: Path) -> None:
@@ -144,25 +208,34 @@ def _publish(directory: Path, build: Path) -> None:
     link = directory / f".current-{uuid.uuid4().hex}"
     os.symlink(Path("builds") / build.name, link)
     os.replace(link, current)
-    _dir_fsync(directory)
+    fsync_dir(directory)
     for old in (directory / "builds").iterdir():
         if old.name not in (build.name, previous):
             shutil.rmtree(old, ignore_errors=True)
 
 
 def _dir_fsync(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(directory)
 
 
 def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | None, progress: Progress | None) -> Path:
+    """Write a complete build aside, fsync it, verify it, and rename it to its final name.
+    On any failure (a full disk included) the partial build is removed and the error raised."""
     builds = directory / "builds"
     builds.mkdir(parents=True, exist_ok=True)
+    for stale in builds.glob("tmp-*"):  # left by a killed build (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True)
     build = builds / f"tmp-{uuid.uuid4().hex}"
     build.mkdir()
+    try:
+        return _build_into(dataset, builds, build, embedder, progress)
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+
+
+def _build_into(dataset: Dataset, builds: Path, build: Path, embedder: CachedEmbedder | None,
+                progress: Progress | None) -> Path:
     docs = dataset.documents
     ids = [d.id for d in docs]
     rows = doc_rows(dataset)
@@ -180,11 +253,15 @@ def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | None, p
         model_id = embedder.model_id
         if progress:
             progress("lance", len(docs), len(docs))
-    (build / "ids.json").write_text(json.dumps(ids), "utf-8")
-    manifest = _wanted_manifest(dataset, model_id) | {"built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    (build / "manifest.json").write_text(json.dumps(manifest, indent=2), "utf-8")
+    atomic_write_text(build / "ids.json", json.dumps(ids))
+    fsync_tree(build)
+    manifest = _wanted_manifest(dataset, model_id) | {"built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                                      "files": _checksums(build)}
+    atomic_write_text(build / "manifest.json", json.dumps(manifest, indent=2))
+    _check(build, manifest)  # verify what is about to be published
     final = builds / f"{dataset.fingerprint[:12]}-{uuid.uuid4().hex[:6]}"
     os.rename(build, final)
+    fsync_dir(builds)
     return final
 
 
@@ -198,27 +275,47 @@ def _embedder(name: str) -> tuple[CachedEmbedder | None, str | None]:
 
 def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress: Progress | None = None,
                rebuild: bool = False, on_notice: Callable[[str], None] | None = None) -> IndexHandle:
-    """Open the current index, building or rebuilding it when missing, stale or corrupt."""
+    """Open the current index, building or rebuilding it when missing, stale or corrupt.
+
+    Every file of the build is checked against the manifest's checksums before it is reused
+    and after it is built. With a read-only ``$RWB_HOME`` a current, intact index is served;
+    one that would need a (re)build raises ``IndexUnwritable`` (an ``OSError``) saying why."""
     directory = index_dir(dataset, embedder_name)
     embedder, embed_error = _embedder(embedder_name)
     degraded = [f"embedder unavailable ({embed_error}): keyword-only"] if embed_error else []
+    if embedder is not None and embedder.cache.problem:
+        degraded.append(embedder.cache.problem)
+        if on_notice:
+            on_notice(embedder.cache.problem)
     wanted = _wanted_manifest(dataset, embedder.model_id if embedder else None)
-    with _build_lock(directory):
+    with _build_lock(directory) as writable:
         manifest = read_manifest(directory)
         current = directory / "current"
         stale = rebuild or manifest is None or any(manifest.get(k) != v for k, v in wanted.items())
+        reason = "missing or stale" if manifest is None or not rebuild else "asked to rebuild"
         if not stale:
             try:
                 _check(current.resolve(), manifest)
             except IndexCorrupt as error:
-                if on_notice:
+                reason = f"damaged ({error})"
+                if on_notice and writable:
                     on_notice(f"index at {current.resolve()} is damaged ({error}); rebuilding")
                 stale = True
         if stale:
+            if not writable:
+                raise IndexUnwritable(errno.EROFS, f"the index of {dataset.name!r} is {reason} and "
+                                      f"{rwb_home()} is not writable; run `rwb index` where it is")
             _publish(directory, _build(dataset, directory, embedder, progress))
             manifest = read_manifest(directory)
         build = current.resolve()
     return _open_build(dataset, embedder_name, build, manifest, embedder, degraded)
+
+
+class IndexUnwritable(OSError):
+    """An index needs building but ``$RWB_HOME`` cannot be written."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
 
 
 def _open_build(dataset, embedder_name, build, manifest, embedder, degraded) -> IndexHandle:

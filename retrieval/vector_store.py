@@ -14,6 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
+from retrieval.limits import MAX_DEPTH, check_size
+
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 ANN_THRESHOLD = 100_000
@@ -110,6 +112,9 @@ class VectorStore:
     def search(self, vector: np.ndarray, depth: int, filters: VectorFilters = VectorFilters(),
                nprobes: int = 20) -> list[tuple[str, float]]:
         """Top ``depth`` (doc id, cosine similarity), best first."""
+        depth = check_size("depth", depth, 0, MAX_DEPTH)
+        if depth == 0:
+            return []
         try:
             query = self._table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
             where = where_clause(filters)
@@ -154,6 +159,7 @@ class ExactSearch:
 
     def search(self, vector: np.ndarray, depth: int, filters: VectorFilters = VectorFilters()
                ) -> list[tuple[str, float]]:
+        depth = check_size("depth", depth, 0, MAX_DEPTH)
         sims = self.vectors @ np.asarray(vector, dtype=np.float32)
         sims = np.where(self.mask(filters), sims, -np.inf)
         depth = min(depth, int(np.isfinite(sims).sum()))
