@@ -19,7 +19,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-KINDS = ("float", "int", "bool", "choice")
 
 
 @dataclass(frozen=True)
