@@ -18,12 +18,14 @@ re-encoded (the embedding cache is keyed by model and text hash). A read-only
 
 from __future__ import annotations
 
+import atexit
 import errno
 import fcntl
 import hashlib
 import json
 import os
 import shutil
+import tempfile
 import time
 import uuid
 from contextlib import contextmanager
@@ -184,7 +186,7 @@ def _check(build: Path, manifest: dict) -> None:
             if not (build / "lance").is_dir():
                 raise IndexCorrupt("the LanceDB folder is missing")
         _verify_files(build, manifest)
-        bm25 = BM25Index.open(build / "bm25")
+        bm25 = _open_bm25(build / "bm25")
         if bm25.num_docs != len(ids):
             raise IndexCorrupt(f"BM25 index holds {bm25.num_docs} documents, expected {len(ids)}")
         if manifest["model"]:
@@ -199,6 +201,20 @@ def _check(build: Path, manifest: dict) -> None:
         raise
     except BaseException as error:  # pyo3 panics derive from BaseException
         raise IndexCorrupt(f"{type(error).__name__}: {str(error)[:200]}") from error
+
+
+def _open_bm25(path: Path) -> BM25Index:
+    """Open a Tantivy index; on a read-only file system (Tantivy insists on a lock file) open a
+    private copy in a temporary folder, removed when the process exits."""
+    try:
+        return BM25Index.open(path)
+    except ValueError as error:
+        if "Read-only file system" not in str(error) and "Permission denied" not in str(error):
+            raise
+    copy = Path(tempfile.mkdtemp(prefix="rwb-bm25-ro-"))
+    atexit.register(shutil.rmtree, copy, True)
+    shutil.copytree(path, copy / "bm25", ignore=shutil.ignore_patterns("*.lock"))
+    return BM25Index.open(copy / "bm25")
 
 
 def _publish(directory: Path, build: Path) -> None:
@@ -229,9 +245,25 @@ def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | None, p
     build.mkdir()
     try:
         return _build_into(dataset, builds, build, embedder, progress)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(build, ignore_errors=True)
+        if isinstance(error, Exception) and _disk_full(directory, error):
+            raise IndexUnwritable(errno.ENOSPC, f"no space left on the disk of {directory} while building the index "
+                                        f"({str(error).splitlines()[0][:160] if str(error) else type(error).__name__}); "
+                                        "free some space and run `rwb index` again") from error
         raise
+
+
+def _disk_full(directory: Path, error: Exception) -> bool:
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(error)
+    if "No space left" in text or "os error 28" in text:
+        return True
+    try:  # libraries word a short write differently ("3840 requested and 3040 written")
+        return shutil.disk_usage(directory).free < 1 << 20
+    except OSError:
+        return False
 
 
 def _build_into(dataset: Dataset, builds: Path, build: Path, embedder: CachedEmbedder | None,
@@ -283,10 +315,8 @@ def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress
     directory = index_dir(dataset, embedder_name)
     embedder, embed_error = _embedder(embedder_name)
     degraded = [f"embedder unavailable ({embed_error}): keyword-only"] if embed_error else []
-    if embedder is not None and embedder.cache.problem:
+    if embedder is not None and embedder.cache.problem:  # already warned on stderr by the cache
         degraded.append(embedder.cache.problem)
-        if on_notice:
-            on_notice(embedder.cache.problem)
     wanted = _wanted_manifest(dataset, embedder.model_id if embedder else None)
     with _build_lock(directory) as writable:
         manifest = read_manifest(directory)
@@ -312,7 +342,7 @@ def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress
 
 
 class IndexUnwritable(OSError):
-    """An index needs building but ``$RWB_HOME`` cannot be written."""
+    """An index needs building but ``$RWB_HOME`` cannot be written (read-only, or the disk is full)."""
 
     def __str__(self) -> str:
         return self.strerror or super().__str__()
@@ -320,7 +350,7 @@ class IndexUnwritable(OSError):
 
 def _open_build(dataset, embedder_name, build, manifest, embedder, degraded) -> IndexHandle:
     ids = json.loads((build / "ids.json").read_text("utf-8"))
-    bm25 = BM25Index.open(build / "bm25")
+    bm25 = _open_bm25(build / "bm25")
     vectors = exact = store = None
     if manifest["model"]:
         vectors = np.load(build / "vectors.npy")
