@@ -66,7 +66,12 @@ class JudgmentStore:
         self.path = (home or rwb_home()) / "judgments" / f"{name}-{where}.json"
 
     def _load(self) -> dict:
-        return _read_json(self.path, {"dataset": self.dataset.name, "overlay": {}, "history": []})
+        state = _read_json(self.path, {"dataset": self.dataset.name, "overlay": {}, "history": []})
+        if not (isinstance(state, dict) and isinstance(state.get("overlay"), dict)
+                and isinstance(state.get("history"), list)
+                and all(isinstance(v, dict) for v in state["overlay"].values())):
+            raise ValueError(f"{self.path}: damaged (not a judgments file); restore it from a backup or move it aside")
+        return state
 
     def grade(self, query_id: str, doc_id: str, grade: int, author: str = "") -> None:
         """Set (or, with grade 0, clear to not-relevant) one judgment."""
@@ -152,10 +157,14 @@ class ExperimentStore:
         entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **record}
         json.dumps(entry)  # refuse what cannot be stored before touching the file
         with locked(self.path):
-            records = _read_json(self.path, [])
+            records = self.list()
             records.append(entry)
             atomic_write_text(self.path, json.dumps(records, ensure_ascii=False, indent=1))
         return entry
 
     def list(self) -> list[dict]:
-        return _read_json(self.path, [])
+        records = _read_json(self.path, [])
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise ValueError(f"{self.path}: damaged (not a list of experiment records); "
+                             "restore it from a backup or move it aside")
+        return records
