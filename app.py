@@ -13,9 +13,21 @@ import streamlit as st
 os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from pages import _shared as sh  # noqa: E402
+from pages import _harness as hx  # noqa: E402
+from pages import _state as sh  # noqa: E402
+from pages._markup import md  # noqa: E402
 
-st.set_page_config(page_title="Retrieval Workbench", page_icon=":material/manage_search:", layout="wide")
+sh.mark_run_start()
+# an emoji favicon is drawn locally (a data: URL); a ":material/…" one is fetched from fonts.gstatic.com
+st.set_page_config(page_title="Retrieval Workbench", page_icon="🔎", layout="wide")
+
+try:  # a non-loopback address needs RWB_ALLOW_REMOTE=1; paths are then confined to RWB_DATA_ROOT
+    from retrieval.access import check_server_address
+
+    check_server_address(st.get_option("server.address"))
+except ValueError as refusal:
+    st.error(str(refusal))
+    st.stop()
 
 PAGES = {
     "Workbench": [
@@ -53,12 +65,12 @@ def sidebar() -> None:
         try:
             dataset = sh.get_dataset(path, sh.dataset_stamp(path))
             judged = sum(len(v) for v in dataset.qrels.values())
-            st.caption(f"**{dataset.name}** · {len(dataset.documents)} docs · {len(dataset.queries)} queries · "
+            st.caption(f"**{md(dataset.name)}** · {len(dataset.documents)} docs · {len(dataset.queries)} queries · "
                        f"{judged} judgments")
         except Exception as error:  # the page itself shows the full problem list
-            st.caption(f":red[dataset not loadable: {str(error).splitlines()[0][:120]}]")
+            st.caption(f":red[dataset not loadable: {md(str(error).splitlines()[0][:120])}]")
 
 
 sidebar()
-sh.warm_harness()
+hx.warm_harness()
 st.navigation(PAGES).run()

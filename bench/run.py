@@ -24,11 +24,12 @@ import traceback
 from bench.common import Section, fmt, loadavg, log, machine, now
 from bench.context import Context
 
-QUICK = ("indexing", "rescore", "sweep", "hybrid", "quality")
-FULL = ("indexing", "rescore", "sweep", "quality", "hybrid", "scale")
+QUICK = ("indexing", "rescore", "sweep", "hybrid", "quality", "browser")
+FULL = ("indexing", "rescore", "sweep", "quality", "hybrid", "scale", "browser")
 SMOKE = ("indexing", "rescore", "sweep", "hybrid", "quality", "scale")
 KEYS = ("rescore_speedup_vs_ranx", "sweep_speedup_vs_ranx", "hybrid_latency_ratio_vs_lancedb",
-        "indexing_throughput_vs_encode", "indexing_cpu_ratio_vs_encode", "reindex_speedup_vs_first_build")
+        "indexing_throughput_vs_encode", "indexing_cpu_ratio_vs_encode", "reindex_speedup_vs_first_build",
+        "knob_to_page_p50_ms", "knob_ratio_vs_reference")
 
 
 def _summary_line(ratios: dict[str, float]) -> str:

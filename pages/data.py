@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import _shared as sh
+from pages import _harness as hx
+from pages import _state as sh
+from pages import _tables as tb
+from pages._markup import code, md
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def corpus_frame(path: str, stamp: tuple):
+    """One row per document (cached: filter into new frames, never edit in place)."""
+    return tb.corpus_frame(sh.get_dataset(path, stamp))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def queries_frame(path: str, stamp: tuple):
+    return tb.queries_frame(sh.get_dataset(path, stamp))
+
 
 ws = sh.workspace()
 ds = ws.dataset
 st.title("Data")
-st.caption(f"**{ds.name}** · `{ws.path}` · fingerprint `{ds.fingerprint[:12]}`"
-           + (f" · {ds.description}" if ds.description else ""))
+st.caption(f"**{md(ds.name)}** · {code(ws.path)} · fingerprint {code(ds.fingerprint[:12])}"
+           + (f" · {md(ds.description)}" if ds.description else ""))
 
 st.session_state.setdefault("data_flash", "")
 st.session_state.setdefault("data_search", "")
@@ -20,13 +35,13 @@ corpus_tab, queries_tab, qrels_tab, import_tab = st.tabs([
 
 # ---- corpus ---------------------------------------------------------------------------------------
 with corpus_tab:
-    corpus = sh.corpus_frame(ws.path, ws.stamp)
+    corpus = corpus_frame(ws.path, ws.stamp)
     f = st.columns([2, 1.4, 1.2, 1])
     text = f[0].text_input("Search", key="data_search", placeholder="words in id, text, path, project…")
     paths = f[1].multiselect("Path", sorted(corpus["path"].unique()), key="data_paths")
     types = f[2].multiselect("Memory type", sorted(corpus["type"].unique()), key="data_types")
     scopes = f[3].multiselect("Scope", sorted(corpus["scope"].unique()), key="data_scopes")
-    shown = sh.filter_frame(corpus, text, path=paths, type=types, scope=scopes)
+    shown = tb.filter_frame(corpus, text, path=paths, type=types, scope=scopes)
     st.caption(f"{len(shown)} of {len(corpus)} documents")
     st.dataframe(shown, hide_index=True, height=560, key="data_corpus", column_config={
         "text": st.column_config.TextColumn(width="large"),
@@ -39,12 +54,12 @@ with queries_tab:
     if not ds.queries:
         st.info("This dataset has no queries.")
     else:
-        queries = sh.queries_frame(ws.path, ws.stamp)
+        queries = queries_frame(ws.path, ws.stamp)
         f = st.columns([2, 1, 1])
         qtext = f[0].text_input("Search", key="data_qsearch", placeholder="words in the query…")
         intents = f[1].multiselect("Intent", sorted(queries["intent"].unique()), key="data_intents")
         langs = f[2].multiselect("Language", sorted(queries["lang"].unique()), key="data_langs")
-        shown = sh.filter_frame(queries, qtext, intent=intents, lang=langs)
+        shown = tb.filter_frame(queries, qtext, intent=intents, lang=langs)
         st.caption(f"{len(shown)} of {len(queries)} queries · `routed profile` is what the intent router picks")
         st.dataframe(shown, hide_index=True, height=560, key="data_queries", column_config={
             "text": st.column_config.TextColumn(width="large"),
@@ -62,15 +77,15 @@ def on_grade() -> None:
         return
     try:
         ws.judgments.grade(qid, doc, int(grade), author="data")
-        st.session_state["data_flash"] = f"Judged **{doc}** = {grade} for **{qid}**."
+        st.session_state["data_flash"] = f"Judged **{md(doc)}** = {grade} for **{md(qid)}**."
     except ValueError as error:
-        st.session_state["data_flash"] = f":red[{error}]"
+        st.session_state["data_flash"] = f":red[{md(error)}]"
 
 
 def on_undo() -> None:
     last = ws.judgments.undo()
     st.session_state["data_flash"] = ("Nothing to undo." if last is None else
-                                      f"Undid {last['query']} / {last['doc']}: {last['after']} → "
+                                      f"Undid {md(last['query'])} / {md(last['doc'])}: {last['after']} → "
                                       f"{'—' if last['before'] is None else last['before']}.")
 
 
@@ -85,7 +100,7 @@ with qrels_tab:
         left, right = st.columns([1.5, 1], gap="large")
         with left:
             qid = st.selectbox("Query", ids, key="data_query", format_func=lambda q: f"{q} · {text_of_q[q][:80]}")
-            frame = sh.judgments_frame(ws, qid)
+            frame = tb.judgments_frame(ws, qid)
             st.dataframe(frame, hide_index=True, key="data_judgments", column_config={
                 "dataset": st.column_config.NumberColumn("dataset", format="%d", width=70,
                                                          help="grade in the dataset's own qrels"),
@@ -111,12 +126,12 @@ with qrels_tab:
                 b[1].button("Undo", icon=":material/undo:", on_click=on_undo, use_container_width=True,
                             disabled=not ws.judgments.history(), help="Undo the latest judgment change")
                 st.caption("Grades: " + " · ".join(sh.GRADE_LABELS.values()))
-        history = sh.history_frame(ws)
-        st.markdown(f"**History** · {len(history)} change(s), newest first · stored in `{ws.judgments.path}`; "
+        history = tb.history_frame(ws)
+        st.markdown(f"**History** · {len(history)} change(s), newest first · stored in {code(ws.judgments.path)}; "
                     "the dataset's own qrels file is never modified")
         if not history.empty:
             st.dataframe(history, hide_index=True, height=min(320, 38 + 35 * len(history)), key="data_history")
-        st.download_button("Download merged qrels (TSV)", sh.merged_qrels_tsv(ws.qrels()),
+        st.download_button("Download merged qrels (TSV)", tb.merged_qrels_tsv(ws.qrels()),
                            file_name=f"{ds.name}-qrels-merged.tsv", mime="text/tab-separated-values",
                            icon=":material/download:")
 
@@ -131,7 +146,7 @@ with import_tab:
         st.markdown("**Import a dataset** · converted by the harness (`eval.importers`) into a new folder, then "
                     "indexed and its candidate pool retrieved")
         c1, c2 = st.columns([1.3, 2])
-        kind = c1.selectbox("Format", list(sh.IMPORT_KINDS), format_func=lambda k: sh.IMPORT_KINDS[k],
+        kind = c1.selectbox("Format", list(hx.IMPORT_KINDS), format_func=lambda k: hx.IMPORT_KINDS[k],
                             key="data_import_kind")
         source = c2.text_input("Source (file or folder)", key="data_import_source",
                                placeholder="path/to/beir-folder, locomo10.json, qrels.txt or a markdown workspace")
@@ -146,20 +161,24 @@ with import_tab:
             queries = c7.text_input("Queries from (optional)", key="data_import_queries")
         if st.button("Import", type="primary", icon=":material/upload:", disabled=not source.strip(),
                      key="data_import"):
-            with st.status(f"Importing {kind} from `{source}`…", expanded=True) as status:
+            failure = None
+            with st.status(f"Importing {kind} from {code(source)}…", expanded=True) as status:
                 try:
-                    result = sh.import_dataset(kind, source.strip(), dest.strip(), force=force, name=name.strip(),
+                    result = hx.import_dataset(kind, source.strip(), dest.strip(), force=force, name=name.strip(),
                                                corpus=corpus.strip(), queries=queries.strip())
                     st.write(f":material/check: {result.summary()}")
                     bar = st.progress(0.0, text="Indexing…")
                     pool = sh.prepare_dataset(str(result.dest), ws.embedder, lambda stage, done, total: bar.progress(
                         min(1.0, done / max(1, total)), text=f"{stage}: {done}/{total}"))
                     bar.progress(1.0, text="Indexed" + (f"; {pool.n_queries} queries retrieved" if pool else ""))
-                    status.update(label=f"Imported `{result.dest}`", state="complete")
+                    status.update(label=f"Imported {code(result.dest)}", state="complete")
                     st.session_state["data_imported"] = str(result.dest)
                 except Exception as error:  # importer and dataset errors are shown, never a traceback
-                    status.update(label="Import failed", state="error")
-                    st.code(str(error), language=None)
+                    status.update(label="Import failed", state="error", expanded=True)
+                    failure = error
+            if failure is not None:             # the reason in the open, not inside a collapsed box
+                st.error(f"**Import failed** — {md(type(failure).__name__)}: {md(str(failure).splitlines()[0][:300])}")
+                st.code(str(failure), language=None)
         if st.session_state.get("data_imported"):
             st.button(f"Work on {st.session_state['data_imported']}", icon=":material/swap_horiz:",
                       on_click=on_use_dataset, args=(st.session_state["data_imported"],), key="data_use_imported")
@@ -173,11 +192,11 @@ with import_tab:
                 pool = sh.prepare_dataset(folder, ws.embedder, lambda stage, done, total: bar.progress(
                     min(1.0, done / max(1, total)), text=f"{stage}: {done}/{total}"))
                 bar.progress(1.0, text="Done")
-                st.success(f"`{folder}` is ready" + (f": {pool.n_queries} queries, {pool.n_rows} candidate rows."
+                st.success(f"{code(folder)} is ready" + (f": {pool.n_queries} queries, {pool.n_rows} candidate rows."
                                                      if pool is not None else " (no queries: corpus only)."))
             except Exception as error:  # a dataset error lists every problem
                 bar.empty()
-                st.error(f"Cannot prepare `{folder}`:")
+                st.error(f"Cannot prepare {code(folder)}: {md(str(error).splitlines()[0][:300])}")
                 st.code(str(error), language=None)
 
 if st.session_state["data_flash"]:

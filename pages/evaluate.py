@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
 
-from pages import _shared as sh
+from pages import _charts as ch
+from pages import _harness as hx
+from pages import _state as sh
+from pages import _tables as tb
+from pages._markup import code, md
 from retrieval.pipeline import response_for
 
 TUNE_LABEL = "tune:current"
 
 ws = sh.workspace()
 c = sh.require_pool(ws)
+st.html(tb.CSS)
 st.title("Evaluate")
 
 options = sh.config_labels()
@@ -41,19 +44,19 @@ picked = st.multiselect("Pipelines to compare", options, key="eval_pipelines", f
                         placeholder="choose pipelines or profiles", persist_state="session")
 configs = {display(label): resolve(label) for label in picked}
 try:
-    evaluation, significance = sh.evaluate_labels(ws, configs)
+    evaluation, significance = hx.evaluate_labels(ws, configs)
 except ValueError as error:
-    st.error(f"Cannot evaluate: {error}")
+    st.error(f"Cannot evaluate: {md(error)}")
     st.stop()
 base_label = ws.baseline.name
-st.caption(f"**{ws.dataset.name}** · {evaluation.n_queries} judged queries · baseline `{base_label}` (change it in "
+st.caption(f"**{md(ws.dataset.name)}** · {evaluation.n_queries} judged queries · baseline {code(base_label)} (change it in "
            "the sidebar) · " + (significance.describe() if significance else "pick pipelines to test them"))
 
 # ---- metrics table ------------------------------------------------------------------------------
-table = sh.metrics_table(evaluation, significance)
+table = tb.metrics_table(evaluation, significance, hx.fmt_p)
 delta_col = f"Δ {sh.metric_label(sh.PRIMARY)}"
 st.dataframe(
-    sh.style_marks(table), hide_index=True, key="eval_table",
+    tb.style_marks(table), hide_index=True, key="eval_table",
     column_config={
         "pipeline": st.column_config.TextColumn("pipeline", width="medium", pinned=True),
         delta_col: st.column_config.NumberColumn(delta_col, format="%+.3f"),
@@ -75,12 +78,8 @@ chart_col, scatter_col = st.columns(2, gap="large")
 with chart_col:
     st.subheader("Per intent")
     metric = st.selectbox("Metric", sh.METRICS, key="eval_metric", format_func=sh.metric_label)
-    intents = sh.per_intent_frame(evaluation, metric)
-    fig = px.bar(intents, x="intent", y=metric, color="pipeline", barmode="group", hover_data=["queries"],
-                 labels={metric: sh.metric_label(metric)})
-    fig.update_layout(height=420, margin=dict(l=8, r=8, t=8, b=8), legend=dict(orientation="h", y=-0.25),
-                      yaxis=dict(range=[0, 1.05]))
-    st.plotly_chart(fig, config={"displayModeBar": False}, key="eval_intents")
+    fig = ch.intents_figure(tb.per_intent_frame(evaluation, metric), metric)
+    st.plotly_chart(fig, config=ch.CONFIG, key="eval_intents")
 
 # ---- per query scatter -------------------------------------------------------------------------
 with scatter_col:
@@ -92,20 +91,11 @@ with scatter_col:
     if st.session_state.get("eval_candidate") not in candidates:
         st.session_state["eval_candidate"] = candidates[0]
     cand_label = st.selectbox("Candidate", candidates, key="eval_candidate")
-    points = sh.per_query_frame(evaluation, base_label, cand_label, sh.PRIMARY)
+    points = tb.per_query_frame(evaluation, base_label, cand_label, sh.PRIMARY)
     better, worse = int((points["delta"] > 1e-12).sum()), int((points["delta"] < -1e-12).sum())
     st.caption(f"{sh.metric_label(sh.PRIMARY)} per query: {better} better, {worse} worse, "
                f"{len(points) - better - worse} tied · click a point to open its rankings")
-    fig = px.scatter(points, x="baseline", y="candidate", color="intent", custom_data=["query"],
-                     hover_data={"query": True, "text": True, "delta": ":+.3f"},
-                     labels={"baseline": f"{base_label} {sh.metric_label(sh.PRIMARY)}",
-                             "candidate": f"{cand_label} {sh.metric_label(sh.PRIMARY)}"})
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#8c959f", dash="dot"),
-                             hoverinfo="skip", showlegend=False))
-    fig.update_traces(marker=dict(size=11, opacity=0.75, line=dict(width=1, color="white")),
-                      selector=dict(mode="markers"))
-    fig.update_layout(height=420, margin=dict(l=8, r=8, t=8, b=8), legend=dict(orientation="h", y=-0.25),
-                      xaxis=dict(range=[-0.05, 1.05]), yaxis=dict(range=[-0.05, 1.05]), clickmode="event+select")
+    fig = ch.per_query_figure(points, base_label, cand_label)
     # a new point selection picks the query below (read before the selectbox is drawn)
     selection = st.session_state.get("eval_scatter")
     chosen = [p.get("customdata", [None])[0] for p in (selection or {}).get("selection", {}).get("points", [])]
@@ -126,7 +116,7 @@ st.session_state.setdefault("eval_query", order[0] if order else ids[0])
 if st.session_state["eval_query"] not in ids:
     st.session_state["eval_query"] = ids[0]
 qid = st.selectbox("Query", ids, key="eval_query",
-                   format_func=lambda q: sh.query_label(c, ws.dataset, ids.index(q)),
+                   format_func=lambda q: tb.query_label(c, ids.index(q)),
                    help="Clicking a point in the scatter selects it too.")
 qi = ids.index(qid)
 qrels, _ = ws.judged()
@@ -136,18 +126,14 @@ cand_resp = response_for(c, evaluation.runs[cand_label], qi, ws.dataset.document
 row = points[points["query"] == qid]
 if not row.empty:
     r = row.iloc[0]
-    st.markdown(f":gray-badge[intent · {r['intent']}] :blue-badge[{base_label} · {r['baseline']:.3f}] "
-                f":violet-badge[{cand_label} · {r['candidate']:.3f}] "
+    st.markdown(f":gray-badge[intent · {md(r['intent'])}] :blue-badge[{md(base_label)} · {r['baseline']:.3f}] "
+                f":violet-badge[{md(cand_label)} · {r['candidate']:.3f}] "
                 + (f":green-badge[▲ {r['delta']:+.3f}]" if r["delta"] > 1e-12 else
                    f":red-badge[▼ {r['delta']:+.3f}]" if r["delta"] < -1e-12 else ":gray-badge[tied]"))
 else:
     st.caption("This query has no relevant judgment: it does not count in the metrics.")
 left, right = st.columns(2, gap="medium")
-cols = ["#", "Δ", "doc", "grade", "score", "text"]
-for col, title, resp, base in ((left, f"Baseline · `{base_label}`", base_resp, None),
-                               (right, f"Candidate · `{cand_label}`", cand_resp, base_resp)):
-    frame = sh.ranking_frame(resp, judgments, base)
-    frame = frame[[x for x in cols if x in frame.columns and (base is not None or x != "Δ")]]
-    col.markdown(f"**{title}** · route {resp.route}" + (f" · profile {resp.profile}" if resp.profile else ""))
-    col.dataframe(sh.style_movement(frame), hide_index=True, column_config=sh.RANKING_COLUMNS,
-                  height=38 + 35 * max(1, len(frame)))
+for col, title, resp, base in ((left, f"Baseline · {code(base_label)}", base_resp, None),
+                               (right, f"Candidate · {code(cand_label)}", cand_resp, base_resp)):
+    col.markdown(f"**{title}** · route {md(resp.route)}" + (f" · profile {md(resp.profile)}" if resp.profile else ""))
+    col.html(tb.ranking_html(resp, judgments, base))

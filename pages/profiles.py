@@ -1,11 +1,13 @@
-"""Profiles: the presets and seed pipelines as data; edit, diff against defaults, save/load TOML."""
+"""Profiles: the presets and seed pipelines as data; edit, diff against the origin, save, rename, delete."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from pages import _shared as sh
+from pages import _state as sh
+from pages import _tables as tb
+from pages._markup import code, md
 from retrieval.pipeline import PIPELINES, to_toml
 from retrieval.profiles import PRESETS
 
@@ -16,6 +18,7 @@ st.caption("Seed 001's intent profiles and the seed pipelines are frozen presets
 
 st.session_state.setdefault("profiles_pick", "profile:debug")
 st.session_state.setdefault("profiles_flash", "")
+st.session_state.setdefault("profiles_overwrite", "")
 
 overview, editor = st.tabs([":material/table: Presets", ":material/edit: Edit & diff"])
 
@@ -41,20 +44,25 @@ with overview:
         ("timeline" if p.timeline_path else "") or "—", "description": p.description,
     } for p in PIPELINES.values()]), hide_index=True, key="profiles_pipelines",
         column_config={"description": st.column_config.TextColumn(width="large")})
-    saved = sh.ProfileStore().names()
-    st.caption(f"{len(saved)} saved profile(s) under `{sh.home_dir() / 'profiles'}`"
-               + (": " + ", ".join(saved) if saved else "."))
+    saved = [label[6:] for label in sh.config_labels() if label.startswith("saved:")]
+    st.caption(f"{len(saved)} saved profile(s) under {code(sh.home_dir() / 'profiles')}"
+               + (": " + ", ".join(md(n) for n in saved) if saved else "."))
 
 
-def on_save(label: str) -> None:
+def on_save(label: str, overwrite: bool = False) -> None:
     name = st.session_state.get("profiles_name", "").strip()
+    if sh.profile_exists(name) and not overwrite:
+        st.session_state["profiles_overwrite"] = name      # ask first
+        return
     try:
         config = sh.parse_toml(st.session_state[f"profiles_toml_{label}"])
-        sh.save_profile(name, config)
+        sh.save_profile(name, config, label)
     except ValueError as error:
-        st.session_state["profiles_flash"] = f":red[{error}]"
+        st.session_state["profiles_flash"] = f":red[{md(error)}]"
         return
-    st.session_state["profiles_flash"] = f"Saved profile **{name}**."
+    st.session_state["profiles_overwrite"] = ""
+    st.session_state.pop(f"profiles_toml_saved:{name}", None)
+    st.session_state["profiles_flash"] = f"Saved profile **{md(name)}**."
     st.session_state["profiles_pick"] = f"saved:{name}"
 
 
@@ -62,7 +70,7 @@ def on_open_in_tune(label: str) -> None:
     try:
         config = sh.parse_toml(st.session_state[f"profiles_toml_{label}"])
     except ValueError as error:
-        st.session_state["profiles_flash"] = f":red[{error}]"
+        st.session_state["profiles_flash"] = f":red[{md(error)}]"
         return
     sh.set_tune_config(config, label)
     st.session_state["profiles_flash"] = "Opened in Tune."
@@ -70,6 +78,30 @@ def on_open_in_tune(label: str) -> None:
 
 def on_revert(label: str) -> None:
     st.session_state[f"profiles_toml_{label}"] = to_toml(sh.resolve_config(label))
+
+
+def on_delete(label: str) -> None:
+    name = label.split(":", 1)[1]
+    try:
+        sh.delete_profile(name)
+    except ValueError as error:
+        st.session_state["profiles_flash"] = f":red[{md(error)}]"
+        return
+    st.session_state.pop(f"profiles_toml_{label}", None)
+    st.session_state["profiles_pick"] = "profile:debug"
+    st.session_state["profiles_flash"] = f"Deleted profile **{md(name)}**."
+
+
+def on_rename(label: str) -> None:
+    old, new = label.split(":", 1)[1], st.session_state.get("profiles_rename_to", "").strip()
+    try:
+        sh.rename_profile(old, new)
+    except ValueError as error:
+        st.session_state["profiles_flash"] = f":red[{md(error)}]"
+        return
+    st.session_state.pop(f"profiles_toml_{label}", None)
+    st.session_state["profiles_pick"] = f"saved:{new}"
+    st.session_state["profiles_flash"] = f"Renamed **{md(old)}** to **{md(new)}**."
 
 
 with editor:
@@ -88,36 +120,55 @@ with editor:
 
     left, right = st.columns([1.1, 1], gap="large")
     with left:
-        st.text_area("TOML", key=key, height=520, help="Any field of the pipeline config; unknown keys are refused.")
+        st.text_area("TOML", key=key, height=420, help="Any field of the pipeline config; unknown keys are refused.")
         try:
             edited = sh.parse_toml(st.session_state[key])
             error = None
         except ValueError as exc:
             edited, error = None, str(exc)
         if error:
-            st.error(error, icon=":material/error:")
-    with right:
-        default = sh.default_for(original)
-        st.markdown(f"**Diff against defaults** · `{default.name}`")
+            st.error(md(error), icon=":material/error:")
         if edited is not None:
-            diff = sh.diff_configs(default, edited)
+            with st.expander(f"Parameters this profile uses ({edited.fusion})", expanded=False):
+                st.dataframe(tb.params_frame(edited), hide_index=True, key="profiles_params")
+    with right:
+        default = sh.default_for(edited or original)
+        origin = sh.origin_of(edited or original)
+        st.markdown(f"**Diff against {'its origin' if origin else 'defaults'}** · {code(default.name)}")
+        if edited is not None:
+            diff = tb.diff_configs(default, edited)
             if diff.empty:
                 st.success("Identical to the defaults.", icon=":material/check:")
             else:
                 st.dataframe(diff, hide_index=True, key="profiles_diff",
                              column_config={"parameter": st.column_config.TextColumn(width="medium")})
             with st.expander("Unified TOML diff"):
-                st.code(sh.toml_diff(default, edited) or "(no differences)", language="diff")
+                st.code(tb.toml_diff(default, edited) or "(no differences)", language="diff")
         st.text_input("Save as", key="profiles_name", placeholder="profile name, e.g. debug-strict")
+        pending = st.session_state["profiles_overwrite"]
+        if pending and pending == st.session_state.get("profiles_name", "").strip():
+            st.warning(f"A profile named **{md(pending)}** exists already.")
+            st.button(f"Overwrite {pending}", type="primary", on_click=on_save, args=(label, True),
+                      key="profiles_overwrite_yes")
         b = st.columns(2)
         b[0].button("Save", type="primary", icon=":material/save:", on_click=on_save, args=(label,),
-                    disabled=edited is None, use_container_width=True)
+                    disabled=edited is None, use_container_width=True, key="profiles_save")
         b[1].button("Open in Tune", icon=":material/tune:", on_click=on_open_in_tune, args=(label,),
                     disabled=edited is None, use_container_width=True)
         b[0].download_button("Download TOML", st.session_state[key], file_name=f"{(edited or original).name}.toml",
                              mime="application/toml", icon=":material/download:", use_container_width=True)
         b[1].button("Revert edits", icon=":material/undo:", on_click=on_revert, args=(label,),
                     use_container_width=True)
+        if label.startswith("saved:"):
+            with st.container(border=True):
+                st.markdown(f"**Saved profile** {code(label[6:])}")
+                r = st.columns([2, 1, 1], vertical_alignment="bottom")
+                r[0].text_input("Rename to", key="profiles_rename_to")
+                r[1].button("Rename", on_click=on_rename, args=(label,), key="profiles_rename",
+                            use_container_width=True)
+                confirm = r[2].checkbox("Confirm delete", key="profiles_delete_confirm")
+                st.button("Delete", on_click=on_delete, args=(label,), disabled=not confirm, key="profiles_delete",
+                          icon=":material/delete:")
 
 if st.session_state["profiles_flash"]:
     st.toast(st.session_state["profiles_flash"])

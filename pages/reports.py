@@ -7,16 +7,104 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages import _shared as sh
+import numpy as np
+import pandas as pd
+
+from pages import _harness as hx
+from pages import _state as sh
+from pages import _tables as tb
+from pages._markup import code, md
 
 ws = sh.workspace()
+st.html(tb.CSS)
 st.title("Reports")
-st.caption(f"**{ws.dataset.name}** · offline report of the chosen pipelines against the baseline, and every "
-           f"experiment logged from Tune, Evaluate or Sweep (stored under `{sh.home_dir()}`).")
+st.caption(f"**{md(ws.dataset.name)}** · offline report of the chosen pipelines against the baseline, every "
+           f"experiment logged from Tune, Evaluate or Sweep (stored under {code(sh.home_dir())}), and any two "
+           "snapshots side by side.")
 
 st.session_state.setdefault("reports_pipelines", ["rrf", "seed-adaptive", "seed-salience"])
 st.session_state.setdefault("reports_file", None)
 st.session_state.setdefault("reports_flash", "")
+
+
+def snapshot_choices(records: list[dict]) -> dict[str, str]:
+    """label → display: every logged experiment, then pipelines, presets and saved profiles."""
+    out = {f"exp:{i}": f"experiment #{i} · {r.get('name', '')} · {r.get('time', '')}" for i, r in enumerate(records)}
+    out.update({label: sh.format_label(label) for label in sh.config_labels()})
+    return out
+
+
+def snapshot_config(label: str, records: list[dict]):
+    if label.startswith("exp:"):
+        return sh.parse_toml(records[int(label[4:])]["config"])
+    return sh.resolve_config(label)
+
+
+def compare_snapshots() -> None:
+    """Any two snapshots side by side on the current dataset: metric deltas with significance
+    and each query's rank changes."""
+    st.subheader("Compare two snapshots")
+    if not ws.has_queries:
+        st.info("Comparing needs a query set.")
+        return
+    c = sh.require_pool(ws)
+    records = sh.experiments()
+    choices = snapshot_choices(records)
+    keys = list(choices)
+    st.session_state.setdefault("reports_snap_a", "rrf" if "rrf" in keys else keys[0])
+    st.session_state.setdefault("reports_snap_b", "seed-adaptive" if "seed-adaptive" in keys else keys[-1])
+    for key in ("reports_snap_a", "reports_snap_b"):
+        if st.session_state[key] not in keys:
+            st.session_state[key] = keys[0]
+    row = st.columns([2, 2, 1], vertical_alignment="bottom")
+    a_label = row[0].selectbox("A", keys, key="reports_snap_a", format_func=choices.get)
+    b_label = row[1].selectbox("B", keys, key="reports_snap_b", format_func=choices.get)
+    fisher = row[2].toggle("Fisher p", key="reports_snap_fisher",
+                           help="Fisher's randomization test (10,000 permutations) instead of the paired t-test.")
+    try:
+        a_cfg, b_cfg = snapshot_config(a_label, records), snapshot_config(b_label, records)
+    except ValueError as error:
+        st.error(f"Cannot load a snapshot: {md(error)}")
+        return
+    a_ev, b_ev = ws.evaluation(a_cfg), ws.evaluation(b_cfg)
+    rows = hx.compare_live(a_ev, b_ev)
+    if fisher:
+        ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, ws.qrels_rev, a_cfg, b_cfg)
+        for r in rows:
+            r["p"], r["p_text"] = ps[r["metric"]], hx.fmt_p(ps[r["metric"]])
+    st.caption(f"B = {code(b_cfg.name)} against A = {code(a_cfg.name)}, re-evaluated on {md(ws.dataset.name)} "
+               f"({rows[0]['n'] if rows else 0} counted queries) · p: "
+               f"{'Fisher randomization' if fisher else 'paired t-test'}, Holm over {len(rows)} metrics")
+    st.html(tb.cards_html(rows))
+    frame = snapshot_rank_changes(c, a_ev, b_ev)
+    moved = frame[frame["Δ nDCG@5"].abs() > 1e-12]
+    st.markdown(f"**Per query** · {len(moved)} of {len(frame)} queries change {sh.metric_label(sh.PRIMARY)}; "
+                "first relevant rank in A → B (— = none in the top results)")
+    st.dataframe(frame.sort_values("Δ nDCG@5", key=lambda x: -x.abs()), hide_index=True, key="reports_snap_table",
+                 height=300, column_config={"Δ nDCG@5": st.column_config.NumberColumn(format="%+.3f"),
+                                            "A": st.column_config.NumberColumn(format="%.3f"),
+                                            "B": st.column_config.NumberColumn(format="%.3f")})
+
+
+def snapshot_rank_changes(c, a_ev, b_ev) -> pd.DataFrame:
+    qrels, _ = ws.judged()
+    a_vals, b_vals = a_ev.values[sh.PRIMARY], b_ev.values[sh.PRIMARY]
+    rows = []
+    for qi, qid in enumerate(c.query_ids):
+        judged = qrels.get(qid, {})
+        if not any(g > 0 for g in judged.values()):
+            continue
+        a_ids = [c.doc_ids[int(c.doc_idx[r])] for r in a_ev.run.ranking.for_query(qi)]
+        b_ids = [c.doc_ids[int(c.doc_idx[r])] for r in b_ev.run.ranking.for_query(qi)]
+        first = lambda ids: next((i + 1 for i, d in enumerate(ids) if judged.get(d, 0) > 0), None)
+        fa, fb = first(a_ids), first(b_ids)
+        rows.append({"query": qid, "text": " ".join(c.query_texts[qi].split())[:90],
+                     "A": float(np.nan_to_num(a_vals[qi])), "B": float(np.nan_to_num(b_vals[qi])),
+                     "Δ nDCG@5": float(np.nan_to_num(b_vals[qi]) - np.nan_to_num(a_vals[qi])),
+                     "first relevant": f"{fa or '—'} → {fb or '—'}",
+                     "top-5 changed": len(set(a_ids[:5]) ^ set(b_ids[:5])) // 2,
+                     "top A → B": f"{a_ids[0] if a_ids else '—'} → {b_ids[0] if b_ids else '—'}"})
+    return pd.DataFrame(rows)
 
 with st.container(border=True):
     st.markdown("**Offline report** · the harness's `report.html` (self-contained), `report.md` and `report.json`: "
@@ -34,15 +122,15 @@ with st.container(border=True):
         sh.require_pool(ws)
         try:
             with st.spinner("Evaluating, testing significance and writing the report…"):
-                paths = sh.build_report(ws, {label: sh.resolve_config(label) for label in picked},
+                paths = hx.build_report(ws, {label: sh.resolve_config(label) for label in picked},
                                         last_sweep if with_sweep else None)
             st.session_state["reports_file"] = {kind: str(path) for kind, path in paths.items()}
         except ValueError as error:
-            st.error(f"Report not written: {error}")
+            st.error(f"Report not written: {md(error)}")
     report = st.session_state["reports_file"]
     if report is not None:
         folder = Path(report["html"]).parent
-        st.caption(f"Written to `{folder}`")
+        st.caption(f"Written to {code(folder)}")
         b = st.columns(3)
         for col, (kind, mime) in zip(b, (("html", "text/html"), ("md", "text/markdown"), ("json", "application/json"))):
             path = Path(report[kind])
@@ -53,8 +141,10 @@ with st.container(border=True):
             with st.expander("Preview (Markdown)", expanded=False):
                 st.markdown(Path(report["md"]).read_text("utf-8"))
 
+compare_snapshots()
 st.subheader("Past experiments")
-experiments = sh.experiments_frame()
+records = sh.experiments()
+experiments = tb.experiments_frame(records)
 if experiments.empty:
     st.info("No experiments yet: use **Log experiment** on Tune, Evaluate or Sweep.", icon=":material/science:")
     st.stop()
@@ -63,7 +153,7 @@ f = st.columns([1, 1, 2])
 datasets = f[0].multiselect("Dataset", sorted(experiments["dataset"].unique()), key="reports_datasets")
 sources = f[1].multiselect("Source", sorted(experiments["source"].unique()), key="reports_sources")
 search = f[2].text_input("Search", key="reports_search", placeholder="name, fingerprint…")
-shown = sh.filter_frame(experiments, search, dataset=datasets, source=sources).iloc[::-1]
+shown = tb.filter_frame(experiments, search, dataset=datasets, source=sources).iloc[::-1]
 metric_cols = {sh.metric_label(m): st.column_config.NumberColumn(format="%.3f", width="small") for m in sh.METRICS}
 event = st.dataframe(shown, hide_index=True, key="reports_table", on_select="rerun", selection_mode="single-row",
                      column_config={"#": st.column_config.NumberColumn(width=40), **metric_cols})
@@ -76,7 +166,7 @@ index = int(shown.iloc[rows[0]]["#"])
 record = sh.experiment_record(index)
 left, right = st.columns([1.2, 1], gap="large")
 with left:
-    st.markdown(f"**{record.get('name')}** · {record.get('time')} · from {record.get('source')}")
+    st.markdown(f"**{md(record.get('name'))}** · {md(record.get('time'))} · from {md(record.get('source'))}")
     st.code(record.get("config", ""), language="toml")
 with right:
     st.markdown("**Metrics**")
@@ -89,7 +179,7 @@ with right:
         try:
             config = sh.parse_toml(record["config"])
         except ValueError as error:
-            st.session_state["reports_flash"] = f":red[{error}]"
+            st.session_state["reports_flash"] = f":red[{md(error)}]"
             return
         sh.set_tune_config(config, config.name if config.name in sh.config_labels() else None)
         st.session_state["reports_flash"] = "Opened in Tune."

@@ -1,244 +1,322 @@
-"""Tune: every knob of a pipeline as a widget; the ranking next to the baseline, live metrics."""
+"""Tune: every knob of a pipeline, the ranking next to the baseline, live query-set metrics.
+
+Everything a knob changes lives in one fragment (``live``): a knob move reruns only it —
+knobs, metric cards, the two rankings — and those are light HTML, not data grids or charts.
+"""
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
-from pages import _shared as sh
+from pages import _harness as hx
+from pages import _knobs as kn
+from pages import _state as s
+from pages import _tables as tb
+from pages._markup import code, md
 from retrieval.pipeline import response_for, run_pipeline
 
-ws = sh.workspace()
-config = sh.tune_config()
-c = sh.require_pool(ws) if ws.has_queries else None
+ws = s.workspace()
+c = s.require_pool(ws) if ws.has_queries else None
+s.tune_config()
+pool_depth = c.pool_depth if c is not None else kn.DEFAULT_POOL_DEPTH
 
 # ---- page state (page-prefixed; the page runs on its own) ----------------------------------
 st.session_state.setdefault("tune_mode", "Query set" if c is not None else "Free text")
 st.session_state.setdefault("tune_query", 0)
 st.session_state.setdefault("tune_free_text", "")
-st.session_state.setdefault("tune_error", "")
+st.session_state.setdefault("tune_error", None)
 st.session_state.setdefault("tune_flash", "")
-st.session_state["tune_source_pick"] = st.session_state[sh.TUNE_SOURCE]
-pool_depth = c.pool_depth if c is not None else sh.DEFAULT_POOL_DEPTH
+st.session_state.setdefault("tune_rows", "Read")
+st.session_state.setdefault("tune_fisher", False)
+st.session_state.setdefault("tune_overwrite", "")
+ERROR_KEY = "tune_error"
 
 
 def on_source() -> None:
     label = st.session_state["tune_source_pick"]
-    sh.set_tune_config(sh.resolve_config(label), label)
-    st.session_state["tune_error"] = ""
+    s.set_tune_config(s.resolve_config(label), label)
+    st.session_state[ERROR_KEY] = None
 
 
 def on_reset() -> None:
-    label = st.session_state[sh.TUNE_SOURCE]
-    sh.set_tune_config(sh.resolve_config(label), label)
-    st.session_state["tune_error"] = ""
-    st.session_state["tune_flash"] = f"Knobs reset to {sh.format_label(label)}."
+    label = st.session_state[s.TUNE_SOURCE]
+    s.set_tune_config(s.resolve_config(label), label)
+    st.session_state[ERROR_KEY] = None
+    st.session_state["tune_flash"] = f"Knobs reset to {s.format_label(label)}."
 
 
-def on_knob(knob: sh.Knob) -> None:
-    current = st.session_state[sh.TUNE_CONFIG]
-    try:
-        st.session_state[sh.TUNE_CONFIG] = sh.apply_knob(current, knob, st.session_state[knob.key], pool_depth)
-        st.session_state["tune_error"] = ""
-    except ValueError as error:
-        st.session_state["tune_error"] = f"**{knob.label.strip()}** not applied: {error}"
-        st.session_state[knob.key] = sh.knob_value(current, knob)
-
-
-def on_save_profile() -> None:
+def on_save_profile(overwrite: bool = False) -> None:
+    st.session_state[ERROR_KEY] = None
     name = st.session_state.get("tune_profile_name", "").strip()
-    try:
-        sh.save_profile(name, st.session_state[sh.TUNE_CONFIG])
-    except ValueError as error:
-        st.session_state["tune_flash"] = f":red[{error}]"
+    if s.profile_exists(name) and not overwrite:
+        st.session_state["tune_overwrite"] = name       # ask first (a button appears)
         return
+    try:
+        s.save_profile(name, st.session_state[s.TUNE_CONFIG], st.session_state[s.TUNE_SOURCE])
+    except ValueError as error:
+        st.session_state["tune_flash"] = f":red[{md(error)}]"
+        return
+    st.session_state["tune_overwrite"] = ""
     label = f"saved:{name}"
-    sh.set_tune_config(sh.resolve_config(label), label)
-    st.session_state["tune_flash"] = f"Saved profile **{name}**."
+    s.set_tune_config(s.resolve_config(label), label)
+    st.session_state["tune_flash"] = f"Saved profile **{md(name)}**."
 
 
-def render_knob(knob: sh.Knob, value) -> None:
-    if knob.key not in st.session_state:
-        st.session_state[knob.key] = value
-    common = dict(key=knob.key, on_change=on_knob, args=(knob,), help=knob.help or None)
-    if knob.kind == "float":
-        lo, hi = min(knob.lo, value), max(knob.hi, value)
-        st.slider(knob.label, float(lo), float(hi), step=float(knob.step), **common)
-    elif knob.kind == "int":
-        st.number_input(knob.label, int(min(knob.lo, value)), int(max(knob.hi, value)), step=int(knob.step),
-                        **common)
-    elif knob.kind == "opt_int":
-        st.number_input(knob.label, min_value=int(knob.lo), step=int(knob.step), placeholder="none", **common)
-    elif knob.kind == "opt_float":
-        st.number_input(knob.label, step=float(knob.step), format="%.4f", placeholder="none", **common)
-    elif knob.kind == "bool":
-        st.toggle(knob.label, **common)
-    else:
-        st.selectbox(knob.label, knob.options, **common)
+def on_grade(qid: str, doc: str, key: str) -> None:
+    value = st.session_state.get(key)
+    st.session_state[ERROR_KEY] = None
+    if value is None:
+        return
+    ws.judgments.grade(qid, doc, int(value), author="tune")
+    st.session_state["tune_flash"] = f"Judged {md(doc)} = {value} for {md(qid)}."
 
 
-# ---- header and query / config pickers --------------------------------------------------------
-st.title("Tune")
-st.caption(f"**{ws.dataset.name}** · every knob re-scores the whole query set from its candidate table — "
-           "no index is touched.")
+def on_grade_all(qid: str, docs: list[str]) -> None:
+    """The one-pass form: every unjudged result given a grade is saved at once."""
+    saved = 0
+    for doc in docs:
+        value = st.session_state.get(f"tune_ga_{doc}")
+        if value is not None:
+            ws.judgments.grade(qid, doc, int(value), author="tune")
+            saved += 1
+    st.session_state["tune_flash"] = f"Saved {saved} grade(s) for {md(qid)}."
 
-top = st.columns([1.45, 3.4, 1.8, 0.75], vertical_alignment="bottom")
-modes = ["Query set", "Free text"] if c is not None else ["Free text"]
-top[0].segmented_control("Query", modes, key="tune_mode", required=True, persist_state="session")
-qi = None
-free_text = ""
-if st.session_state["tune_mode"] == "Query set" and c is not None:
-    if st.session_state["tune_query"] not in range(c.n_queries):
-        st.session_state["tune_query"] = 0
-    qi = top[1].selectbox("Query from the set", range(c.n_queries), key="tune_query",
-                          format_func=lambda i: sh.query_label(c, ws.dataset, i), persist_state="session")
-else:
-    free_text = top[1].text_input("Free-text query", key="tune_free_text", placeholder="ask the memory anything…",
-                                  persist_state="session").strip()
-labels = sh.config_labels()
-if st.session_state["tune_source_pick"] not in labels:
-    labels.append(st.session_state["tune_source_pick"])
-top[2].selectbox("Start from", labels, key="tune_source_pick", format_func=sh.format_label, on_change=on_source,
-                 help="A seed pipeline, one of seed 001's profiles, or a saved profile.")
-top[3].button("Reset", icon=":material/restart_alt:", on_click=on_reset, use_container_width=True,
-              help="Reset every knob to the chosen starting point.")
 
-if st.session_state["tune_flash"]:
-    st.toast(st.session_state["tune_flash"])
-    st.session_state["tune_flash"] = ""
+def grade_row(prefix: str, qid: str, result, grade, width) -> None:
+    """A ranking row with one-click grading (Grade mode)."""
+    key = f"tune_g_{prefix}_{qid}_{result.id}"
+    st.session_state[key] = grade
+    cols = st.columns(width, vertical_alignment="center")
+    text = " ".join(result.text.split())
+    cols[0].markdown(f"**{result.rank + 1}** · {code(result.id)}")
+    cols[1].markdown(md(text[:140] + ("…" if len(text) > 140 else "")), help=md(text[:2000]))
+    cols[2].pills("grade", s.GRADES, key=key, on_change=on_grade, args=(qid, result.id, key),
+                  label_visibility="collapsed")
 
-main_col = st.container()
 
-# ---- knobs (in the sidebar, under the workspace pickers) -------------------------------------
-with st.sidebar:
-    st.divider()
-    st.markdown("#### :material/tune: Knobs")
+def header() -> None:
+    """Starting point, reset, and (with an intent router) the profile being edited."""
+    labels = s.config_labels()
+    st.session_state["tune_source_pick"] = st.session_state[s.TUNE_SOURCE]
+    if st.session_state["tune_source_pick"] not in labels:
+        labels.append(st.session_state["tune_source_pick"])
+    row = st.columns([3, 1.25], vertical_alignment="bottom")
+    row[0].selectbox("Start from", labels, key="tune_source_pick", format_func=s.format_label, on_change=on_source,
+                     help="A seed pipeline, one of seed 001's profiles, or a saved profile.")
+    row[1].button("Reset", on_click=on_reset, use_container_width=True,
+                  help="Reset every knob to the chosen starting point.")
+
+
+def knob_panel(config, routed: str | None) -> str | None:
     edit_profile = None
-    if config.fusion == "adaptive" and config.adaptive.intent_router:
-        names = [p.name for p in config.adaptive.profiles]
-        routed = c.intent_route[qi] if qi is not None else None
+    names = kn.routed_profiles(config)
+    if names:
         st.session_state.setdefault("tune_edit_profile", routed if routed in names else names[0])
+        if st.session_state["tune_edit_profile"] not in names:
+            st.session_state["tune_edit_profile"] = names[0]
         edit_profile = st.selectbox("Profile to edit", names, key="tune_edit_profile",
                                     help="With the intent router on, each query uses its routed profile."
-                                         + (f" This query routes to **{routed}**." if routed else ""))
-    knobs = sh.knobs_for(config, edit_profile, pool_depth)
-    for group, title in sh.KNOB_GROUPS.items():
-        members = [k for k in knobs if k.group == group]
-        if not members:
-            continue
-        with st.expander(title, expanded=group != "quality"):
-            for knob in members:
-                render_knob(knob, sh.knob_value(config, knob))
-            if group == "weights" and config.fusion in ("rrf", "weighted"):
-                st.caption("Time and graph weights apply to the adaptive fusion only.")
-    if config.fusion in ("vector", "bm25"):
-        st.caption("Single-path baseline: no weights to tune. Pick rrf, weighted, adaptive or salience.")
-    if st.session_state["tune_error"]:
-        st.warning(st.session_state["tune_error"], icon=":material/block:")
-    with st.popover("Save as profile", icon=":material/save:", use_container_width=True):
-        st.text_input("Profile name", key="tune_profile_name", placeholder="e.g. debug-heavier-bm25")
-        st.button("Save", on_click=on_save_profile, type="primary", key="tune_save_profile")
-    log_clicked = st.button("Log experiment", icon=":material/science:", use_container_width=True,
-                            disabled=c is None, help="Store config, dataset fingerprint and metrics.")
+                                         + (f" This query routes to **{md(routed)}**." if routed else ""))
+    refs = kn.tune_knobs(config, edit_profile)
+    with st.container(height=560, border=False):
+        for group, title in kn.GROUPS.items():
+            members = [r for r in refs if kn.group_of(r.path) == group]
+            if not members:
+                continue
+            if group == "ranking":
+                # rarely moved while tuning a fusion: behind a popover, whose widgets the browser
+                # does not draw (nor redraw on every knob move) until it is opened
+                with st.popover(f"{title} · {len(members)} knobs", use_container_width=True):
+                    for ref in members:
+                        kn.render(ref, pool_depth, ERROR_KEY)
+                continue
+            st.markdown(f"**{title}**")
+            for ref in members:
+                kn.render(ref, pool_depth, ERROR_KEY)
+            if group == "quality":
+                quality = next((r for r in refs if r.path.endswith(".quality.conf_high")), None)
+                if quality is not None:
+                    profile_path = quality.path.rsplit(".quality.", 1)[0]
+                    profile = kn.value_of_profile(config, profile_path)
+                    counts = kn.band_counts(*s.doc_quality(ws.path, ws.stamp), profile.quality)
+                    ch, cm, cl = counts["confidence"]
+                    vh, vm, vl = counts["vitality"]
+                    st.caption(f"Documents per band — confidence high {ch} · mid {cm} · low {cl}; "
+                               f"vitality high {vh} · mid {vm} · low {vl} (of {ch + cm + cl}). "
+                               "A factor of an empty band changes nothing.")
+        if config.fusion in ("vector", "bm25"):
+            st.caption("Single-path baseline: no weights to tune. Pick rrf, weighted, adaptive or salience.")
+    return edit_profile
 
-# ---- evaluation (the measured part of a knob change) ------------------------------------------
-ev = ws.evaluate_now(config) if c is not None else None
-base_ev = ws.evaluation(ws.baseline) if c is not None else None
-tuned = sh.is_tuned(config)
-run_name = f"{config.name}{' (tuned)' if tuned else ''}"
 
-with main_col:
-    if qi is not None:
-        response = response_for(c, ev.run, qi, ws.dataset.documents)
-        baseline = response_for(c, base_ev.run, qi, ws.dataset.documents)
-        qrels, _ = ws.judged()
-        judgments = qrels.get(c.query_ids[qi], {})
-        intent = next((q.intent for q in ws.dataset.queries if q.id == c.query_ids[qi]), "")
-    elif free_text:
-        fc = ws.free_text(free_text)
-        response = response_for(fc, run_pipeline(fc, config), 0, ws.dataset.documents)
-        baseline = response_for(fc, run_pipeline(fc, ws.baseline), 0, ws.dataset.documents)
-        judgments, intent = {}, ""
+def query_picker() -> None:
+    """Which query (outside the fragment: a query list is long, and a knob move need not resend it)."""
+    picks = st.columns([1.05, 2.95], gap="medium", vertical_alignment="bottom")
+    modes = ["Query set", "Free text"] if c is not None else ["Free text"]
+    picks[0].segmented_control("Query", modes, key="tune_mode", required=True)
+    if st.session_state["tune_mode"] == "Query set" and c is not None:
+        if st.session_state["tune_query"] not in range(c.n_queries):
+            st.session_state["tune_query"] = 0
+        picks[1].selectbox("Query from the set", range(c.n_queries), key="tune_query",
+                           format_func=lambda i: tb.query_label(c, i))
     else:
+        picks[1].text_input("Free-text query", key="tune_free_text", placeholder="ask the memory anything…")
+
+
+def query_pick() -> tuple[int | None, str]:
+    if st.session_state["tune_mode"] == "Query set" and c is not None:
+        return st.session_state["tune_query"], ""
+    return None, st.session_state["tune_free_text"].strip()
+
+
+@st.fragment
+def live() -> None:
+    started = time.perf_counter()
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    fragment_run = bool(ctx is not None and ctx.fragment_ids_this_run)
+    if not fragment_run:
+        started = st.session_state.get(s.K_RUN_STARTED, started)
+
+    config = st.session_state[s.TUNE_CONFIG]
+    qi, free_text = query_pick()
+    left, right = st.columns([1.05, 2.95], gap="medium")
+    routed = c.intent_route[qi] if qi is not None else None
+
+    with left:
+        header()
+        knob_panel(config, routed)
+        error = st.session_state.get(ERROR_KEY)
+        if error is not None:               # shown once, right after the refused move
+            st.warning(f"**{md(error.label)}** not applied: {md(error.message)}")
+            st.session_state[ERROR_KEY] = None
+        b = st.columns(2)
+        with b[0].popover("Save…", use_container_width=True):
+            st.text_input("Profile name", key="tune_profile_name", placeholder="e.g. debug-heavier-bm25")
+            st.button("Save", on_click=on_save_profile, type="primary", key="tune_save_profile")
+            pending = st.session_state["tune_overwrite"]
+            if pending and pending == st.session_state.get("tune_profile_name", "").strip():
+                st.warning(f"A profile named **{md(pending)}** exists.")
+                st.button(f"Overwrite {pending}", on_click=on_save_profile, args=(True,), key="tune_overwrite_yes")
+        log_clicked = b[1].button("Log experiment", use_container_width=True, disabled=c is None,
+                                  help="Store config, dataset fingerprint and metrics.")
+
+    config = st.session_state[s.TUNE_CONFIG]      # a knob callback may have changed it
+    ev = None
+    rev = ws.qrels_rev
+    base_ev = s.live_evaluation(ws.path, ws.stamp, ws.embedder, rev, ws.baseline) if c is not None else None
+    qrels, judged = s.get_judged(ws.path, ws.stamp, ws.embedder, rev) if c is not None else ({}, None)
+    ev = s.evaluate_config(c, judged, config) if c is not None else None
+    run_name = f"{config.name}{' (tuned)' if s.is_tuned(config) else ''}"
+
+    with right:
+        if ev is not None:
+            fisher = st.session_state["tune_fisher"]
+            rows = hx.compare_live(base_ev, ev)
+            test = "paired t-test"
+            if fisher:
+                ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, rev, ws.baseline, config)
+                for row in rows:
+                    row["p"] = ps[row["metric"]]
+                    row["p_text"] = hx.fmt_p(row["p"])
+                test = "Fisher's randomization test (10,000 permutations, cached per configuration)"
+            for row in rows:
+                row["help"] = f"{row['label']}: {row['value']:.4f} vs baseline {row['baseline']:.4f} over {row['n']} queries"
+            st.html(tb.cards_html(rows))
+            n = int(judged.n_judged)
+            m = st.columns([4, 1.3], vertical_alignment="center")
+            m[0].caption(f"Query set · metrics@5 · {code(run_name)} vs baseline {code(ws.baseline.name)} over {n} judged "
+                         f"queries · p: {test}, Holm-corrected over these {len(rows)} metrics")
+            m[1].toggle("Fisher p", key="tune_fisher", help="Fisher's randomization test instead of the t-test "
+                        "(10,000 permutations; computed once per configuration).")
+
         response = baseline = None
-        st.info("Type a query to search the corpus with the current knobs.", icon=":material/search:")
-
-    if response is not None:
-        st.markdown(f"#### {response.query}")
-        badges = [f":blue-badge[:material/alt_route: route · {response.route}]"]
-        if response.profile:
-            badges.append(f":violet-badge[:material/person: profile · {response.profile}]")
-        if intent:
-            badges.append(f":gray-badge[intent · {intent}]")
-        budget = f" / {config.token_budget}" if config.token_budget else ""
-        badges.append(f":gray-badge[:material/token: {response.total_tokens}{budget} tokens]")
-        badges.append(f":gray-badge[{len(response.results)} results]")
-        st.markdown(" ".join(badges))
-        for note in response.degraded:
-            st.warning(f"Degraded: {note}", icon=":material/warning:")
-
-        left, right = st.columns([2.5, 1], gap="medium")
-        frame = sh.ranking_frame(response, judgments, baseline)
-        base_frame = sh.ranking_frame(baseline, judgments)[["#", "doc", "grade", "score"]]
-        height = 38 + 35 * max(1, len(frame), len(base_frame))
-        with left:
-            st.markdown(f"**Current** · `{run_name}`")
-            st.dataframe(sh.style_movement(frame), column_config=sh.RANKING_COLUMNS, hide_index=True,
-                         height=height, key="tune_ranking")
-        with right:
-            st.markdown(f"**Baseline** · `{ws.baseline.name}`")
-            st.dataframe(base_frame, column_config=sh.RANKING_COLUMNS, hide_index=True, height=height,
-                         key="tune_baseline_ranking")
-        if response.results:
-            st.markdown("**Score breakdown** · additive components of each result's score")
-            st.plotly_chart(sh.components_figure(response), config={"displayModeBar": False},
-                            key="tune_breakdown")
+        judgments: dict = {}
+        intent = ""
+        if qi is not None:
+            response = response_for(c, ev.run, qi, ws.dataset.documents)
+            baseline = response_for(c, base_ev.run, qi, ws.dataset.documents)
+            judgments = qrels.get(c.query_ids[qi], {})
+            intent = next((q.intent for q in ws.dataset.queries if q.id == c.query_ids[qi]), "")
+        elif free_text:
+            fc = ws.free_text(free_text)
+            response = response_for(fc, run_pipeline(fc, config), 0, ws.dataset.documents)
+            baseline = response_for(fc, run_pipeline(fc, ws.baseline), 0, ws.dataset.documents)
         else:
-            st.info("No result passes the current thresholds.", icon=":material/filter_alt_off:")
+            st.info("Type a query to search the corpus with the current knobs.")
 
-    if ev is not None:
-        st.markdown(f"**Query set · metrics@5** · `{run_name}` vs `{ws.baseline.name}` over "
-                    f"{int(ws.judged()[1].n_judged)} judged queries")
-        comparison = sh.compare_metrics(base_ev, ev)
-        cols = st.columns(len(comparison))
-        for col, row in zip(cols, comparison.itertuples(index=False)):
-            p_text = f"p = {row.p:.3f}" if row.p == row.p else "p n/a"
-            col.metric(sh.metric_label(row.metric), f"{row.value:.3f}", delta=f"{row.delta:+.3f}",
-                       delta_color="normal" if abs(row.delta) > 1e-12 else "off",
-                       delta_description=p_text, border=True,
-                       help=f"baseline {row.baseline:.3f} · p: Fisher's randomization test over {row.n} queries "
-                            f"({sh.TUNE_PERMUTATIONS:,} permutations), Holm-corrected over these "
-                            f"{len(comparison)} metrics")
-        st.caption(f"p: Fisher's randomization test over the judged queries, Holm-corrected over these "
-                   f"{len(comparison)} metrics (Evaluate corrects over every pipeline × metric, so its p is larger).")
+        if response is not None:
+            badges = [f":blue-badge[route · {md(response.route)}]"]
+            if response.profile:
+                badges.append(f":violet-badge[profile · {md(response.profile)}]")
+            if intent:
+                badges.append(f":gray-badge[intent · {md(intent)}]")
+            budget = f" / {config.token_budget}" if config.token_budget else ""
+            badges.append(f":gray-badge[{response.total_tokens}{budget} tokens]")
+            badges.append(f":gray-badge[{len(response.results)} results]")
+            for note in response.degraded:
+                badges.append(f":orange-badge[degraded: {md(note)}]")
+            head = st.columns([3.2, 1], vertical_alignment="center")
+            head[0].markdown(" ".join(badges))
+            if qi is not None:
+                head[1].segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True,
+                                          label_visibility="collapsed",
+                                          help="Grade: one click per result sets its judgment for this query.")
+            grading = qi is not None and st.session_state["tune_rows"] == "Grade"
+            if grading:
+                qid = c.query_ids[qi]
+                st.markdown(f"**Current** · {code(run_name)}")
+                for r in response.results:
+                    grade_row("c", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
+                st.markdown(f"**Baseline** · {code(ws.baseline.name)}")
+                for r in baseline.results:
+                    grade_row("b", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
+            else:
+                cur, base = st.columns([1.7, 1], gap="small")
+                cur.markdown(f"**Current** · {code(run_name)}")
+                cur.html(tb.ranking_html(response, judgments, baseline))
+                base.markdown(f"**Baseline** · {code(ws.baseline.name)}")
+                base.html(tb.ranking_html(baseline, judgments))
+            if qi is not None:
+                returned = {r.id for r in response.results}
+                text_of = ws.dataset.documents
+                by_id = {d.id: d for d in text_of} if judgments else {}
+                missed = [(d, g, by_id[d].text if d in by_id else "") for d, g in
+                          sorted(judgments.items(), key=lambda x: -x[1]) if g > 0 and d not in returned]
+                if missed:
+                    st.markdown(f"**Judged relevant, not returned** · {len(missed)}")
+                    st.html(tb.missed_html(missed))
+                if grading:
+                    unjudged = [r for r in response.results if r.id not in judgments]
+                    with st.form("tune_grade_all", border=True):
+                        st.markdown(f"**Grade the {len(unjudged)} unjudged results in one pass**")
+                        for r in unjudged:
+                            cols = st.columns([0.9, 4.2, 1.9], vertical_alignment="center")
+                            cols[0].markdown(f"`{r.id}`")
+                            cols[1].markdown(md(" ".join(r.text.split())[:140]))
+                            cols[2].pills("grade", s.GRADES, key=f"tune_ga_{r.id}", label_visibility="collapsed")
+                        st.form_submit_button("Save grades", type="primary", disabled=not unjudged,
+                                              on_click=on_grade_all, args=(c.query_ids[qi], [r.id for r in unjudged]))
 
-    if qi is not None and response is not None:
-        with st.expander("Grade a result", icon=":material/grading:"):
-            ids = [r.id for r in response.results] or [d.id for d in ws.dataset.documents]
-            text_of = {d.id: d.text for d in ws.dataset.documents}
-            g1, g2, g3 = st.columns([2.2, 1.6, 1], vertical_alignment="bottom")
-            doc = g1.selectbox("Document", ids, key="tune_grade_doc",
-                               format_func=lambda d: f"{d} — {text_of[d][:60]}")
-            current = judgments.get(doc)
-            grade = g2.segmented_control("Grade", sh.GRADES, key="tune_grade_value",
-                                         default=current if current is not None else None,
-                                         help=" · ".join(sh.GRADE_LABELS.values()))
+        if log_clicked and ev is not None:
+            entry = s.log_experiment(ws, config, ev.means, "tune", ws.baseline, base_ev.means)
+            st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
+        if st.session_state["tune_flash"]:
+            st.toast(st.session_state["tune_flash"])
+            st.session_state["tune_flash"] = ""
+        if ev is not None:
+            total = (time.perf_counter() - started) * 1000
+            st.caption(f"Server: this {'fragment ' if fragment_run else ''}rerun took **{total:.1f} ms** "
+                       f"(engine: re-score + rank + metrics over {c.n_queries} queries {ev.seconds * 1000:.2f} ms); "
+                       "the browser's own rendering comes on top.")
 
-            def on_grade(qid=c.query_ids[qi], doc=doc, grade=grade):
-                value = st.session_state.get("tune_grade_value")
-                if value is None:
-                    st.session_state["tune_flash"] = ":red[Pick a grade first.]"
-                    return
-                ws.judgments.grade(qid, doc, int(value), author="tune")
-                st.session_state["tune_flash"] = f"Judged {doc} = {value} for {qid}."
 
-            g3.button("Save judgment", on_click=on_grade, type="primary", use_container_width=True)
-            st.caption(f"Saved to the workbench's judgment store ({ws.judgments.path}); the dataset's own qrels "
-                       "file is never modified. Undo and history are on the Data page.")
-
-    if log_clicked and ev is not None:
-        entry = sh.log_experiment(ws, config, ev.means, "tune", ws.baseline, base_ev.means)
-        st.toast(f"Logged experiment **{entry['name']}** ({entry['time']}).")
-
-    if ev is not None:
-        st.caption(f":material/timer: Last knob change: re-score + rank + metrics over {c.n_queries} queries "
-                   f"took **{ev.seconds * 1000:.2f} ms** (target < 50 ms).")
+st.html(tb.CSS)           # once per page, outside the fragment: the live HTML below carries no styles
+st.title("Tune")
+st.caption(f"**{md(ws.dataset.name)}** · every knob re-scores the whole query set from its candidate table — "
+           "no index is touched.")
+query_picker()
+live()

@@ -1,7 +1,10 @@
-"""AppTest: every page runs; Tune's knobs change the ranking and the metrics; stores round-trip."""
+"""AppTest: every page runs; Tune's knobs change the ranking and the metrics; grading, snapshots,
+profiles and stores round-trip; user strings never reach Markdown unescaped."""
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -22,9 +25,8 @@ def home(tmp_path_factory):
     return tmp_path_factory.mktemp("rwb-home")
 
 
-@pytest.fixture
-def app(home, monkeypatch):
-    monkeypatch.setenv("RWB_DATASET", str(TINY))
+def start(home, monkeypatch, dataset: Path = TINY) -> AppTest:
+    monkeypatch.setenv("RWB_DATASET", str(dataset))
     monkeypatch.setenv("RWB_HOME", str(home))
     monkeypatch.setenv("LANCEDB_LOG", "error")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -37,13 +39,24 @@ def app(home, monkeypatch):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     assert not at.exception
-    yield at
+    return at
+
+
+@pytest.fixture
+def app(home, monkeypatch):
+    yield start(home, monkeypatch)
     st.cache_data.clear()
     st.cache_resource.clear()
 
 
 def goto(at: AppTest, page: str) -> AppTest:
     at.switch_page(page).run()
+    assert not at.exception
+    return at
+
+
+def run(element) -> AppTest:
+    at = element.run()
     assert not at.exception
     return at
 
@@ -57,14 +70,28 @@ def frame_with(at: AppTest, *columns: str, without: str | None = None):
     return None
 
 
+def html_bodies(at: AppTest) -> list[str]:
+    return [element.proto.body for element in at.get("html")]
+
+
 def shown_docs(at: AppTest, baseline: bool = False) -> list[str]:
     """Document ids of Tune's current ranking (it has the Δ column) or of the baseline's."""
-    frame = frame_with(at, "doc", without="Δ") if baseline else frame_with(at, "doc", "Δ")
-    return list(frame["doc"])
+    for body in html_bodies(at):
+        if 'class="rwb-t"' in body and "<thead>" in body and (("Δ</th>" in body) != baseline):
+            return re.findall(r"<td><code>([^<]*)</code></td>", body)
+    return []
 
 
 def metric_values(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    """Metric cards: label → value (first card row on the page)."""
+    for body in html_bodies(at):
+        if "rwb-card" in body:
+            return dict(re.findall(r'<div class="l">([^<]*)</div><div class="v">([^<]*)</div>', body))
+    return {}
+
+
+def texts(at: AppTest) -> list[str]:
+    return [e.value for e in (*at.markdown, *at.caption, *at.warning, *at.error, *at.info, *at.success)]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -73,90 +100,129 @@ def test_each_page_runs(app, page):
     assert at.title[0].value == TITLES[page]
 
 
-def test_tune_shows_ranking_baseline_breakdown_and_metrics(app):
+def test_tune_shows_ranking_baseline_and_metrics(app):
     at = app
-    assert [m.label for m in at.metric] == ["nDCG@5", "Recall@5", "MRR@5", "P@5", "Hit@5"]
+    assert list(metric_values(at)) == ["nDCG@5", "Recall@5", "MRR@5", "P@5", "Hit@5"]
     assert shown_docs(at)[0] == "d03"                           # q1 ERR_CONN_REFUSED: the error-fix memory
     assert shown_docs(at, baseline=True)
-    assert any("route · hybrid" in m.value for m in at.markdown)
-    assert any("took" in c.value and "ms" in c.value for c in at.caption)
+    assert any("route · hybrid" in t for t in texts(at))
+    footer = next(t for t in texts(at) if t.startswith("Server:"))
+    assert "rerun took" in footer and "engine" in footer       # the whole rerun, not only the engine
+    assert not at.get("plotly_chart") and not at.dataframe      # light elements only on the live path
+
+
+def test_tune_full_text_reachable_in_both_rankings(app):
+    at = app
+    current, baseline = [b for b in html_bodies(at) if "<thead>" in b][:2]
+    assert current.count("<details>") == len(shown_docs(at))
+    assert baseline.count("<details>") == len(shown_docs(at, baseline=True))
 
 
 def test_tune_sparse_weight_changes_ranking_and_metrics(app):
-    at = app
-    at.selectbox(key="tune_query").set_value(3).run()           # q4 "user_id 列改名了吗"
-    assert not at.exception
+    at = run(app.selectbox(key="tune_query").set_value(3))     # q4 "user_id 列改名了吗"
     before_docs, before_metrics = shown_docs(at), metric_values(at)
     assert at.slider(key="tune_k_rrf.w_sparse").value == pytest.approx(1.0)
-    at.slider(key="tune_k_rrf.w_sparse").set_value(0.0).run()
-    assert not at.exception
+    at = run(at.slider(key="tune_k_rrf.w_sparse").set_value(0.0))
     after_docs, after_metrics = shown_docs(at), metric_values(at)
-    assert after_docs != before_docs
     assert before_docs[0] == "d06" and after_docs[0] == "d01"    # the keyword hit loses its lead
     assert after_metrics != before_metrics
-    assert any("(tuned)" in m.value for m in at.markdown)
+    assert any("(tuned)" in t for t in texts(at))
 
 
-def test_tune_fusion_switch_reset_and_invalid_knob(app):
+def test_tune_knobs_come_from_the_registry(app):
+    from retrieval.pipeline import knobs
+
     at = app
-    at.selectbox(key="tune_k_fusion").set_value("adaptive").run()
-    assert not at.exception
+    config = at.session_state["tune_config"]
+    for ref in knobs(config):
+        key = f"tune_k_{ref.path}"
+        assert key in at.session_state, ref.path
+    at = run(at.selectbox(key="tune_k_fusion").set_value("weighted"))
+    assert at.session_state["tune_config"].fusion == "weighted"
+    assert "tune_k_rrf.rrf_k" not in [w.key for w in at.slider]            # rrf's knob is gone
+    assert {f"tune_k_{r.path}" for r in knobs(at.session_state["tune_config"])} <= set(at.session_state)
+
+
+def test_tune_fusion_switch_reset_invalid_knob_and_band_counts(app):
+    at = run(app.selectbox(key="tune_k_fusion").set_value("adaptive"))
     assert at.slider(key="tune_k_adaptive.profile.w_time")       # time and graph weights appear
-    at.slider(key="tune_k_adaptive.profile.quality.conf_low").set_value(1.0).run()   # above conf_high: refused
-    assert not at.exception
+    assert any("Documents per band" in t and "confidence high" in t for t in texts(at))
+    at = run(at.slider(key="tune_k_adaptive.profile.quality.conf_low").set_value(1.0))   # above conf_high: refused
     assert any("not applied" in w.value for w in at.warning)
     assert at.slider(key="tune_k_adaptive.profile.quality.conf_low").value == pytest.approx(0.6)
-    at.selectbox(key="tune_source_pick").set_value("profile:debug").run()
-    assert not at.exception
+    at = run(at.selectbox(key="tune_query").set_value(1))         # an unrelated action clears the warning
+    assert not any("not applied" in w.value for w in at.warning)
+    at = run(at.selectbox(key="tune_source_pick").set_value("profile:debug"))
     assert at.slider(key="tune_k_adaptive.profile.w_sparse").value == pytest.approx(0.9)
 
 
-def test_tune_save_profile_and_log_experiment(app, home):
-    at = app
-    at.slider(key="tune_k_rrf.rrf_k").set_value(10.0).run()
-    at.text_input(key="tune_profile_name").set_value("rrf-k10").run()
-    at.button(key="tune_save_profile").click().run()
-    assert not at.exception
+def test_tune_router_edits_one_profile(app):
+    at = run(app.selectbox(key="tune_source_pick").set_value("seed-adaptive"))
+    assert at.selectbox(key="tune_edit_profile").value in ("debug", "concept", "timeline", "brainstorm")
+    at = run(at.selectbox(key="tune_edit_profile").set_value("timeline"))
+    assert at.slider(key="tune_k_adaptive.profiles.timeline.w_time")
+    assert "tune_k_adaptive.profiles.debug.w_time" not in [w.key for w in at.slider]
+
+
+def test_tune_save_profile_asks_before_overwrite_and_log_experiment(app, home):
+    at = run(app.slider(key="tune_k_rrf.rrf_k").set_value(10.0))
+    at = run(at.text_input(key="tune_profile_name").set_value("rrf-k10"))
+    at = run(at.button(key="tune_save_profile").click())
     assert (home / "profiles" / "rrf-k10.toml").is_file()
     assert at.selectbox(key="tune_source_pick").value == "saved:rrf-k10"
-    next(b for b in at.button if b.label == "Log experiment").click().run()
-    assert not at.exception
+    at = run(at.slider(key="tune_k_rrf.rrf_k").set_value(20.0))
+    at = run(at.button(key="tune_save_profile").click())
+    assert any("exists" in w.value for w in at.warning)                    # asked, not overwritten
+    assert "rrf_k = 10" in (home / "profiles" / "rrf-k10.toml").read_text()
+    at = run(at.button(key="tune_overwrite_yes").click())
+    assert "rrf_k = 20" in (home / "profiles" / "rrf-k10.toml").read_text()
+    at = run(next(b for b in at.button if b.label == "Log experiment").click())
     goto(at, "pages/reports.py")
-    assert any("rrf-k10" in str(v) for v in at.dataframe[0].value["name"])
+    assert any("rrf-k10" in str(v) for v in frame_with(at, "name", "source")["name"])
 
 
 def test_tune_free_text(app):
-    at = app
-    at.segmented_control(key="tune_mode").set_value("Free text").run()
-    at.text_input(key="tune_free_text").set_value("connection refused postgres").run()
-    assert not at.exception
+    at = run(app.segmented_control(key="tune_mode").set_value("Free text"))
+    at = run(at.text_input(key="tune_free_text").set_value("connection refused postgres"))
     assert shown_docs(at)
+
+
+def test_grade_in_a_ranking_row_changes_metrics(app):
+    at = run(app.segmented_control(key="tune_rows").set_value("Grade"))
+    before = metric_values(at)
+    assert "d05" in shown_docs(at) or at.get("pills")
+    at = run(at.pills(key="tune_g_c_q1_d05").set_value(3))        # one click in the current ranking's row
+    assert metric_values(at) != before                             # q1 gains a relevant document
+    at = run(at.pills(key="tune_g_b_q1_d05").set_value(1))        # and in the baseline's row
+    assert at.session_state["tune_g_c_q1_d05"] == 1               # both rows show the grade in effect
+
+
+def test_grade_unjudged_in_one_pass_and_missed_relevant(app, home):
+    at = run(app.segmented_control(key="tune_rows").set_value("Grade"))
+    unjudged = [k for k in at.session_state if isinstance(k, str) and k.startswith("tune_ga_")] or \
+        [p.key for p in at.get("pills") if p.key.startswith("tune_ga_")]
+    assert len(unjudged) >= 2
+    for key in unjudged[:2]:
+        at.pills(key=key).set_value(1)
+    at = run(next(b for b in at.button if b.label == "Save grades").click())
+    history = (home / "judgments").glob("*")
+    assert any(f.stat().st_size > 0 for f in history)
+    at = run(at.slider(key="tune_k_max_results").set_value(1))    # keep one result: q1's others are missed
+    assert any(t.startswith("**Judged relevant, not returned**") for t in texts(at))
 
 
 def test_data_grade_history_undo_never_touches_dataset(app, home):
     qrels_before = (TINY / "qrels" / "test.tsv").read_bytes()
     at = goto(app, "pages/data.py")
-    at.selectbox(key="data_query").set_value("q2").run()
-    at.selectbox(key="data_doc").set_value("d02").run()
-    at.segmented_control(key="data_grade").set_value(2).run()
-    next(b for b in at.button if b.label == "Save judgment").click().run()
-    assert not at.exception
+    at = run(at.selectbox(key="data_query").set_value("q2"))
+    at = run(at.selectbox(key="data_doc").set_value("d02"))
+    at = run(at.segmented_control(key="data_grade").set_value(2))
+    at = run(next(b for b in at.button if b.label == "Save judgment").click())
     history = frame_with(at, "before", "after")
     assert list(history[["query", "doc", "after"]].iloc[0]) == ["q2", "d02", "2"]
-    next(b for b in at.button if b.label == "Undo").click().run()
-    assert not at.exception
+    at = run(next(b for b in at.button if b.label == "Undo").click())
     assert frame_with(at, "before", "after") is None
     assert (TINY / "qrels" / "test.tsv").read_bytes() == qrels_before
-
-
-def test_grade_from_tune_changes_metrics(app):
-    at = app
-    before = metric_values(at)
-    at.selectbox(key="tune_grade_doc").set_value("d05").run()
-    at.segmented_control(key="tune_grade_value").set_value(3).run()
-    next(b for b in at.button if b.label == "Save judgment").click().run()
-    assert not at.exception
-    assert metric_values(at) != before                           # q1 gains a relevant document at rank 2
 
 
 def test_evaluate_table_and_drilldown(app):
@@ -164,55 +230,111 @@ def test_evaluate_table_and_drilldown(app):
     table = at.dataframe[0].value
     assert table["pipeline"].iloc[0] == "vector (baseline)"
     assert {"rrf", "seed-adaptive"} <= set(table["pipeline"])
-    at.selectbox(key="eval_query").set_value("q3").run()
-    assert not at.exception
+    at = run(at.selectbox(key="eval_query").set_value("q3"))
     assert any("Candidate" in m.value for m in at.markdown)
 
 
-def test_sweep_runs_and_applies_winner(app):
+def test_sweep_runs_applies_winner_and_card_shows_winner(app):
     at = goto(app, "pages/sweep.py")
-    at.selectbox(key="sweep_base").set_value("rrf").run()
-    at.number_input(key="sweep_x_steps").set_value(3).run()
-    at.number_input(key="sweep_y_steps").set_value(3).run()
-    next(b for b in at.button if b.label.startswith("Run sweep")).click().run()
-    assert not at.exception
-    assert any(m.label.startswith("best") for m in at.metric)
-    next(b for b in at.button if b.label == "Apply winner to Tune").click().run()
-    assert not at.exception
+    at = run(at.selectbox(key="sweep_base").set_value("rrf"))
+    at = run(at.number_input(key="sweep_x_steps").set_value(3))
+    at = run(at.number_input(key="sweep_y_steps").set_value(3))
+    assert at.button(key="sweep_run").label == "Run sweep"         # the label never changes with the inputs
+    at = run(at.button(key="sweep_run").click())
+    best = next(m for m in at.metric if m.label.startswith("best"))
+    card = next(m for m in at.metric if m.label.startswith("winner vs baseline"))
+    assert card.value == best.value                                # the winner's score, not the baseline's
+    assert "p 0.000" not in str(card.proto)
+    at = run(next(b for b in at.button if b.label == "Apply winner to Tune").click())
     assert at.session_state["tune_config"].fusion == "rrf"
 
 
 def test_profiles_edit_diff_and_invalid_toml(app):
     at = goto(app, "pages/profiles.py")
     area = at.text_area(key="profiles_toml_profile:debug")
-    area.set_value(area.value.replace("w_sparse = 0.9", "w_sparse = 0.5", 1)).run()
-    assert not at.exception
+    at = run(area.set_value(area.value.replace('profile = "debug"', 'profile = {name = "debug", w_sparse = 0.5}', 1)))
     diff = frame_with(at, "parameter", "default", "this")
     assert list(diff["parameter"]) == ["adaptive.profile.w_sparse"]
-    at.text_area(key="profiles_toml_profile:debug").set_value("fusion = 'nope'").run()
-    assert not at.exception
+    params = frame_with(at, "parameter", "value")
+    assert not any(p.startswith("rrf.") for p in params["parameter"])  # only what this profile uses
+    at = run(at.text_area(key="profiles_toml_profile:debug").set_value("fusion = 'nope'"))
     assert at.error
+
+
+def test_profiles_save_diff_against_origin_rename_delete(app, home):
+    at = goto(app, "pages/profiles.py")
+    area = at.text_area(key="profiles_toml_profile:debug")
+    at = run(area.set_value(area.value.replace('profile = "debug"', 'profile = {name = "debug", w_sparse = 0.5}', 1)))
+    at = run(at.text_input(key="profiles_name").set_value("mine"))
+    at = run(at.button(key="profiles_save").click())
+    assert (home / "profiles" / "mine.toml").is_file()
+    assert at.selectbox(key="profiles_pick").value == "saved:mine"
+    diff = frame_with(at, "parameter", "default", "this")            # against debug, where it came from
+    assert list(diff["parameter"]) == ["adaptive.profile.w_sparse"]
+    at = run(at.text_input(key="profiles_name").set_value("mine"))
+    at = run(at.button(key="profiles_save").click())
+    assert at.button(key="profiles_overwrite_yes")                    # asks before overwriting
+    at = run(at.text_input(key="profiles_rename_to").set_value("yours"))
+    at = run(at.button(key="profiles_rename").click())
+    assert (home / "profiles" / "yours.toml").is_file() and not (home / "profiles" / "mine.toml").exists()
+    at = run(at.checkbox(key="profiles_delete_confirm").check())
+    at = run(at.button(key="profiles_delete").click())
+    assert not (home / "profiles" / "yours.toml").exists()
 
 
 def test_reports_generate(app):
     at = goto(app, "pages/reports.py")
-    next(b for b in at.button if b.label == "Generate").click().run()
-    assert not at.exception
+    at = run(next(b for b in at.button if b.label == "Generate").click())
     report = at.session_state["reports_file"]
     assert report["html"].endswith("report.html") and Path(report["html"]).is_file()
     assert "Metrics" in Path(report["md"]).read_text("utf-8")
 
 
+def test_reports_compare_two_snapshots(app):
+    at = goto(app, "pages/reports.py")
+    at = run(at.selectbox(key="reports_snap_a").set_value("vector"))
+    at = run(at.selectbox(key="reports_snap_b").set_value("bm25"))
+    assert list(metric_values(at)) == ["nDCG@5", "Recall@5", "MRR@5", "P@5", "Hit@5"]
+    per_query = frame_with(at, "query", "first relevant", "Δ nDCG@5")
+    assert per_query is not None and len(per_query) >= 1
+    at = run(at.toggle(key="reports_snap_fisher").set_value(True))
+    assert metric_values(at)
+
+
 def test_data_import_beir_and_switch(app, tmp_path):
     at = goto(app, "pages/data.py")
     dest = tmp_path / "imported"
-    at.selectbox(key="data_import_kind").set_value("beir").run()
-    at.text_input(key="data_import_source").set_value(str(TINY)).run()
-    at.text_input(key="data_import_dest").set_value(str(dest)).run()
-    at.button(key="data_import").click().run()
-    assert not at.exception
+    at = run(at.selectbox(key="data_import_kind").set_value("beir"))
+    at = run(at.text_input(key="data_import_source").set_value(str(TINY)))
+    at = run(at.text_input(key="data_import_dest").set_value(str(dest)))
+    at = run(at.button(key="data_import").click())
     assert (dest / "corpus.jsonl").is_file()
     assert at.session_state["data_imported"] == str(dest)
-    at.button(key="data_use_imported").click().run()
-    assert not at.exception
+    at = run(at.button(key="data_use_imported").click())
     assert at.session_state["rwb_dataset_typed"] == str(dest)
+
+
+def test_data_import_failure_shows_its_reason(app, tmp_path):
+    at = goto(app, "pages/data.py")
+    at = run(at.selectbox(key="data_import_kind").set_value("beir"))
+    at = run(at.text_input(key="data_import_source").set_value(str(tmp_path / "missing")))
+    at = run(at.text_input(key="data_import_dest").set_value(str(tmp_path / "out")))
+    at = run(at.button(key="data_import").click())
+    assert any("Import failed" in e.value and "missing" in e.value for e in at.error)
+
+
+def test_user_strings_are_escaped_in_markdown(home, monkeypatch, tmp_path):
+    evil = tmp_path / "evil"
+    shutil.copytree(TINY, evil)
+    card = (evil / "dataset.toml").read_text().replace('name = "tiny"',
+                                                         'name = "x ![b](http://127.0.0.1:9/b.png) [l](http://e.x)"')
+    (evil / "dataset.toml").write_text(card)
+    at = start(home, monkeypatch, evil)
+    for page in ("pages/tune.py", "pages/data.py", "pages/reports.py", "pages/sweep.py", "pages/evaluate.py"):
+        at = goto(at, page)
+        shown = texts(at) + [e.value for e in at.sidebar.caption]
+        literal = [re.sub(r"\\(.)", r"\1", t) for t in shown]          # as the reader sees it
+        assert any("![b](http://127.0.0.1:9/b.png)" in t for t in literal), page   # the name is shown…
+        for t in shown:                                                # …but never as an image or a link
+            assert "![b](" not in t and "[l](" not in t, (page, t)
+    st.cache_resource.clear()

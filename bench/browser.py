@@ -1,0 +1,299 @@
+"""The live tuning loop in a real browser: knob move → page settled, Tune against a plain page.
+
+Headless Chromium (Debian's ``/usr/bin/chromium``, driven by Python playwright) at 1400×900
+focuses a slider and presses Home or End (or picks another "Start from" preset); the time runs
+from that input event to the moment the page last stops showing work in progress — Streamlit's
+status widget (until its exit transition starts), a spinner, or an element marked stale — with
+800 ms of quiet after it. The same probe measures ``../shared/bench/streamlit_reference_page.py``
+(a sidebar knob, two 10-row ``st.dataframe``, five ``st.metric``, a small plotly chart), served
+from the project root so both read the same ``.streamlit/config.toml``, in the same run: the
+headline is the ratio, which holds across machines of different speed.
+
+Two sessions of the workbench: a **first session** on a fresh ``RWB_HOME`` (the serving process
+builds the index and the candidate pool of devmem, as a new user's does) and one **after a
+restart** (same home, a new process). Each moves every kind of knob — ``rrf_k``, a path weight,
+a preset switch, a confidence factor — and reports p50/p95 per kind next to the engine's own
+time (read from Tune's footer). Nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench.common import Section, loadavg, log, median, percentile, ratio
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+REFERENCE = ROOT.parent / "shared" / "bench" / "streamlit_reference_page.py"
+DEVMEM = ROOT / "datasets" / "devmem"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+QUIET_MS = 800
+FIRST_LOAD_MS = 900_000
+SLIDER_KINDS = ("rrf_k", "path weight", "confidence factor")
+
+# Installed before any page script: tracks "work in progress" on every DOM mutation and frame.
+PROBE_JS = """
+(() => {
+  const s = window.__rwb = {armed: false, t0: null, sawBusy: false, busy: false, lastEnd: null,
+                            firstChange: null, lastChange: null};
+  const busyNow = () => {
+    const w = document.querySelector('[data-testid="stStatusWidget"]');
+    if (w && !String(w.className).includes('exit')) return true;
+    if (document.querySelector('[data-testid="stSpinner"]')) return true;
+    return !!document.querySelector('[data-stale="true"]');
+  };
+  const check = (mutations) => {
+    const t = performance.now();
+    if (mutations && s.t0 !== null) {
+      for (const m of mutations) {
+        if (m.type === 'attributes') continue;
+        const el = m.target.nodeType === 1 ? m.target : m.target.parentElement;
+        // a visible result of the run: not the moved widget's own label, not the status widget
+        if (el && el.closest && el.closest('[data-testid="stMain"]') && !el.closest('[data-testid="stStatusWidget"]')
+            && !el.closest('[data-testid="stSlider"]') && !el.closest('[data-baseweb="popover"]')
+            && !el.closest('[data-testid="stSelectbox"]')) {
+          if (s.firstChange === null) s.firstChange = t;
+          s.lastChange = t;
+          break;
+        }
+      }
+    }
+    if (busyNow()) { if (s.t0 !== null) s.sawBusy = true; s.busy = true; }
+    else if (s.busy) { s.busy = false; s.lastEnd = t; }
+  };
+  new MutationObserver(check).observe(document, {subtree: true, childList: true, characterData: true,
+    attributes: true, attributeFilter: ['data-stale', 'class']});
+  const loop = () => { check(null); requestAnimationFrame(loop); };
+  requestAnimationFrame(loop);
+  for (const type of ['keydown', 'click']) {
+    document.addEventListener(type, (e) => {
+      if (!s.armed) return;
+      s.armed = false; s.t0 = e.timeStamp; s.sawBusy = false; s.lastEnd = null;
+      s.firstChange = null; s.lastChange = null;
+    }, true);
+  }
+})();
+"""
+SETTLED_JS = """(quiet) => {
+  const s = window.__rwb, now = performance.now();
+  if (s.t0 === null || s.busy) return false;
+  if (s.sawBusy) return s.lastEnd !== null && now - s.lastEnd >= quiet;
+  return now - s.t0 >= 3000 && (s.lastChange === null || now - s.lastChange >= quiet);   // never saw a run
+}"""
+QUIET_JS = """(quiet) => { const s = window.__rwb; const now = performance.now();
+  if (s.busy) { s.quietSince = null; return false; }
+  s.quietSince = s.quietSince || now; return now - s.quietSince >= quiet; }"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def serve(script: Path, env: dict[str, str], log_path: Path):
+    """``streamlit run script`` with the project root as working folder (its config.toml applies)."""
+    port = free_port()
+    with open(log_path, "a") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(script), "--server.address", "127.0.0.1",
+             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {proc.returncode}: {log_path.read_text()[-1500:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("streamlit did not become healthy within 120 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _quiet(pg, ms: int = QUIET_MS) -> None:
+    pg.evaluate("() => { window.__rwb.quietSince = null; }")
+    pg.wait_for_function(QUIET_JS, arg=ms, timeout=120_000, polling=50)
+
+
+def _timed(pg, act, timeout_ms: int = 60_000) -> dict:
+    """Arm the probe, run ``act`` (one key press or click), wait until settled; times in ms."""
+    _quiet(pg, 300)
+    pg.evaluate("() => { const s = window.__rwb; s.armed = true; s.t0 = null; }")
+    act()
+    pg.wait_for_function(SETTLED_JS, arg=QUIET_MS, timeout=timeout_ms, polling=50)
+    s = pg.evaluate("() => window.__rwb")
+    end = s["lastEnd"] if s["sawBusy"] else (s["lastChange"] or s["t0"])
+    change = s["firstChange"] if s["firstChange"] is not None else end
+    return {"settled_ms": end - s["t0"], "change_ms": change - s["t0"], "saw_run": bool(s["sawBusy"])}
+
+
+def _slider(pg, label: str):
+    return pg.get_by_test_id("stSlider").filter(has_text=label).first.get_by_role("slider")
+
+
+def _press(pg, label: str, key: str) -> dict:
+    slider = _slider(pg, label)
+    before = slider.get_attribute("aria-valuenow") or slider.input_value()
+    slider.focus()
+    out = _timed(pg, lambda: pg.keyboard.press(key))
+    after = slider.get_attribute("aria-valuenow") or slider.input_value()
+    out["moved"] = before != after
+    return out
+
+
+ENGINE = re.compile(r"over \d+ queries ([0-9.]+) ms")
+RERUN = re.compile(r"rerun took ([0-9.]+) ms")
+
+
+def _footer(pg) -> tuple[float | None, float | None]:
+    text = pg.evaluate("""() => { const c = [...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
+      .map(e => e.innerText).find(t => t.startsWith('Server:')); return c || ''; }""")
+    engine, rerun = ENGINE.search(text), RERUN.search(text)
+    return (float(engine.group(1)) if engine else None, float(rerun.group(1)) if rerun else None)
+
+
+def _slider_moves(pg, label: str, n: int, footer: bool = False) -> list[dict]:
+    out = []
+    for i in range(n):
+        move = _press(pg, label, "End" if i % 2 == 0 else "Home")
+        if footer:
+            move["engine_ms"], move["server_ms"] = _footer(pg)
+        out.append(move)
+    return out
+
+
+def _preset_moves(pg, n: int) -> list[dict]:
+    out = []
+    for i in range(n):
+        target = "profile · concept" if i % 2 == 0 else "profile · debug"
+        pg.get_by_test_id("stSelectbox").filter(has_text="Start from").first.click()
+        option = pg.get_by_role("option", name=re.compile(re.escape(target)))
+        option.wait_for(timeout=30_000)
+        move = _timed(pg, option.click)
+        move["engine_ms"], move["server_ms"] = _footer(pg)
+        out.append(move)
+    return out
+
+
+def _summary(moves: list[dict]) -> dict:
+    settled = [m["settled_ms"] for m in moves]
+    change = [m["change_ms"] for m in moves]
+    engine = [m["engine_ms"] for m in moves if m.get("engine_ms") is not None]
+    server = [m["server_ms"] for m in moves if m.get("server_ms") is not None]
+    return {"n": len(moves), "settled_p50_ms": round(median(settled), 1),
+            "settled_p95_ms": round(percentile(settled, 95), 1),
+            "change_p50_ms": round(median(change), 1),
+            "engine_p50_ms": round(median(engine), 2) if engine else None,
+            "server_rerun_p50_ms": round(median(server), 1) if server else None,
+            "not_moved": sum(1 for m in moves if not m.get("moved", True)),
+            "without_run": sum(1 for m in moves if not m["saw_run"]),
+            "settled_ms": [round(v, 1) for v in settled]}
+
+
+def measure_reference(browser, url: str, n: int) -> dict:
+    pg = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    pg.add_init_script(PROBE_JS)
+    pg.goto(url)
+    pg.wait_for_selector('[data-testid="stMetric"]', timeout=120_000)
+    _quiet(pg, 1500)
+    load = loadavg()
+    moves = _slider_moves(pg, "rrf_k", n) + _slider_moves(pg, "weight", n // 2)
+    pg.context.close()
+    return {"loadavg": [load, loadavg()], "slider": _summary(moves)}
+
+
+def measure_tune(browser, url: str, n: int, shots: Path | None = None) -> dict:
+    pg = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    pg.add_init_script(PROBE_JS)
+    started = time.perf_counter()
+    pg.goto(url)
+    pg.wait_for_selector(".rwb-card", timeout=FIRST_LOAD_MS)
+    _quiet(pg, 1500)
+    first_load_s = time.perf_counter() - started
+    load = loadavg()
+    kinds = {"rrf_k": _slider_moves(pg, "rrf_k", n, footer=True),
+             "path weight": _slider_moves(pg, "BM25 weight", max(6, n // 2), footer=True)}
+    kinds["preset switch"] = _preset_moves(pg, max(6, n // 2))
+    kinds["confidence factor"] = _slider_moves(pg, "F_conf low", max(6, n // 2), footer=True)
+    if shots is not None:
+        pg.screenshot(path=str(shots))
+    pg.context.close()
+    sliders = [m for kind in SLIDER_KINDS for m in kinds[kind]]
+    return {"first_load_s": round(first_load_s, 1), "loadavg": [load, loadavg()],
+            "kinds": {k: _summary(v) for k, v in kinds.items()}, "slider": _summary(sliders)}
+
+
+def run(ctx) -> Section:
+    section = Section("browser")
+    if not CHROMIUM.exists():
+        section.notes.append("skipped: /usr/bin/chromium is not installed (make chromium)")
+        return section
+    if not REFERENCE.is_file():
+        section.notes.append(f"skipped: the reference page {REFERENCE} is missing")
+        return section
+    from playwright.sync_api import sync_playwright
+
+    n = ctx.pick(12, 24, smoke=4)
+    work = Path(tempfile.mkdtemp(prefix="rwb-browser-"))
+    home = work / "home"                       # fresh: the first session builds index and pool
+    reference = work / "reference" / "streamlit_reference_page.py"
+    reference.parent.mkdir()
+    shutil.copy(REFERENCE, reference)          # outside the repo: no pages/ folder next to it
+    env = {"RWB_HOME": str(home), "RWB_DATASET": str(DEVMEM), "LANCEDB_LOG": "error", "HF_HUB_OFFLINE": "1"}
+    shots = ROOT / "artifacts"
+    shots.mkdir(exist_ok=True)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            with serve(reference, env, work / "reference.log") as ref_url:
+                log("browser: reference page")
+                ref_a = measure_reference(browser, ref_url, n)
+                with serve(ROOT / "app.py", env, work / "app.log") as url:
+                    log("browser: Tune, first session on a fresh RWB_HOME")
+                    first = measure_tune(browser, url, n, shots / "bench-tune-first.png")
+                with serve(ROOT / "app.py", env, work / "app.log") as url:
+                    log("browser: Tune after a restart")
+                    restart = measure_tune(browser, url, n, shots / "bench-tune-restart.png")
+                log("browser: reference page again")
+                ref_b = measure_reference(browser, ref_url, n)
+            browser.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    ref_p50 = median(ref_a["slider"]["settled_ms"] + ref_b["slider"]["settled_ms"])
+    section.figures = {"moves_per_kind": n, "reference": {"before": ref_a, "after": ref_b, "settled_p50_ms": ref_p50},
+                       "tune_first_session": first, "tune_after_restart": restart}
+    r_first = ratio(first["slider"]["settled_p50_ms"], median(ref_a["slider"]["settled_ms"]))
+    r_restart = ratio(restart["slider"]["settled_p50_ms"], median(ref_b["slider"]["settled_ms"]))
+    all_tune = first["slider"]["settled_ms"] + restart["slider"]["settled_ms"]
+    section.ratios = {"knob_to_page_p50_ms": round(median(all_tune), 1),
+                      "knob_ratio_vs_reference": max(r_first, r_restart),
+                      "knob_ratio_first_session": r_first, "knob_ratio_after_restart": r_restart}
+    section.notes.append("ratio: Tune's slider moves (rrf_k, path weight, confidence factor) p50 over the reference "
+                         "page's p50 measured next to it; headline = the worse of the two sessions")
+    return section

@@ -1,0 +1,78 @@
+"""Plotly figures of the Evaluate and Sweep pages (Tune draws none: its score bars are HTML)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from pages._state import PRIMARY, metric_label
+
+CONFIG = {"displayModeBar": False}
+
+
+def intents_figure(intents: pd.DataFrame, metric: str) -> go.Figure:
+    fig = px.bar(intents, x="intent", y=metric, color="pipeline", barmode="group", hover_data=["queries"],
+                 labels={metric: metric_label(metric)})
+    fig.update_layout(height=420, margin=dict(l=8, r=8, t=8, b=8), legend=dict(orientation="h", y=-0.25),
+                      yaxis=dict(range=[0, 1.05]))
+    return fig
+
+
+def per_query_figure(points: pd.DataFrame, base_label: str, cand_label: str) -> go.Figure:
+    fig = px.scatter(points, x="baseline", y="candidate", color="intent", custom_data=["query"],
+                     hover_data={"query": True, "text": True, "delta": ":+.3f"},
+                     labels={"baseline": f"{base_label} {metric_label(PRIMARY)}",
+                             "candidate": f"{cand_label} {metric_label(PRIMARY)}"})
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#8c959f", dash="dot"),
+                             hoverinfo="skip", showlegend=False))
+    fig.update_traces(marker=dict(size=11, opacity=0.75, line=dict(width=1, color="white")),
+                      selector=dict(mode="markers"))
+    fig.update_layout(height=420, margin=dict(l=8, r=8, t=8, b=8), legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(range=[-0.05, 1.05]), yaxis=dict(range=[-0.05, 1.05]), clickmode="event+select")
+    return fig
+
+
+def surface_figure(table: pd.DataFrame, x: str, y: str, metric: str, grid_mode: bool, best_row) -> go.Figure:
+    if grid_mode:
+        grid = table.pivot_table(index=y, columns=x, values=metric, aggfunc="mean")
+        z = grid.to_numpy()
+        finite = np.isfinite(z).any()
+        # clip the colour scale's low end so a few degenerate settings (all weights 0) don't flatten the rest
+        low, high = (float(np.nanpercentile(z, 10)), float(np.nanmax(z))) if finite else (None, None)
+        fig = go.Figure(go.Heatmap(z=z, x=grid.columns, y=grid.index, colorscale="Viridis", zmin=low, zmax=high,
+                                   colorbar=dict(title=metric_label(metric)),
+                                   hovertemplate=f"{x}=%{{x:.3g}}<br>{y}=%{{y:.3g}}<br>{metric}=%{{z:.4f}}<extra></extra>"))
+    else:
+        fig = px.scatter(table, x=x, y=y, color=metric, color_continuous_scale="Viridis")
+        fig.update_traces(marker=dict(size=10))
+    fig.add_trace(go.Scatter(x=[best_row[x]], y=[best_row[y]], mode="markers", showlegend=False,
+                             marker=dict(symbol="star", size=18, color="#ff4b4b", line=dict(color="white", width=1)),
+                             hovertemplate="winner<extra></extra>"))
+    fig.update_layout(height=440, margin=dict(l=8, r=8, t=8, b=8), xaxis_title=x, yaxis_title=y)
+    return fig
+
+
+def rrfk_figure(curve_frame: pd.DataFrame, metric: str, start_k: float) -> go.Figure:
+    fig = px.line(curve_frame, x="rrf.rrf_k", y=metric, log_x=True,
+                  labels={"rrf.rrf_k": "rrf_k", metric: metric_label(metric)})
+    fig.add_vline(x=start_k, line_dash="dot", line_color="#8c959f")
+    # an annotation on a log axis takes log10 coordinates (the line above does not)
+    fig.add_annotation(x=math.log10(start_k), y=1.0, yref="paper", text=f"start ({start_k:g})",
+                       showarrow=False, yanchor="bottom", font=dict(size=11, color="#8c959f"))
+    fig.update_layout(height=200, margin=dict(l=8, r=8, t=24, b=8),
+                      xaxis=dict(tickvals=[1, 2, 5, 10, 20, 50, 100, 200]))
+    return fig
+
+
+def folds_figure(folds: pd.DataFrame, metric: str, height: int) -> go.Figure:
+    long = folds.melt(id_vars=["fold"], value_vars=["train", "held-out"], var_name="split",
+                      value_name=metric_label(metric))
+    fig = px.bar(long, x="fold", y=metric_label(metric), color="split", barmode="group",
+                 color_discrete_map={"train": "#4C78A8", "held-out": "#F58518"})
+    fig.update_layout(height=height, margin=dict(l=8, r=8, t=8, b=8), legend=dict(orientation="h", y=1.15),
+                      xaxis=dict(dtick=1), yaxis=dict(range=[0, 1.05]))
+    return fig

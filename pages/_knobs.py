@@ -1,0 +1,164 @@
+"""Knob widgets generated from the parameter registry (``retrieval.pipeline.knobs``).
+
+Nothing here lists parameters by hand: every widget, label, range, step and help text
+comes from the fusion's own params class; the only page-side choices are how a path is
+grouped on screen and which routed profile's knobs are shown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+from pages._state import TUNE_CONFIG, TUNE_KNOB_PREFIX
+from retrieval.candidates import DEFAULT_POOL_DEPTH
+from retrieval.fusion import FUSIONS
+from retrieval.params import Knob, KnobRef
+from retrieval.pipeline import PipelineConfig, knobs, sweepable_params, with_param
+
+FUSION_PATH = "fusion"
+GROUPS = {"fusion": "Fusion", "weights": "Path weights", "quality": "Confidence & vitality",
+          "ranking": "Candidates & ranking"}
+FUSION_KNOB = Knob("choice", "fusion method", "vector/bm25: one path · rrf: reciprocal rank · weighted: score "
+                   "union · adaptive: seed 001 profiles · salience: seed 000", options=tuple(FUSIONS),
+                   sweepable=False)
+
+
+def group_of(path: str) -> str:
+    leaf = path.rsplit(".", 1)[-1]
+    if ".quality." in path:
+        return "quality"
+    if leaf.startswith("w_") or leaf.endswith("_weight"):
+        return "weights"
+    if "." not in path:
+        return "fusion" if path == FUSION_PATH else "ranking"
+    return "fusion"
+
+
+def routed_profiles(config: PipelineConfig) -> list[str]:
+    """Names of the profiles an intent router chooses from ([] when there is no router)."""
+    params = config.params
+    if getattr(params, "intent_router", False):
+        return [p.name for p in params.profiles]
+    return []
+
+
+def tune_knobs(config: PipelineConfig, edit_profile: str | None = None) -> list[KnobRef]:
+    """The fusion switch, then every knob of ``config`` (with a router: only the knobs of
+    the profile being edited)."""
+    refs = [KnobRef(FUSION_PATH, FUSION_KNOB, config.fusion)]
+    routed = routed_profiles(config)
+    prefix = f"{config.fusion}.profiles."
+    for ref in knobs(config):
+        if routed and ref.path.startswith(prefix) and not ref.path.startswith(f"{prefix}{edit_profile}."):
+            continue
+        refs.append(ref)
+    return refs
+
+
+def key_of(path: str) -> str:
+    return TUNE_KNOB_PREFIX + path
+
+
+def apply(config: PipelineConfig, path: str, value, pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
+    """``config`` with one knob set; ValueError (with the engine's message) when invalid."""
+    if path == FUSION_PATH:
+        if value == config.fusion:
+            return config
+        new = dataclasses.replace(config, fusion=value, params=None)
+    else:
+        new = with_param(config, path, value)
+    if new.path_depth > pool_depth:
+        raise ValueError(f"per-path depth {new.path_depth} exceeds the candidate pool ({pool_depth}); "
+                         "lower max results, the multiplier or the depth")
+    return new
+
+
+def value_of(config: PipelineConfig, path: str):
+    if path == FUSION_PATH:
+        return config.fusion
+    for ref in knobs(config):
+        if ref.path == path:
+            return ref.value
+    raise KeyError(path)
+
+
+@dataclass(frozen=True)
+class KnobError:
+    label: str
+    message: str
+
+
+def _on_change(path: str, label: str, pool_depth: int, error_key: str) -> None:
+    current = st.session_state[TUNE_CONFIG]
+    try:
+        st.session_state[TUNE_CONFIG] = apply(current, path, st.session_state[key_of(path)], pool_depth)
+        st.session_state[error_key] = None
+    except ValueError as error:
+        st.session_state[error_key] = KnobError(label, str(error))
+        st.session_state[key_of(path)] = value_of(current, path)
+
+
+def render(ref: KnobRef, pool_depth: int, error_key: str) -> None:
+    """One widget bound to ``ref.path``; a refused value is reverted and reported in ``error_key``."""
+    knob, value, key = ref.knob, ref.value, key_of(ref.path)
+    try:
+        st.session_state[key]           # ``key in st.session_state`` copies the whole state: avoid it
+    except KeyError:
+        st.session_state[key] = value
+    label = knob.label
+    common = dict(key=key, on_change=_on_change, args=(ref.path, label, pool_depth, error_key),
+                  help=knob.help or None)
+    if knob.kind == "bool":
+        st.toggle(label, **common)
+    elif knob.kind == "choice":
+        st.selectbox(label, knob.options, **common)
+    elif knob.optional or knob.lo is None or knob.hi is None:
+        if knob.kind == "int":
+            st.number_input(label, min_value=None if knob.min is None else int(knob.min), step=int(knob.step or 1),
+                            placeholder="none", **common)
+        else:
+            st.number_input(label, step=float(knob.step or 0.01), format="%.4f", placeholder="none", **common)
+    elif knob.kind == "int":
+        lo, hi = int(min(knob.lo, value)), int(max(knob.hi, value))
+        st.slider(label, lo, hi, step=int(knob.step or 1), **common)
+    else:
+        lo, hi = float(min(knob.lo, value)), float(max(knob.hi, value))
+        st.slider(label, lo, hi, step=float(knob.step or (hi - lo) / 100), **common)
+
+
+def band_counts(confidence: np.ndarray, vitality: np.ndarray, quality) -> dict[str, tuple[int, int, int]]:
+    """Documents in each confidence and vitality band (high, mid, low) under ``quality``'s
+    thresholds — as ``F_conf``/``F_vit`` split them."""
+    c_high = int((confidence >= quality.conf_high).sum())
+    c_low = int((confidence < quality.conf_low).sum())
+    v_high = int((vitality > quality.vit_high).sum())
+    v_low = int((vitality < quality.vit_low).sum())
+    return {"confidence": (c_high, len(confidence) - c_high - c_low, c_low),
+            "vitality": (v_high, len(vitality) - v_high - v_low, v_low)}
+
+
+# ---- Sweep axes -------------------------------------------------------------------------------
+
+def sweep_axes(config: PipelineConfig, edit_profile: str | None = None) -> dict[str, KnobRef]:
+    """The numeric knobs a sweep may vary, by path (with a router: the edited profile's)."""
+    allowed = set(sweepable_params(config))
+    return {ref.path: ref for ref in tune_knobs(config, edit_profile)
+            if ref.path in allowed and ref.knob.kind in ("float", "int") and ref.knob.lo is not None
+            and ref.knob.hi is not None}
+
+
+def axis_label(ref: KnobRef) -> str:
+    return f"{ref.knob.label} · {ref.path}"
+
+
+def value_of_profile(config: PipelineConfig, profile_path: str):
+    """The profile object at ``adaptive.profile`` or ``adaptive.profiles.<name>``."""
+    parts = profile_path.split(".")[1:]
+    obj = config.params
+    for part in parts:
+        obj = next(p for p in obj if p.name == part) if isinstance(obj, tuple) else getattr(obj, part)
+    return obj

@@ -1,0 +1,512 @@
+"""Session state and cached handles: the workspace a page works on.
+
+Heavy objects (dataset, index, candidate pool, judgments) load once per process with
+``st.cache_resource`` and are never mutated; cache keys are plain strings plus a cheap
+*stamp* (mtime and size of the dataset files or of the judgment store), so an edited
+dataset or a new judgment is picked up at once. Every page initialises the shared keys
+with ``init_shared_state`` and so also runs on its own.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import streamlit as st
+
+from eval.fast import DEFAULT_METRICS, Judged, judge, per_query
+from eval.pool import load_pool, pool_path
+from eval.store import ExperimentStore, JudgmentStore, ProfileStore, check_name
+from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
+from retrieval.dataset import Dataset, DatasetError, Query, load_dataset, qrels_path
+from retrieval.index import IndexHandle, open_index, rwb_home
+from retrieval.pipeline import PIPELINES, PipelineConfig, from_toml, run_pipeline, to_toml
+from retrieval.profiles import PRESETS
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DATASETS_DIR = ROOT / "datasets"
+DEFAULT_DATASET = "datasets/devmem"
+EMBEDDERS = ("minilm", "use-multilingual")
+METRICS: tuple[str, ...] = tuple(DEFAULT_METRICS)       # ndcg@5, recall@5, mrr@5, precision@5, hit_rate@5
+PRIMARY = "ndcg@5"
+OTHER_PATH = "Other folder…"
+GRADES = (0, 1, 2, 3)
+GRADE_LABELS = {0: "0 · not relevant", 1: "1 · related", 2: "2 · relevant", 3: "3 · exact answer"}
+METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P", "hit_rate": "Hit", "map": "MAP"}
+
+# shared (sidebar) session keys
+K_DATASET = "rwb_dataset"
+K_DATASET_TYPED = "rwb_dataset_typed"
+K_EMBEDDER = "rwb_embedder"
+K_BASELINE = "rwb_baseline"
+K_RUN_STARTED = "rwb_run_started"
+# Tune's canonical state (other pages hand configs to Tune through these)
+TUNE_CONFIG = "tune_config"
+TUNE_SOURCE = "tune_source"
+TUNE_KNOB_PREFIX = "tune_k_"
+
+
+def metric_label(name: str) -> str:
+    base, _, cutoff = name.partition("@")
+    return f"{METRIC_LABELS.get(base, base)}@{cutoff}" if cutoff else METRIC_LABELS.get(base, base)
+
+
+# ---- datasets and sidebar state ------------------------------------------------------------
+
+def env_dataset() -> str:
+    return os.environ.get("RWB_DATASET", DEFAULT_DATASET)
+
+
+def resolve_path(path: str) -> Path:
+    """A dataset path as typed: absolute, relative to the working folder, or to the repository
+    (inside RWB_DATA_ROOT when remote use is allowed: ``retrieval.access.confine``)."""
+    from retrieval.access import confine
+
+    candidate = Path(path).expanduser()
+    if candidate.is_absolute() or candidate.exists():
+        return confine(candidate)
+    return confine(ROOT / candidate)
+
+
+def dataset_choices() -> list[str]:
+    """The env default first, then every folder under ``datasets/`` holding a corpus."""
+    found = []
+    if DATASETS_DIR.is_dir():
+        found = sorted(f"datasets/{p.name}" for p in DATASETS_DIR.iterdir() if (p / "corpus.jsonl").is_file())
+    return list(dict.fromkeys([env_dataset(), *found]))
+
+
+def ensure_navigation() -> None:
+    """Route through app.py even when the server's first visitor opens a page URL directly.
+
+    Streamlit starts in its legacy "pages/ folder" mode (our pages live in ``pages/``) and
+    leaves it only once ``st.navigation`` has run; until then a URL such as ``/sweep`` runs
+    the page script alone, without app.py's navigation and sidebar. Leave that mode and
+    rerun: the rerun executes app.py, whose ``st.navigation`` opens the requested page.
+    """
+    try:
+        from streamlit import config
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # a future Streamlit without the legacy mode
+        return
+    # AppTest resets the flag before every run and runs a switched-to page alone, on purpose
+    if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def init_shared_state() -> None:
+    """Defaults for the sidebar keys, so every page also runs on its own."""
+    ensure_navigation()
+    st.session_state.setdefault(K_DATASET, env_dataset())
+    st.session_state.setdefault(K_DATASET_TYPED, "")
+    st.session_state.setdefault(K_EMBEDDER, EMBEDDERS[0])
+    st.session_state.setdefault(K_BASELINE, "vector")
+
+
+def dataset_path() -> str:
+    init_shared_state()
+    pick = st.session_state[K_DATASET]
+    if pick == OTHER_PATH:
+        return st.session_state[K_DATASET_TYPED].strip() or env_dataset()
+    return pick
+
+
+def dataset_stamp(path: str) -> tuple:
+    """Cheap change detector for a dataset folder: (name, mtime_ns, size) of its files."""
+    root = resolve_path(path)
+    files = [root / "corpus.jsonl", root / "queries.jsonl", root / "dataset.toml", qrels_path(root)]
+    out = []
+    for file in files:
+        if file is not None and file.is_file():
+            stat = file.stat()
+            out.append((file.name, stat.st_mtime_ns, stat.st_size))
+    return tuple(out)
+
+
+def file_stamp(path: Path) -> tuple:
+    try:
+        stat = path.stat()
+        return (stat.st_mtime_ns, stat.st_size)
+    except FileNotFoundError:
+        return (0, 0)
+
+
+def mark_run_start() -> None:
+    """Called first thing in app.py: the footer of Tune reports the whole rerun from here."""
+    st.session_state[K_RUN_STARTED] = time.perf_counter()
+
+
+# ---- cached resources ------------------------------------------------------------------------
+
+def _freeze_heap() -> None:
+    """Move everything loaded so far out of the garbage collector's reach (``gc.freeze``):
+    later collections no longer walk the model, the pool and the dataset (ENV-NOTES)."""
+    gc.collect()
+    gc.freeze()
+
+
+@st.cache_resource(max_entries=8, show_spinner="Loading dataset…")
+def get_dataset(path: str, stamp: tuple) -> Dataset:
+    return load_dataset(resolve_path(path))
+
+
+@st.cache_resource(max_entries=4, show_spinner="Opening the index (the embedding model loads once)…")
+def get_index(path: str, stamp: tuple, embedder: str) -> IndexHandle:
+    handle = open_index(get_dataset(path, stamp), embedder)
+    _freeze_heap()
+    return handle
+
+
+@st.cache_resource(max_entries=4, show_spinner="Retrieving candidates for the query set (once per dataset)…")
+def get_pool(path: str, stamp: tuple, embedder: str) -> Candidates:
+    pool = load_pool(get_dataset(path, stamp), embedder, DEFAULT_POOL_DEPTH)
+    _freeze_heap()
+    return pool
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def get_judged(path: str, stamp: tuple, embedder: str, qrels_rev: tuple) -> tuple[dict, Judged]:
+    """Merged qrels (dataset + workbench judgments) and their alignment with the pool."""
+    dataset = get_dataset(path, stamp)
+    qrels = JudgmentStore(dataset).qrels()
+    return qrels, judge(get_pool(path, stamp, embedder), qrels)
+
+
+@st.cache_resource(max_entries=32, show_spinner="Retrieving candidates for the free-text query…")
+def free_text_candidates(path: str, stamp: tuple, embedder: str, text: str) -> Candidates:
+    handle = get_index(path, stamp, embedder)
+    return build_candidates(handle, [Query(id="free-text", text=text)], pool_depth=DEFAULT_POOL_DEPTH)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def doc_quality(path: str, stamp: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Every document's confidence and vitality (for the band counts next to Tune's factors)."""
+    docs = get_dataset(path, stamp).documents
+    return (np.array([d.confidence for d in docs], dtype=np.float64),
+            np.array([d.vitality for d in docs], dtype=np.float64))
+
+
+@dataclass(frozen=True, eq=False)
+class LiveRun:
+    """One pipeline re-scored over the whole query set with ``eval.fast`` (Tune's hot path)."""
+
+    config: PipelineConfig
+    run: object                     # retrieval.pipeline.PipelineRun
+    judged: Judged
+    values: dict[str, np.ndarray]   # metric → per-query value (NaN where the query has no judgments)
+    means: dict[str, float]         # over the counted queries (judged; missing ones count 0)
+    seconds: float                  # re-score + rank + metrics
+
+    def counted(self, metric: str) -> np.ndarray:
+        """Per-query values over the counted queries (judged ones, missing ones as 0), as eval.sweep."""
+        values = self.values[metric][self.judged.judged]
+        return np.concatenate([values, np.zeros(self.judged.n_missing)]) if self.judged.n_missing else values
+
+
+def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,
+                    metrics: tuple[str, ...] = METRICS) -> LiveRun:
+    """Re-score, rank and evaluate a whole query set (timed with ``perf_counter``)."""
+    start = time.perf_counter()
+    run = run_pipeline(c, config)
+    values = per_query(c, judged, run.ranking, tuple(metrics))
+    n = judged.n_judged
+    means = {name: (float(np.nansum(v)) / n if n else 0.0) for name, v in values.items()}
+    return LiveRun(config, run, judged, values, means, time.perf_counter() - start)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def cached_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
+                      config: PipelineConfig) -> LiveRun:
+    _, judged = get_judged(path, stamp, embedder, qrels_rev)
+    return evaluate_config(get_pool(path, stamp, embedder), judged, config)
+
+
+_LIVE: "OrderedDict[tuple, LiveRun]" = OrderedDict()
+_LIVE_SIZE = 64
+
+
+def live_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, config: PipelineConfig) -> LiveRun:
+    """``cached_evaluation`` without Streamlit's argument hashing (which pickles the whole config:
+    ~1 ms a call): a small LRU keyed by the frozen config itself, for Tune's every-move baseline."""
+    key = (path, stamp, embedder, qrels_rev, config)
+    hit = _LIVE.get(key)
+    if hit is None:
+        _, judged = get_judged(path, stamp, embedder, qrels_rev)
+        hit = _LIVE[key] = evaluate_config(get_pool(path, stamp, embedder), judged, config)
+        while len(_LIVE) > _LIVE_SIZE:
+            _LIVE.popitem(last=False)
+    else:
+        _LIVE.move_to_end(key)
+    return hit
+
+
+def clear_caches() -> None:
+    _LIVE.clear()
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+# ---- the workspace: what a page works on ----------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Workspace:
+    path: str
+    stamp: tuple
+    embedder: str
+    dataset: Dataset
+    baseline_label: str
+
+    @property
+    def judgments(self) -> JudgmentStore:
+        return JudgmentStore(self.dataset)
+
+    @property
+    def qrels_rev(self) -> tuple:
+        return file_stamp(self.judgments.path)
+
+    @property
+    def baseline(self) -> PipelineConfig:
+        return resolve_config(self.baseline_label)
+
+    @property
+    def has_queries(self) -> bool:
+        return bool(self.dataset.queries)
+
+    def pool(self) -> Candidates:
+        return get_pool(self.path, self.stamp, self.embedder)
+
+    def judged(self) -> tuple[dict, Judged]:
+        return get_judged(self.path, self.stamp, self.embedder, self.qrels_rev)
+
+    def qrels(self) -> dict:
+        return self.judgments.qrels()
+
+    def evaluation(self, config: PipelineConfig) -> LiveRun:
+        """Cached: for baselines and lists of pipelines (Tune times its own, uncached)."""
+        return cached_evaluation(self.path, self.stamp, self.embedder, self.qrels_rev, config)
+
+    def evaluate_now(self, config: PipelineConfig) -> LiveRun:
+        _, judged = self.judged()
+        return evaluate_config(self.pool(), judged, config)
+
+    def free_text(self, text: str) -> Candidates:
+        return free_text_candidates(self.path, self.stamp, self.embedder, text)
+
+    def fingerprint(self) -> str:
+        return self.dataset.fingerprint
+
+
+def workspace() -> Workspace:
+    """The dataset chosen in the sidebar, loaded; shows the problems and stops when it cannot be."""
+    from pages._markup import md
+
+    init_shared_state()
+    path = dataset_path()
+    try:
+        stamp = dataset_stamp(path)
+        dataset = get_dataset(path, stamp)
+    except DatasetError as error:
+        st.error(f"**Cannot load dataset {md(path)}** — {len(error.problems)} problem(s):")
+        st.code("\n".join(error.problems[:30]), language=None)
+        st.stop()
+    except OSError as error:
+        st.error(f"Cannot read dataset {md(path)}: {md(error)}")
+        st.stop()
+    return Workspace(path, stamp, st.session_state[K_EMBEDDER], dataset, st.session_state[K_BASELINE])
+
+
+def require_pool(ws: Workspace) -> Candidates:
+    """The candidate pool of the query set, or an explanation and ``st.stop()``.
+
+    When the pool is not on disk yet for this dataset and embedder (a new dataset, or the
+    embedder just switched), it is built here with a progress bar — encoding the corpus and
+    retrieving every query takes seconds to minutes — instead of behind a bare spinner."""
+    from pages._markup import md
+
+    if not ws.has_queries:
+        st.info(f"Dataset **{md(ws.dataset.name)}** has no queries: add a `queries.jsonl` to evaluate it. "
+                "The Data page still browses its corpus.")
+        st.stop()
+    try:
+        if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH).is_file():
+            bar = st.progress(0.0, text=f"Preparing {ws.embedder} for {ws.dataset.name}…")
+
+            def progress(stage: str, done: int, total: int) -> None:
+                bar.progress(min(1.0, done / max(1, total)), text=f"{stage}: {done:,}/{total:,} ({ws.embedder})")
+
+            prepare_dataset(ws.path, ws.embedder, progress)
+            bar.empty()
+        return ws.pool()
+    except (ValueError, RuntimeError, OSError) as error:
+        st.error(f"Cannot retrieve candidates for **{md(ws.dataset.name)}**: {md(error)}")
+        st.stop()
+
+
+def prepare_dataset(path: str, embedder: str, progress: Callable[[str, int, int], None]) -> Candidates | None:
+    """Validate a dataset folder, build its indexes and candidate pool (with progress)."""
+    dataset = load_dataset(resolve_path(path))
+    open_index(dataset, embedder, progress=progress)
+    if dataset.queries:
+        return load_pool(dataset, embedder, DEFAULT_POOL_DEPTH, progress=progress)
+    return None
+
+
+def home_dir() -> Path:
+    return rwb_home()
+
+
+# ---- configs: pipelines, profiles, saved -----------------------------------------------------
+
+def profile_pipeline(name: str) -> PipelineConfig:
+    """One of seed 001's presets as a pipeline: adaptive fusion with that fixed profile."""
+    from retrieval.fusion import get_fusion
+
+    profile = next(p for p in PRESETS if p.name == name)
+    return PipelineConfig(f"profile-{name}", "adaptive", f"Adaptive fusion with the {name} profile.",
+                          params=get_fusion("adaptive").params(profile=profile))
+
+
+def config_labels() -> list[str]:
+    """Choices for any "pipeline or profile" picker: built-ins, presets, saved profiles."""
+    return [*PIPELINES, *(f"profile:{p.name}" for p in PRESETS), *(f"saved:{n}" for n in ProfileStore().names())]
+
+
+def resolve_config(label: str) -> PipelineConfig:
+    if label.startswith("profile:"):
+        return profile_pipeline(label.split(":", 1)[1])
+    if label.startswith("saved:"):
+        return ProfileStore().load(label.split(":", 1)[1])
+    if label in PIPELINES:
+        return PIPELINES[label]
+    raise ValueError(f"unknown pipeline or profile {label!r}")
+
+
+def format_label(label: str) -> str:
+    if label.startswith("profile:"):
+        return f"◆ profile · {label[8:]}"
+    if label.startswith("saved:"):
+        return f"★ saved · {label[6:]}"
+    return f"▸ {label}"
+
+
+ORIGIN_PREFIX = "from: "
+
+
+def origin_of(config: PipelineConfig) -> str | None:
+    """The pipeline or preset label a saved profile was derived from (kept in its description)."""
+    for line in config.description.splitlines():
+        if line.startswith(ORIGIN_PREFIX):
+            return line[len(ORIGIN_PREFIX):].strip()
+    return None
+
+
+def default_for(config: PipelineConfig) -> PipelineConfig:
+    """What a config is compared with: the preset it was saved from, the same-named built-in,
+    else a fresh config of its fusion."""
+    origin = origin_of(config)
+    if origin:
+        try:
+            return resolve_config(origin)
+        except ValueError:
+            pass
+    if config.name in PIPELINES:
+        return PIPELINES[config.name]
+    if config.name.startswith("profile-") and any(p.name == config.name[8:] for p in PRESETS):
+        return profile_pipeline(config.name[8:])
+    base = config.name.rsplit("-custom", 1)[0]
+    if base in PIPELINES:
+        return PIPELINES[base]
+    return PipelineConfig(config.name, config.fusion)
+
+
+def parse_toml(text: str) -> PipelineConfig:
+    return from_toml(text, "edited profile")
+
+
+def tune_config() -> PipelineConfig:
+    st.session_state.setdefault(TUNE_SOURCE, "rrf")
+    if TUNE_CONFIG not in st.session_state:
+        st.session_state[TUNE_CONFIG] = resolve_config(st.session_state[TUNE_SOURCE])
+    return st.session_state[TUNE_CONFIG]
+
+
+def set_tune_config(config: PipelineConfig, source: str | None = None) -> None:
+    """Hand a config to Tune (from Sweep, Profiles, Reports…): knob widgets re-read it."""
+    st.session_state[TUNE_CONFIG] = config
+    if source is not None:
+        st.session_state[TUNE_SOURCE] = source
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(TUNE_KNOB_PREFIX)]:
+        del st.session_state[key]
+
+
+def is_tuned(config: PipelineConfig) -> bool:
+    try:
+        return config != resolve_config(st.session_state.get(TUNE_SOURCE, config.name))
+    except ValueError:
+        return True
+
+
+# ---- stores: profiles and experiments -------------------------------------------------------
+
+def profile_exists(name: str) -> bool:
+    return name in ProfileStore().names()
+
+
+def save_profile(name: str, config: PipelineConfig, origin: str | None = None) -> Path:
+    """Save under ``name`` (the config is renamed to it; ``origin`` — the pipeline or preset
+    label it came from — is kept in its description for the diff on the Profiles page)."""
+    check_name(name)
+    description = "\n".join(line for line in config.description.splitlines() if not line.startswith(ORIGIN_PREFIX))
+    if origin and not origin.startswith("saved:"):
+        description = f"{description}\n{ORIGIN_PREFIX}{origin}".strip()
+    elif origin and origin.startswith("saved:"):
+        inherited = origin_of(config)
+        if inherited:
+            description = f"{description}\n{ORIGIN_PREFIX}{inherited}".strip()
+    return ProfileStore().save(name, replace(config, name=name, description=description))
+
+
+def delete_profile(name: str) -> None:
+    path = ProfileStore().root / f"{check_name(name)}.toml"
+    if not path.is_file():
+        raise ValueError(f"no saved profile named {name!r}")
+    path.unlink()
+
+
+def rename_profile(old: str, new: str) -> Path:
+    if profile_exists(new):
+        raise ValueError(f"a profile named {new!r} exists already")
+    config = ProfileStore().load(old)
+    path = ProfileStore().save(new, replace(config, name=check_name(new)))
+    delete_profile(old)
+    return path
+
+
+def log_experiment(ws: Workspace, config: PipelineConfig, means: dict[str, float], source: str,
+                   baseline: PipelineConfig | None = None, baseline_means: dict[str, float] | None = None) -> dict:
+    record = {
+        "name": config.name, "source": source, "dataset": ws.dataset.name, "dataset_path": ws.path,
+        "fingerprint": ws.fingerprint(), "embedder": ws.embedder, "config": to_toml(config),
+        "metrics": {k: round(float(v), 6) for k, v in means.items()},
+        "queries": int(ws.judged()[1].n_judged),
+    }
+    if baseline is not None and baseline_means is not None:
+        record["baseline"] = baseline.name
+        record["baseline_metrics"] = {k: round(float(v), 6) for k, v in baseline_means.items()}
+    return ExperimentStore().add(record)
+
+
+def experiments() -> list[dict]:
+    return ExperimentStore().list()
+
+
+def experiment_record(index: int) -> dict:
+    return ExperimentStore().list()[index]
