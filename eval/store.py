@@ -141,7 +141,13 @@ class ProfileStore:
         path = self.root / f"{check_name(name)}.toml"
         if not path.is_file():
             raise ValueError(f"no saved profile named {name!r}")
-        return from_toml(path.read_text("utf-8"), str(path))
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ValueError(f"{path}: cannot be read ({error}); move it aside") from None
+        if not text.strip():
+            raise ValueError(f"{path}: is empty (damaged); save the profile again or delete the file")
+        return from_toml(text, str(path))
 
     def names(self) -> list[str]:
         return sorted(p.stem for p in self.root.glob("*.toml")) if self.root.is_dir() else []

@@ -115,6 +115,8 @@ def normalise(stdout: str) -> str:
     """Output without fields that legitimately change when an index is rebuilt."""
     try:
         obj = json.loads(stdout)
+        if not isinstance(obj, dict):
+            return json.dumps(obj, sort_keys=True)
         for result in obj.get("results", []):
             result.pop("explain", None)
         obj.pop("degraded", None)
