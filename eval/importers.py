@@ -21,14 +21,12 @@ for evaluation.
 
 from __future__ import annotations
 
-import argparse
 import calendar
 import json
 import math
 import os
 import re
 import shutil
-import sys
 import tempfile
 import time
 import tomllib
@@ -40,6 +38,7 @@ from typing import Callable, Iterable, Iterator
 
 import tomli_w
 
+from eval.progress import iterate as _progress
 from retrieval.dataset import MAX_TEXT_CHARS, Dataset, DatasetError, load_dataset, loads_strict
 from retrieval.files import atomic_write_text, fsync_dir, fsync_tree
 
@@ -91,16 +90,7 @@ class ImportResult:
 
 
 # ---------------------------------------------------------------------------
-# Shared plumbing: atomic write, progress, JSONL reading
-
-
-def _progress(items: Iterable, desc: str, total: int | None = None, unit: str = "it") -> Iterable:
-    """tqdm on stderr when it is a terminal; the bare iterable otherwise."""
-    if not sys.stderr.isatty():
-        return items
-    from tqdm import tqdm
-
-    return tqdm(items, desc=desc, total=total, unit=unit, file=sys.stderr, leave=False)
+# Shared plumbing: atomic write, JSONL reading
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -1027,56 +1017,3 @@ def import_markdown(src: str | Path, dest: str | Path, *, force: bool = False, n
                 shutil.copyfile(path, target)
 
     return write_atomically("markdown", dest, build, force=force, sources=[src], name=name, card=card)
-
-
-# ---------------------------------------------------------------------------
-# Command line
-
-
-def _report(result: ImportResult) -> int:
-    print(result.summary())
-    for note in result.notes[:5]:
-        print(f"rwb: note: {note}", file=sys.stderr)
-    if len(result.notes) > 5:
-        print(f"rwb: note: … and {len(result.notes) - 5} more notes", file=sys.stderr)
-    return 0
-
-
-def _cmd(args) -> int:
-    common = {"force": args.force, "name": args.name}
-    if args.kind == "beir":
-        result = import_beir(args.src, args.dest, split=args.split, **common)
-    elif args.kind == "locomo":
-        result = import_locomo(args.src, args.dest, **common)
-    elif args.kind == "trec-qrels":
-        result = import_trec_qrels(args.src, args.dest, corpus=args.corpus, queries=args.queries, **common)
-    else:
-        result = import_markdown(args.src, args.dest, project=args.project, copy_files=not args.no_copy, **common)
-    return _report(result)
-
-
-def add_commands(sub) -> None:
-    """Register ``rwb import KIND SRC DEST [--force] [--name NAME]``."""
-    parser = sub.add_parser(
-        "import", help="convert BEIR, LoCoMo, TREC qrels or a markdown workspace into a dataset folder",
-        description="Convert outside data into a dataset folder. The folder is built next to DEST, "
-                    "validated, then renamed into place: a failed import leaves nothing at DEST.")
-    kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("src", metavar="SRC")
-    common.add_argument("dest", metavar="DEST", help="the dataset folder to write")
-    common.add_argument("--force", action="store_true", help="replace DEST if it is a dataset folder already")
-    common.add_argument("--name", help="dataset name (default: DEST's folder name)")
-
-    p = kinds.add_parser("beir", parents=[common], help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
-    p.add_argument("--split", default="test", help="qrels split to import (qrels/SPLIT.tsv; default test)")
-    p = kinds.add_parser("locomo", parents=[common], help="LoCoMo's native locomo10.json")
-    p = kinds.add_parser("trec-qrels", parents=[common],
-                         help="a TREC qrels file (qid 0 docid grade) onto an existing corpus")
-    p.add_argument("--corpus", required=True, help="a dataset folder (or its corpus.jsonl)")
-    p.add_argument("--queries", help="a dataset folder or queries.jsonl (default: the corpus folder's)")
-    p = kinds.add_parser("markdown", parents=[common], help="a markdown memory workspace folder")
-    p.add_argument("--project", help="project name of project-scope memories (default: SRC's folder name)")
-    p.add_argument("--no-copy", action="store_true", help="do not copy the markdown files into DEST")
-    for p in kinds.choices.values():
-        p.set_defaults(func=_cmd)

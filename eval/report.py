@@ -106,10 +106,27 @@ def eval_summary(evaluation: Evaluation, significance: Significance | None,
 
 # ---- text tables ---------------------------------------------------------------------------
 
-def fmt_p(p: float) -> str:
+# The report's number formats; the workbench's pages use the same ones.
+
+def fmt_p(p: float | None) -> str:
+    """A p-value: ``<0.001``, else three decimals; ``–`` when there is none (NaN, None)."""
     if p is None or not math.isfinite(p):
         return "–"
     return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def fmt_value(value: float | None, digits: int = 4) -> str:
+    """A metric mean: ``digits`` decimals; ``–`` when there is none."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value:.{digits}f}"
+
+
+def fmt_delta(value: float | None, digits: int = 4) -> str:
+    """A difference against the baseline, signed: ``+0.0123``; ``–`` when there is none."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value:+.{digits}f}"
 
 
 def metric_rows(evaluation: Evaluation, significance: Significance | None) -> list[list[str]]:
@@ -119,7 +136,7 @@ def metric_rows(evaluation: Evaluation, significance: Significance | None) -> li
         row = [label + (" (baseline)" if significance and label == significance.baseline else "")]
         for m in evaluation.metrics:
             cell = significance.cells.get(label, {}).get(m) if significance else None
-            value = f"{evaluation.results[label][m]:.4f}"
+            value = fmt_value(evaluation.results[label][m])
             if cell is None:
                 row.append(value)
             else:
@@ -321,7 +338,7 @@ def _metric_html_rows(evaluation: Evaluation, significance: Significance | None)
         is_base = significance is not None and label == significance.baseline
         row = [f"<b>{_esc(label)}</b>" + (" <span class=\"muted\">(baseline)</span>" if is_base else "")]
         for m in evaluation.metrics:
-            value = f"{evaluation.results[label][m]:.4f}"
+            value = fmt_value(evaluation.results[label][m])
             cell = significance.cells.get(label, {}).get(m) if significance else None
             if cell is None:
                 row.append(value)
@@ -363,7 +380,7 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
     if significance:
         md += [f"## Per query vs {significance.baseline} ({primary})", "",
                md_table(["pipeline", "wins", "ties", "losses", f"Δ{primary}"],
-                        [[p, c[primary].wins, c[primary].ties, c[primary].losses, f"{c[primary].delta:+.4f}"]
+                        [[p, c[primary].wins, c[primary].ties, c[primary].losses, fmt_delta(c[primary].delta)]
                          for p, c in significance.cells.items()]), ""]
     if budget:
         md += ["## Token budget", "", _budget_note(budget), "",
@@ -380,7 +397,7 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
                "```toml", sweep.best_toml().rstrip(), "```", ""]
     md += ["## Fingerprint", "", f"- dataset: `{fp['dataset']}` sha256 `{fp['dataset_fingerprint']}`",
            f"- model: `{fp['model']}`", f"- analyzer: `{fp['analyzer']}`", f"- pool depth: {fp['pool_depth']}",
-           f"- versions: " + ", ".join(f"{k} {v}" for k, v in fp["versions"].items()), ""]
+           "- versions: " + ", ".join(f"{k} {v}" for k, v in fp["versions"].items()), ""]
     for name, text in fp["configs"].items():
         md += [f"### {name}", "", "```toml", text.rstrip(), "```", ""]
 

@@ -60,6 +60,12 @@ def _tokens(text):
     (["search", str(TINY), "x", "--top-k", "0"], "rwb: error: --top-k must be ≥ 1, got 0"),
     (["search", str(TINY), "x", "--pipeline", "missing.toml"], "rwb: error: pipeline file 'missing.toml' does not exist"),
     (["index", "no/such/dataset"], "rwb: error: invalid dataset: no/such/dataset"),
+    (["search", str(TINY), "x", "--top-k", "10001"], "rwb: error: --top-k must be ≤ 10,000, got 10,001"),
+    (["search", str(TINY)], "rwb: error: search: the following arguments are required: query"),
+    (["show", str(TINY), "."], "rwb: error: path '.' names the dataset folder itself"),
+    (["show", str(TINY), "../README.md"], "rwb: error:"),
+    (["show", str(TINY), "user/preferences.md", "--lines", "5:2"], "rwb: error: --lines must be START:END"),
+    (["nope"], "rwb: error: argument COMMAND: invalid choice: 'nope'"),
 ])
 def test_bad_input_exits_with_a_one_line_reason(tmp_path, args, reason):
     done = rwb(*args, home=tmp_path / "home")
@@ -82,7 +88,8 @@ def test_invalid_dataset_lists_its_problems(tmp_path):
 def test_pipelines_lists_the_named_pipelines(tmp_path):
     done = rwb("pipelines", home=tmp_path / "home")
     assert done.returncode == 0
-    listed = [line.split()[0] for line in done.stdout.splitlines() if line and not line[0].isspace()]
+    pipelines_part = done.stdout.split("\n\n")[0]   # then a blank line and the fusion methods
+    listed = [line.split()[0] for line in pipelines_part.splitlines() if line and not line[0].isspace()]
     assert set(REQUIRED) <= set(listed)
     assert listed == list(PIPELINES)
     as_json = json.loads(rwb("pipelines", "--json", home=tmp_path / "home").stdout)
@@ -123,3 +130,29 @@ def test_search_text_output(tiny_index, capsys):
     assert out[0].startswith("route=fast profile=- tokens=") and "budget_remaining=" in out[0]
     rank, _score, doc_id, path = out[1].split()[:4]
     assert (rank, doc_id, path) == ("1.", "d01", "user/preferences.md")
+
+
+def test_validate_is_the_loader(tmp_path):
+    """``rwb validate`` accepts what the loader accepts (a naive timestamp is UTC, qrels may be
+    space-separated) and lists every problem the loader finds, one per line."""
+    ok = rwb("validate", str(TINY), home=tmp_path / "home")
+    assert ok.returncode == 0 and ok.stderr == ""
+    assert ok.stdout.startswith("tiny: OK — 10 documents, 4 queries (4 judged)")
+    root = tmp_path / "lenient"
+    root.mkdir()
+    (root / "corpus.jsonl").write_text('{"_id": "a", "text": "alpha", "created_at": "2026-01-02T03:04:05"}\n', "utf-8")
+    (root / "queries.jsonl").write_text('{"_id": "q", "text": "alpha?"}\n', "utf-8")
+    (root / "qrels.tsv").write_text("query-id corpus-id score\nq a 3\n", "utf-8")
+    done = rwb("validate", str(root), home=tmp_path / "home")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reference time 2026-01-02T03:04:05+00:00" in done.stdout
+    (root / "corpus.jsonl").write_text('{"_id": "a", "text": "alpha", "confidence": 2}\n{"_id": "b"}\n', "utf-8")
+    bad = rwb("validate", str(root), home=tmp_path / "home")
+    assert bad.returncode == 2
+    assert bad.stdout.splitlines() == ["corpus.jsonl:1: confidence: 2 is out of range (must be in [0.0, 1.0])",
+                                       "corpus.jsonl:2: text: missing or empty"]
+    assert bad.stderr == f"rwb: error: {root}: 2 problems\n"
+    other = rwb("search", str(root), "x", home=tmp_path / "home")   # every other command: one line
+    assert other.stderr.splitlines() == [
+        "rwb: error: invalid dataset: corpus.jsonl:1: confidence: 2 is out of range (must be in [0.0, 1.0]) "
+        "(and 1 more; `rwb validate` lists them all)"]

@@ -341,8 +341,8 @@ def test_cli_import_and_errors(tmp_path, capsys):
     assert main(["import", "markdown", str(FIXTURES / "workspace"), str(tmp_path / "m"), "--no-copy"]) == 0
     assert not (tmp_path / "m" / "user").exists()
     assert main(["import", "locomo", str(FIXTURES / "locomo" / "locomo_tiny.json"), str(tmp_path / "l")]) == 0
-    with pytest.raises(SystemExit):
-        main(["import", "nonsense", "a", "b"])
+    assert main(["import", "nonsense", "a", "b"]) == 2   # a usage error: one line, no SystemExit
+    assert "invalid choice: 'nonsense'" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------

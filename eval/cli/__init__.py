@@ -1,0 +1,85 @@
+"""``rwb``: the command line. One parser, one error policy, one module per command group.
+
+Error policy, for every command: bad input — a usage error (missing argument, unknown command
+or flag, a value of the wrong type), an invalid dataset, a ``ValueError`` / ``OSError`` from
+the library — exits 2 with ONE line ``rwb: error: …`` on stderr and no traceback. Anything
+else is a bug, reported the same way (``RWB_DEBUG=1`` shows its traceback). Ctrl-C exits 130
+with ``rwb: interrupted``. Progress bars: ``eval.progress`` (stderr, only on a terminal, never
+with ``--quiet``).
+
+Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
+report), ``sweep`` (sweep), ``importing`` (import); shared options and checks in ``_common``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from eval import progress
+from retrieval.dataset import DatasetError
+
+
+class UsageError(Exception):
+    """A command line argparse refused; its message is one line."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors raised (and so reported as one line) instead of printed."""
+
+    def error(self, message: str):
+        where = self.prog.removeprefix("rwb").strip()
+        raise UsageError(f"{where}: {message}" if where else message)
+
+
+def build_parser() -> Parser:
+    from eval.cli import engine, experiment, importing, sweep
+
+    parser = Parser(prog="rwb", description="Retrieval Workbench: index, search, evaluate and tune retrieval "
+                                            "fusion on a labelled dataset.")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in (engine, experiment, sweep, importing):
+        group.register(sub)
+    return parser
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def _dataset_error(error: DatasetError) -> str:
+    first = _one_line(error.problems[0]) if error.problems else "invalid dataset"
+    more = len(error.problems) - 1
+    return f"invalid dataset: {first}" + (f" (and {more} more; `rwb validate` lists them all)" if more > 0 else "")
+
+
+def fail(message: str, status: int = 2) -> int:
+    print(f"rwb: error: {message}", file=sys.stderr)
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    try:
+        args = build_parser().parse_args(argv)
+        progress.set_quiet(getattr(args, "quiet", False))
+        return args.func(args)
+    except UsageError as error:
+        return fail(_one_line(error))
+    except DatasetError as error:
+        return fail(_dataset_error(error))
+    except (ValueError, OSError, RuntimeError) as error:
+        if isinstance(error, BrokenPipeError):  # `rwb pipelines | head`: the reader left
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        return fail(_one_line(error) or type(error).__name__)
+    except KeyboardInterrupt:
+        print("rwb: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # last resort: a bug, still one line
+        if os.environ.get("RWB_DEBUG"):
+            raise
+        return fail(f"internal error: {type(error).__name__}: {_one_line(error)} (RWB_DEBUG=1 shows the traceback)")

@@ -1,0 +1,81 @@
+"""Options and checks shared by the ``rwb`` commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from eval.pool import load_pool
+from eval.progress import Progress
+from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates
+from retrieval.dataset import Dataset, load_dataset
+from retrieval.embedders import DEFAULT_EMBEDDER
+from retrieval.files import atomic_write_text
+from retrieval.limits import MAX_DEPTH
+
+
+def bounded(name: str, value: int, lo: int = 1, hi: int = MAX_DEPTH) -> int:
+    """``value`` if ``lo ≤ value ≤ hi``; a one-line ``ValueError`` naming the flag otherwise."""
+    if value < lo:
+        raise ValueError(f"{name} must be ≥ {lo}, got {value}")
+    if value > hi:
+        raise ValueError(f"{name} must be ≤ {hi:,}, got {value:,}")
+    return value
+
+
+def note(text: str) -> None:
+    print(f"rwb: {text}", file=sys.stderr)
+
+
+def add_quiet(p: argparse.ArgumentParser) -> None:
+    # SUPPRESS: when not given here, `rwb --quiet COMMAND` (the top-level flag) still holds
+    p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress bars")
+
+
+def add_embedder(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="minilm, use-multilingual or a model path")
+
+
+def add_pool_options(p: argparse.ArgumentParser) -> None:
+    """DATASET, --embedder, --pool-depth, --quiet: what every pool-based command takes."""
+    p.add_argument("dataset", help="dataset folder")
+    add_embedder(p)
+    p.add_argument("--pool-depth", type=int, default=DEFAULT_POOL_DEPTH,
+                   help=f"candidates per path retrieved once per query (default {DEFAULT_POOL_DEPTH})")
+    add_quiet(p)
+
+
+def load_with_pool(args) -> tuple[Dataset, Candidates]:
+    """The dataset and its candidate pool (retrieved once, then read from the store)."""
+    bounded("--pool-depth", args.pool_depth)
+    dataset = load_dataset(args.dataset)
+    if not dataset.qrels:
+        raise ValueError(f"dataset {dataset.name!r} has no qrels (qrels/test.tsv): nothing to evaluate")
+    with Progress("doc") as progress:
+        pool = load_pool(dataset, args.embedder, args.pool_depth, progress=progress)
+    for text in dict.fromkeys(n for notes in pool.degraded for n in notes):
+        note(f"degraded: {text}")
+    return dataset, pool
+
+
+def check_depth(configs: dict, pool_depth: int) -> None:
+    """Every pipeline must find the candidates it asks for in the pool."""
+    for label, config in configs.items():
+        if config.path_depth > pool_depth:
+            raise ValueError(f"pipeline {label!r} takes {config.path_depth} candidates per path but the pool holds "
+                             f"{pool_depth}; rerun with --pool-depth {config.path_depth}")
+
+
+def write_file(path: str, text: str, flag: str) -> None:
+    """Write ``text`` to ``path`` atomically (a folder or an unwritable place: one-line error)."""
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"{flag} {path} is a folder; give a file name")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, text)
+
+
+def write_json(path: str, data: dict) -> None:
+    write_file(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n", "--json")

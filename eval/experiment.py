@@ -1,0 +1,128 @@
+"""An experiment: pipelines against a baseline on one candidate pool, with everything a report shows.
+
+``run_experiment`` is the one composition of the harness's steps — ranx evaluation
+(``eval.evaluate``), paired significance against the baseline (``eval.compare``), the
+token-budget metric (``eval.budget``) and the intent router's accuracy and regret
+(``eval.router_eval``). ``rwb eval``, ``rwb report`` and the workbench's Evaluate and Reports
+pages all call it, so they show the same numbers; ``Experiment.summary()`` is the JSON document
+and ``Experiment.write_report()`` the report files (``eval.report``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from eval.budget import DEFAULT_BUDGET, BudgetScore, budget_recall, document_tokens
+from eval.compare import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, Significance, compare_to_baseline
+from eval.evaluate import Evaluation, evaluate_pipelines, intent_of, parse_metrics, resolve_pipelines
+from eval.fast import DEFAULT_METRICS, parse_metric
+from eval.report import eval_summary, write_report
+from eval.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
+from retrieval.candidates import Candidates
+from retrieval.dataset import Dataset
+from retrieval.pipeline import PipelineConfig, get_pipeline
+
+ROUTER_PIPELINE = "seed-adaptive"
+
+
+@dataclass(frozen=True)
+class ExperimentOptions:
+    """How an experiment is scored; checked on construction (``ValueError`` says what is allowed).
+
+    ``metrics``: ranx names ``NAME@K`` (the first is the primary one); ``test``: ``fisher`` or
+    ``student``; ``correction``: ``holm`` or ``bonferroni`` over every pipeline × metric;
+    ``alpha``: significance level after correction; ``permutations`` and ``seed``: Fisher's
+    randomization test; ``token_budget``: of the budget-recall metric; ``router_metric``: the
+    metric of the intent router's regret."""
+
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    test: str = "fisher"
+    correction: str = "holm"
+    alpha: float = 0.05
+    permutations: int = DEFAULT_PERMUTATIONS
+    seed: int = 42
+    token_budget: int = DEFAULT_BUDGET
+    router_metric: str = "ndcg@5"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", parse_metrics(self.metrics))
+        if self.test not in TESTS:
+            raise ValueError(f"unknown test {self.test!r}; choose from {list(TESTS)}")
+        if self.correction not in CORRECTIONS:
+            raise ValueError(f"unknown correction {self.correction!r}; choose from {sorted(CORRECTIONS)}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1), got {self.alpha}")
+        if self.permutations < 1:
+            raise ValueError(f"permutations must be ≥ 1, got {self.permutations}")
+        if self.token_budget < 1:
+            raise ValueError(f"token budget must be ≥ 1, got {self.token_budget}")
+        parse_metric(self.router_metric)
+
+
+@dataclass(frozen=True, eq=False)
+class Experiment:
+    """What ``run_experiment`` computed. ``evaluation.configs`` lists the baseline first."""
+
+    evaluation: Evaluation
+    significance: Significance | None        # None when only the baseline was evaluated
+    budget: dict[str, BudgetScore]            # pipeline label → budget recall
+    router: RouterEvaluation | None           # None when no query carries a routable intent label
+    baseline: str                             # the baseline's label
+    options: ExperimentOptions
+
+    def summary(self) -> dict:
+        """The ``rwb eval --json`` document (also the core of ``report.json``)."""
+        return eval_summary(self.evaluation, self.significance, self.budget, self.router)
+
+    def write_report(self, out_dir: str | Path, sweep=None, title: str | None = None) -> dict[str, Path]:
+        """report.json, report.md and report.html in ``out_dir`` (``sweep``: an optional
+        ``eval.sweep.SweepResult`` to include); returns their paths by kind."""
+        return write_report(out_dir, self.evaluation, self.significance, self.budget, self.router, sweep, title)
+
+
+def experiment_configs(pipelines: Sequence[str | PipelineConfig] | Mapping[str, PipelineConfig],
+                       baseline: str | PipelineConfig = "vector") -> dict[str, PipelineConfig]:
+    """Configs by label, the baseline first under its own name.
+
+    ``pipelines`` is a list of names / TOML paths / configs (labelled by their names, which
+    must be unique) or a mapping label → config (a config equal to the baseline is dropped)."""
+    if not isinstance(pipelines, Mapping):
+        return resolve_pipelines(list(pipelines), baseline=baseline)
+    base = get_pipeline(baseline)
+    configs = {str(base): base}
+    for label, config in pipelines.items():
+        if config != base:
+            configs.setdefault(str(label), config)
+    return configs
+
+
+def run_experiment(pool: Candidates, dataset: Dataset,
+                   pipelines: Sequence[str | PipelineConfig] | Mapping[str, PipelineConfig],
+                   baseline: str | PipelineConfig = "vector", options: ExperimentOptions | None = None, *,
+                   qrels: dict[str, dict[str, int]] | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> Experiment:
+    """Evaluate ``pipelines`` and ``baseline`` on ``pool`` (the candidates of ``dataset``'s queries).
+
+    ``qrels`` defaults to the dataset's (the workbench passes them merged with its own
+    judgments); intents, router labels and token counts come from ``dataset``. Significance is
+    computed when there is more than the baseline; the router is evaluated when some query is
+    labelled with an intent the router knows. ``progress(done, total)`` is called per pipeline."""
+    options = options or ExperimentOptions()
+    qrels = dataset.qrels if qrels is None else qrels
+    configs = experiment_configs(pipelines, baseline)
+    base_label = next(iter(configs))
+    evaluation = evaluate_pipelines(pool, qrels, configs, options.metrics, intent_of(dataset.queries), progress)
+    significance = None
+    if len(configs) > 1:
+        significance = compare_to_baseline(evaluation, qrels, base_label, options.test, options.correction,
+                                           options.alpha, options.permutations, options.seed)
+    tokens = document_tokens(dataset.documents)
+    budget = {label: budget_recall(pool, qrels, run.ranking, options.token_budget, tokens)
+              for label, run in evaluation.runs.items()}
+    labels = {q.id: q.intent for q in dataset.queries}
+    router = None
+    if any(intent in INTENT_TO_PROFILE for intent in labels.values()):
+        router = evaluate_router(pool, qrels, labels, ROUTER_PIPELINE, options.router_metric)
+    return Experiment(evaluation, significance, budget, router, base_label, options)
