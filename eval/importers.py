@@ -42,7 +42,6 @@ from eval.progress import iterate as _progress
 from retrieval.dataset import MAX_TEXT_CHARS, Dataset, DatasetError, load_dataset, loads_strict
 from retrieval.files import atomic_write_text, fsync_dir, fsync_tree
 
-KINDS = ("beir", "locomo", "trec-qrels", "markdown")
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _MAX_PROBLEMS = 200
 MARKER = ".rwb-import.json"

@@ -90,6 +90,12 @@ def ensure_navigation() -> None:
     leaves it only once ``st.navigation`` has run; until then a URL such as ``/sweep`` runs
     the page script alone, without app.py's navigation and sidebar. Leave that mode and
     rerun: the rerun executes app.py, whose ``st.navigation`` opens the requested page.
+
+    Why a private attribute: Streamlit 1.67 decides the mode once per process in
+    ``PagesManager.__init__`` from ``(main script folder / "pages").exists()``; no config option
+    turns it off, and only ``st.navigation`` (which runs in app.py, too late for a first visit to
+    a page URL) resets the class attribute. The folder keeps its name (product layout), so this
+    is the one place the flag is flipped.
     """
     try:
         from streamlit import config

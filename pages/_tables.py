@@ -41,6 +41,10 @@ CSS = """<style>
 .rwb-card{flex:1;border:1px solid #d0d7de;border-radius:8px;padding:6px 10px;min-width:0}
 .rwb-card .l{font-size:0.8rem;color:#57606a}.rwb-card .v{font-size:1.45rem;font-weight:600;line-height:1.3}
 .rwb-card .d{font-size:0.8rem}
+.rwb-cap{font-size:0.8rem;color:#57606a;margin:6px 0 4px}
+.rwb-cap code,.rwb-h code{font-size:0.8rem;background:#f6f8fa;padding:0 3px;border-radius:3px}
+.rwb-badges span{display:inline-block;font-size:0.8rem;border-radius:4px;padding:1px 6px;margin:0 4px 2px 0}
+.rwb-h{margin:6px 0 2px}
 </style>"""
 
 
@@ -80,7 +84,7 @@ def _bar(components: dict[str, float], scale: float) -> str:
 
 
 def ranking_html(response: Response, judgments: dict[str, int] | None, baseline: Response | None = None,
-                 compact: bool = False) -> str:
+                 title: str = "") -> str:
     """One row per result: rank, movement vs the baseline, doc, grade, score with its component
     bar, multipliers, and the text (click to read all of it, path included)."""
     judgments = judgments or {}
@@ -114,15 +118,39 @@ def ranking_html(response: Response, judgments: dict[str, int] | None, baseline:
         rows.append(f"<tr>{''.join(cells)}</tr>")
     if not rows:
         rows.append(f'<tr><td colspan="{len(head)}" style="color:{GREY}">no result passes the thresholds</td></tr>')
-    return f'<table class="rwb-t"><thead><tr>{"".join(head)}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    caption = f'<div class="rwb-h">{_title(title)}</div>' if title else ""
+    return f'{caption}<table class="rwb-t"><thead><tr>{"".join(head)}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def missed_html(missed: list[tuple[str, int, str]]) -> str:
+def _title(title: str) -> str:
+    """"Label · value": the label in bold, the value as code."""
+    label, _, value = title.partition(" · ")
+    return f"<b>{h(label)}</b>" + (f" · <code>{h(value)}</code>" if value else "")
+
+
+def missed_html(missed: list[tuple[str, int, str]], title: str = "") -> str:
     """Judged-relevant documents the configuration did not return: (doc, grade, text)."""
     rows = "".join(f"<tr><td style='width:72px'><code>{h(d)}</code></td><td style='width:44px;color:{GREEN}'>"
                    f"{grade_stars(g)}</td><td><details><summary>{h(' '.join(t.split())[:160])}</summary>"
                    f"<div>{h(t)}</div></details></td></tr>" for d, g, t in missed)
-    return f'<table class="rwb-t"><tbody>{rows}</tbody></table>'
+    caption = f'<div class="rwb-h"><b>{h(title)}</b></div>' if title else ""
+    return f'{caption}<table class="rwb-t"><tbody>{rows}</tbody></table>'
+
+
+BADGE_COLOURS = {"blue": ("#ddf4ff", "#0969da"), "violet": ("#fbefff", "#8250df"), "gray": ("#f6f8fa", "#57606a"),
+                 "orange": ("#fff1e5", "#bc4c00")}
+
+
+def summary_html(cards: list[dict], caption_html: str, badges: list[tuple[str, str]]) -> str:
+    """Metric cards, their caption (already HTML) and the query's badges, as one element."""
+    out = cards_html(cards) if cards else ""
+    if caption_html:
+        out += f'<div class="rwb-cap">{caption_html}</div>'
+    if badges:
+        out += '<div class="rwb-badges">' + "".join(
+            f'<span style="background:{BADGE_COLOURS[c][0]};color:{BADGE_COLOURS[c][1]}">{h(text)}</span>'
+            for c, text in badges) + "</div>"
+    return out
 
 
 def cards_html(rows: list[dict]) -> str:

@@ -14,7 +14,7 @@ from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as s
 from pages import _tables as tb
-from pages._markup import code, md
+from pages._markup import code, html as h, md
 from retrieval.pipeline import response_for, run_pipeline
 
 ws = s.workspace()
@@ -120,40 +120,31 @@ def knob_panel(config, routed: str | None) -> str | None:
                                     help="With the intent router on, each query uses its routed profile."
                                          + (f" This query routes to **{md(routed)}**." if routed else ""))
     refs = kn.tune_knobs(config, edit_profile)
-    with st.container(height=560, border=False):
-        for group, title in kn.GROUPS.items():
-            members = [r for r in refs if kn.group_of(r.path) == group]
-            if not members:
-                continue
-            if group == "ranking":
-                # rarely moved while tuning a fusion: behind a popover, whose widgets the browser
-                # does not draw (nor redraw on every knob move) until it is opened
-                with st.popover(f"{title} · {len(members)} knobs", use_container_width=True):
-                    for ref in members:
-                        kn.render(ref, pool_depth, ERROR_KEY)
-                continue
-            st.markdown(f"**{title}**")
-            for ref in members:
-                kn.render(ref, pool_depth, ERROR_KEY)
-            if group == "quality":
-                quality = next((r for r in refs if r.path.endswith(".quality.conf_high")), None)
-                if quality is not None:
-                    profile_path = quality.path.rsplit(".quality.", 1)[0]
-                    profile = kn.value_of_profile(config, profile_path)
-                    counts = kn.band_counts(*s.doc_quality(ws.path, ws.stamp), profile.quality)
-                    ch, cm, cl = counts["confidence"]
-                    vh, vm, vl = counts["vitality"]
-                    st.caption(f"Documents per band — confidence high {ch} · mid {cm} · low {cl}; "
-                               f"vitality high {vh} · mid {vm} · low {vl} (of {ch + cm + cl}). "
-                               "A factor of an empty band changes nothing.")
-        if config.fusion in ("vector", "bm25"):
-            st.caption("Single-path baseline: no weights to tune. Pick rrf, weighted, adaptive or salience.")
+    kn.render(refs[0], pool_depth, ERROR_KEY)                      # the fusion method, above the panes
+    panes = [p for p in kn.PANES if any(kn.pane_of(r.path) == p for r in refs)]
+    if st.session_state.get("tune_pane") not in panes:
+        st.session_state["tune_pane"] = panes[0]
+    pane = st.segmented_control("Knobs", panes, key="tune_pane", required=True, format_func=kn.PANES.get,
+                                label_visibility="collapsed")
+    for ref in refs:
+        if kn.pane_of(ref.path) == pane:
+            kn.render(ref, pool_depth, ERROR_KEY)
+    if pane in ("confidence", "vitality"):
+        quality = next((r for r in refs if r.path.endswith(".quality.conf_high")), None)
+        if quality is not None:
+            profile = kn.value_of_profile(config, quality.path.rsplit(".quality.", 1)[0])
+            high, mid, low = kn.band_counts(*s.doc_quality(ws.path, ws.stamp), profile.quality)[
+                "confidence" if pane == "confidence" else "vitality"]
+            st.caption(f"Documents per {pane} band: high {high} · mid {mid} · low {low} (of {high + mid + low}). "
+                       "A factor whose band is empty changes nothing.")
+    if config.fusion in ("vector", "bm25"):
+        st.caption("Single-path baseline: no weights to tune. Pick rrf, weighted, adaptive or salience.")
     return edit_profile
 
 
 def query_picker() -> None:
     """Which query (outside the fragment: a query list is long, and a knob move need not resend it)."""
-    picks = st.columns([1.05, 2.95], gap="medium", vertical_alignment="bottom")
+    picks = st.columns([1.05, 2.2, 0.75], gap="medium", vertical_alignment="bottom")
     modes = ["Query set", "Free text"] if c is not None else ["Free text"]
     picks[0].segmented_control("Query", modes, key="tune_mode", required=True)
     if st.session_state["tune_mode"] == "Query set" and c is not None:
@@ -163,6 +154,12 @@ def query_picker() -> None:
                            format_func=lambda i: tb.query_label(c, i))
     else:
         picks[1].text_input("Free-text query", key="tune_free_text", placeholder="ask the memory anything…")
+    with picks[2]:
+        st.segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True, disabled=c is None,
+                             help="Grade: one click per result sets its judgment for this query.")
+        st.toggle("Fisher p", key="tune_fisher", disabled=c is None,
+                  help="Fisher's randomization test instead of the paired t-test (10,000 permutations; "
+                       "computed once per configuration).")
 
 
 def query_pick() -> tuple[int | None, str]:
@@ -225,13 +222,11 @@ def live() -> None:
                 test = "Fisher's randomization test (10,000 permutations, cached per configuration)"
             for row in rows:
                 row["help"] = f"{row['label']}: {row['value']:.4f} vs baseline {row['baseline']:.4f} over {row['n']} queries"
-            st.html(tb.cards_html(rows))
             n = int(judged.n_judged)
-            m = st.columns([4, 1.3], vertical_alignment="center")
-            m[0].caption(f"Query set · metrics@5 · {code(run_name)} vs baseline {code(ws.baseline.name)} over {n} judged "
-                         f"queries · p: {test}, Holm-corrected over these {len(rows)} metrics")
-            m[1].toggle("Fisher p", key="tune_fisher", help="Fisher's randomization test instead of the t-test "
-                        "(10,000 permutations; computed once per configuration).")
+            summary = (f"Query set · metrics@5 · <code>{h(run_name)}</code> vs baseline <code>{h(ws.baseline.name)}</code> "
+                       f"over {n} judged queries · p: {test}, Holm-corrected over these {len(rows)} metrics")
+        else:
+            rows, summary = [], ""
 
         response = baseline = None
         judgments: dict = {}
@@ -248,23 +243,20 @@ def live() -> None:
         else:
             st.info("Type a query to search the corpus with the current knobs.")
 
+        badges = []
         if response is not None:
-            badges = [f":blue-badge[route · {md(response.route)}]"]
+            badges = [("blue", f"route · {response.route}")]
             if response.profile:
-                badges.append(f":violet-badge[profile · {md(response.profile)}]")
+                badges.append(("violet", f"profile · {response.profile}"))
             if intent:
-                badges.append(f":gray-badge[intent · {md(intent)}]")
+                badges.append(("gray", f"intent · {intent}"))
             budget = f" / {config.token_budget}" if config.token_budget else ""
-            badges.append(f":gray-badge[{response.total_tokens}{budget} tokens]")
-            badges.append(f":gray-badge[{len(response.results)} results]")
-            for note in response.degraded:
-                badges.append(f":orange-badge[degraded: {md(note)}]")
-            head = st.columns([3.2, 1], vertical_alignment="center")
-            head[0].markdown(" ".join(badges))
-            if qi is not None:
-                head[1].segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True,
-                                          label_visibility="collapsed",
-                                          help="Grade: one click per result sets its judgment for this query.")
+            badges.append(("gray", f"{response.total_tokens}{budget} tokens"))
+            badges.append(("gray", f"{len(response.results)} results"))
+            badges += [("orange", f"degraded: {note}") for note in response.degraded]
+        if rows or badges:
+            st.html(tb.summary_html(rows, summary, badges))       # one element: cards, caption, badges
+        if response is not None:
             grading = qi is not None and st.session_state["tune_rows"] == "Grade"
             if grading:
                 qid = c.query_ids[qi]
@@ -276,10 +268,8 @@ def live() -> None:
                     grade_row("b", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
             else:
                 cur, base = st.columns([1.7, 1], gap="small")
-                cur.markdown(f"**Current** · {code(run_name)}")
-                cur.html(tb.ranking_html(response, judgments, baseline))
-                base.markdown(f"**Baseline** · {code(ws.baseline.name)}")
-                base.html(tb.ranking_html(baseline, judgments))
+                cur.html(tb.ranking_html(response, judgments, baseline, title=f"Current · {run_name}"))
+                base.html(tb.ranking_html(baseline, judgments, title=f"Baseline · {ws.baseline.name}"))
             if qi is not None:
                 returned = {r.id for r in response.results}
                 text_of = ws.dataset.documents
@@ -287,8 +277,7 @@ def live() -> None:
                 missed = [(d, g, by_id[d].text if d in by_id else "") for d, g in
                           sorted(judgments.items(), key=lambda x: -x[1]) if g > 0 and d not in returned]
                 if missed:
-                    st.markdown(f"**Judged relevant, not returned** · {len(missed)}")
-                    st.html(tb.missed_html(missed))
+                    st.html(tb.missed_html(missed, title=f"Judged relevant, not returned · {len(missed)}"))
                 if grading:
                     unjudged = [r for r in response.results if r.id not in judgments]
                     with st.form("tune_grade_all", border=True):

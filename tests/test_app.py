@@ -90,8 +90,13 @@ def metric_values(at: AppTest) -> dict[str, str]:
     return {}
 
 
-def texts(at: AppTest) -> list[str]:
+def markdown_texts(at: AppTest) -> list[str]:
     return [e.value for e in (*at.markdown, *at.caption, *at.warning, *at.error, *at.info, *at.success)]
+
+
+def texts(at: AppTest) -> list[str]:
+    """Markdown texts, plus the HTML elements' text with the tags removed."""
+    return markdown_texts(at) + [re.sub(r"<[^>]+>", "", body) for body in html_bodies(at)]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -130,29 +135,36 @@ def test_tune_sparse_weight_changes_ranking_and_metrics(app):
 
 
 def test_tune_knobs_come_from_the_registry(app):
+    from pages._knobs import PANES, pane_of
     from retrieval.pipeline import knobs
 
-    at = app
+    at = run(app.selectbox(key="tune_k_fusion").set_value("adaptive"))
     config = at.session_state["tune_config"]
-    for ref in knobs(config):
-        key = f"tune_k_{ref.path}"
-        assert key in at.session_state, ref.path
+    shown = set()
+    for pane in PANES:                                   # one pane of knobs at a time
+        at = run(at.segmented_control(key="tune_pane").set_value(pane))
+        keys = {w.key for w in (*at.slider, *at.number_input, *at.toggle, *at.selectbox)}
+        expected = {f"tune_k_{r.path}" for r in knobs(config) if pane_of(r.path) == pane}
+        assert expected <= keys, pane
+        shown |= expected
+    assert shown == {f"tune_k_{r.path}" for r in knobs(config)}          # every parameter has a widget
     at = run(at.selectbox(key="tune_k_fusion").set_value("weighted"))
     assert at.session_state["tune_config"].fusion == "weighted"
-    assert "tune_k_rrf.rrf_k" not in [w.key for w in at.slider]            # rrf's knob is gone
-    assert {f"tune_k_{r.path}" for r in knobs(at.session_state["tune_config"])} <= set(at.session_state)
+    assert "tune_k_adaptive.half_life_days" not in [w.key for w in at.slider]   # adaptive's knobs are gone
 
 
 def test_tune_fusion_switch_reset_invalid_knob_and_band_counts(app):
     at = run(app.selectbox(key="tune_k_fusion").set_value("adaptive"))
     assert at.slider(key="tune_k_adaptive.profile.w_time")       # time and graph weights appear
-    assert any("Documents per band" in t and "confidence high" in t for t in texts(at))
+    at = run(at.segmented_control(key="tune_pane").set_value("confidence"))
+    assert any(t.startswith("Documents per confidence band: high") for t in texts(at))
     at = run(at.slider(key="tune_k_adaptive.profile.quality.conf_low").set_value(1.0))   # above conf_high: refused
     assert any("not applied" in w.value for w in at.warning)
     assert at.slider(key="tune_k_adaptive.profile.quality.conf_low").value == pytest.approx(0.6)
     at = run(at.selectbox(key="tune_query").set_value(1))         # an unrelated action clears the warning
     assert not any("not applied" in w.value for w in at.warning)
     at = run(at.selectbox(key="tune_source_pick").set_value("profile:debug"))
+    at = run(at.segmented_control(key="tune_pane").set_value("fusion"))
     assert at.slider(key="tune_k_adaptive.profile.w_sparse").value == pytest.approx(0.9)
 
 
@@ -207,8 +219,9 @@ def test_grade_unjudged_in_one_pass_and_missed_relevant(app, home):
     at = run(next(b for b in at.button if b.label == "Save grades").click())
     history = (home / "judgments").glob("*")
     assert any(f.stat().st_size > 0 for f in history)
+    at = run(at.segmented_control(key="tune_pane").set_value("ranking"))
     at = run(at.slider(key="tune_k_max_results").set_value(1))    # keep one result: q1's others are missed
-    assert any(t.startswith("**Judged relevant, not returned**") for t in texts(at))
+    assert any(t.startswith("Judged relevant, not returned · ") for t in texts(at))
 
 
 def test_data_grade_history_undo_never_touches_dataset(app, home):
@@ -332,7 +345,7 @@ def test_user_strings_are_escaped_in_markdown(home, monkeypatch, tmp_path):
     at = start(home, monkeypatch, evil)
     for page in ("pages/tune.py", "pages/data.py", "pages/reports.py", "pages/sweep.py", "pages/evaluate.py"):
         at = goto(at, page)
-        shown = texts(at) + [e.value for e in at.sidebar.caption]
+        shown = markdown_texts(at) + [e.value for e in at.sidebar.caption]
         literal = [re.sub(r"\\(.)", r"\1", t) for t in shown]          # as the reader sees it
         assert any("![b](http://127.0.0.1:9/b.png)" in t for t in literal), page   # the name is shown…
         for t in shown:                                                # …but never as an image or a link
