@@ -250,7 +250,7 @@ def measure_session(browser, ref_url: str, url: str, n: int, shot: Path | None =
         kinds["preset switch"].append(_preset_move(pg, i))
         ref_move()
     # the last switch left an adaptive profile: open its confidence pane (not timed)
-    pg.get_by_test_id("stMain").get_by_role("radio", name="Confidence", exact=True).click()
+    pg.get_by_test_id("stMain").get_by_role("radio", name="F_conf", exact=True).click()
     pg.get_by_test_id("stSlider").filter(has_text="F_conf low").first.wait_for(timeout=60_000)
     _quiet(pg, 1000)
     slider, kinds["confidence factor"] = Slider(pg, "F_conf low", footer=True), []

@@ -38,7 +38,8 @@ def group_of(path: str) -> str:
     return "fusion"
 
 
-PANES = {"fusion": "Fusion", "confidence": "Confidence", "vitality": "Vitality", "ranking": "Ranking"}
+PANES = {"fusion": "Fusion", "confidence": "F_conf", "vitality": "F_vit", "ranking": "Ranking"}
+"""Tune's knob panes and their tab labels (seed 001 names the factors F_conf and F_vit)."""
 
 
 def pane_of(path: str) -> str | None:

@@ -110,10 +110,10 @@ def ranking_html(response: Response, judgments: dict[str, int] | None, baseline:
         cells.append(f'<td style="color:{GREEN if grade else GREY}">{grade_stars(grade)}</td>')
         cells.append(f'<td class="num">{r.score:.4f}{_bar(r.components, scale)}</td>')
         cells += [f'<td class="num">{r.components.get(m, 1.0):.2f}</td>' for m in multipliers]
-        title = f"<b>{h(r.title)}</b> — " if r.title else ""
+        doc_title = f"<b>{h(r.title)}</b> — " if r.title else ""
         full = h(r.text)
         path = f"<br><span style='color:{GREY}'>{h(r.path)}</span>" if r.path else ""
-        cells.append(f"<td><details><summary>{title}{h(' '.join(r.text.split())[:160])}</summary>"
+        cells.append(f"<td><details><summary>{doc_title}{h(' '.join(r.text.split())[:160])}</summary>"
                      f"<div>{full}{path}</div></details></td>")
         rows.append(f"<tr>{''.join(cells)}</tr>")
     if not rows:

@@ -144,7 +144,7 @@ def knob_panel(config, routed: str | None) -> str | None:
 
 def query_picker() -> None:
     """Which query (outside the fragment: a query list is long, and a knob move need not resend it)."""
-    picks = st.columns([1.05, 2.2, 0.75], gap="medium", vertical_alignment="bottom")
+    picks = st.columns([1.2, 2.05, 0.75], gap="medium", vertical_alignment="bottom")
     modes = ["Query set", "Free text"] if c is not None else ["Free text"]
     picks[0].segmented_control("Query", modes, key="tune_mode", required=True)
     if st.session_state["tune_mode"] == "Query set" and c is not None:
@@ -180,7 +180,7 @@ def live() -> None:
 
     config = st.session_state[s.TUNE_CONFIG]
     qi, free_text = query_pick()
-    left, right = st.columns([1.05, 2.95], gap="medium")
+    left, right = st.columns([1.2, 2.8], gap="medium")
     routed = c.intent_route[qi] if qi is not None else None
 
     with left:
