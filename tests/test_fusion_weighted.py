@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 
 from retrieval.fusion.weighted import WeightedParams, text_scores, weighted
@@ -34,9 +36,10 @@ def test_weighted_keyword_only_query_scores_by_the_text_score_alone():
     """When the vector path returned nothing for a query (embedder unavailable), the text
     score carries both weights, as in OpenClaw's FTS-only mode; OpenClaw's min score 0.35
     would otherwise drop every keyword hit (0.3 · 1 < 0.35)."""
-    c = make_candidates([[{"id": "A", "bm25_rank": 0, "bm25_score": 5.0},
-                          {"id": "B", "bm25_rank": 1, "bm25_score": 4.0},
-                          {"id": "C", "bm25_rank": 2, "bm25_score": 1.0}]])
+    # each hit holds every query word, so openclaw's AND keyword list (keyword_match "all") is the same
+    rows = [{"id": "A", "bm25_rank": 0, "bm25_score": 5.0}, {"id": "B", "bm25_rank": 1, "bm25_score": 4.0},
+            {"id": "C", "bm25_rank": 2, "bm25_score": 1.0}]
+    c = make_candidates([[r | {"bm25_all_rank": r["bm25_rank"], "bm25_all_score": r["bm25_score"]} for r in rows]])
     run = run_pipeline(c, PIPELINES["openclaw"])
     assert ranked_ids(c, run.ranking) == ["A", "B"]  # C: 1/(1+2) = 0.333 < 0.35
     assert run.ranking.score.tolist() == pytest.approx([(0.7 + 0.3) * 1 / (1 + 0), (0.7 + 0.3) * 1 / (1 + 1)])
@@ -120,3 +123,10 @@ def test_weighted_with_minmax_norm():
 
 
 # ---- salience (seed 000 compute_salience) ------------------------------------------------
+
+
+def test_zscore_norm_with_no_keyword_hit_in_the_table_scores_the_vector_alone():
+    # a single free-text query the keyword path found nothing for: bincount over no rows is int64
+    c = make_candidates([[{"id": "a", "dense_sim": 0.8, "dense_rank": 0}, {"id": "b", "dense_sim": 0.5, "dense_rank": 1}]])
+    scored = weighted(c, np.ones(c.n_rows, dtype=bool), 10, WeightedParams(text_norm="zscore"))
+    assert scored.score.tolist() == pytest.approx([0.7 * 0.8, 0.7 * 0.5])

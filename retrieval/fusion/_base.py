@@ -85,3 +85,81 @@ def finish(score: np.ndarray, visible: np.ndarray, components: dict, multipliers
     """Hide unseen rows behind −inf; components are left as computed (only a ranked, hence
     visible, row's components are ever read), which keeps every knob move cheap."""
     return Scored(np.where(visible, score, -np.inf), components, multipliers or {})
+
+
+# ---- per-path score normalisation (the score-fusion modules share it) -------------------
+
+NORM_TEXT = {"minmax": "(s−min)/(max−min)", "zscore": "(s−mean)/σ", "dbsf": "Qdrant, mean ± 3σ → [0, 1]",
+             "rank": "1/(1+rank) as OpenClaw", "rank_linear": "1 − rank/n as ranx"}
+NORMS = tuple(NORM_TEXT)
+
+
+def norm_help(norms: tuple[str, ...] = NORMS) -> str:
+    """The help text of a ``norm`` choice offering ``norms``."""
+    return " · ".join(f"{n}: {NORM_TEXT[n]}" for n in norms)
+
+
+DBSF_SIGMAS = 3.0
+
+
+def path_hits(c: Candidates, visible: np.ndarray, depth: int, path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(raw score, 0-based rank, hit)`` of one path: ``dense`` (cosine) or ``sparse`` (BM25);
+    ``hit`` marks the visible rows the path returned within its top ``depth``."""
+    if path == "dense":
+        raw, rank = c.dense_sim, c.dense_rank
+    elif path == "sparse":
+        raw, rank = c.bm25_score, c.bm25_rank
+    else:
+        raise ValueError(f"path must be 'dense' or 'sparse', got {path!r}")
+    return raw.astype(np.float64), rank, visible & in_path(rank, depth)
+
+
+def normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(value, hit)``: each row's normalised score on ``path``, computed per query over the
+    rows that path returned (``hit``), and the value a row the path missed takes.
+
+    ``minmax``  (s − min) / (max − min) (ranx ``min-max``, Weaviate, OpenSearch ``min_max``).
+    ``zscore``  (s − mean) / σ, σ the population standard deviation (ranx ``zmuv``).
+    ``dbsf``    (s − (μ − 3σ)) / 6σ clipped to [0, 1], σ the sample (n − 1) standard deviation
+                (Qdrant ``distr_norm``, which does not clip; clipping keeps every hit ≥ a miss).
+    ``rank``    1 / (1 + rank) (OpenClaw ``bm25RankToScore``), rank 0-based.
+    ``rank_linear``  1 − rank / n, n the hits of that path for the query (ranx ``rank``;
+                Lee, SIGIR 1997: 1 − (rank − 1)/n with 1-based ranks).
+
+    Edge cases, decided once: when every hit of a path ties (a single hit included),
+    ``minmax`` gives each 1.0 (OpenSearch ``SINGLE_RESULT_SCORE``, Weaviate: the full weight;
+    ranx gives 0 and Qdrant 0.5 — 1.0 keeps a hit above a miss), ``zscore`` 0 (as ranx) and
+    ``dbsf`` 0.5 (as Qdrant). A missed row takes 0, except under ``zscore``, where it takes
+    the lowest z of the path's hits (ranx gives 0, the mean, so a below-average hit would
+    score under a miss): under every norm a miss never beats a hit. A path that found nothing
+    for a query gives all its rows 0."""
+    raw, rank, hit = path_hits(c, visible, depth, path)
+    q = c.query_idx
+    lo, hi = segment_min(c, raw, hit), segment_max(c, raw, hit)
+    span = hi - lo
+    tied = ~(span > 0)
+    miss = np.zeros(c.n_rows)
+    if norm == "minmax":
+        out = np.where(tied, 1.0, (raw - lo) / np.where(tied, 1.0, span))
+    elif norm in ("zscore", "dbsf"):
+        n = np.bincount(q[hit], minlength=c.n_queries).astype(np.float64)
+        total = np.bincount(q[hit], weights=raw[hit], minlength=c.n_queries).astype(np.float64)
+        mean = np.divide(total, n, out=np.zeros_like(total), where=n > 0)[q]
+        dev = raw - mean
+        sq = np.bincount(q[hit], weights=dev[hit] ** 2, minlength=c.n_queries).astype(np.float64)
+        dof = n - (1.0 if norm == "dbsf" else 0.0)
+        std = np.sqrt(np.divide(sq, dof, out=np.zeros_like(sq), where=dof > 0))[q]
+        safe = np.where(tied | ~(std > 0), 1.0, std)
+        if norm == "zscore":
+            out = np.where(tied, 0.0, dev / safe)
+            miss = segment_min(c, out, hit)
+        else:
+            out = np.where(tied, 0.5, np.clip((dev + DBSF_SIGMAS * safe) / (2 * DBSF_SIGMAS * safe), 0.0, 1.0))
+    elif norm == "rank":
+        out = 1.0 / (1.0 + np.maximum(0, rank))
+    elif norm == "rank_linear":
+        n = np.bincount(q[hit], minlength=c.n_queries)[q]
+        out = 1.0 - np.maximum(0, rank) / np.maximum(n, 1)
+    else:
+        raise ValueError(f"norm must be one of {list(NORMS)}, got {norm!r}")
+    return np.where(hit, out, miss), hit

@@ -47,9 +47,11 @@ def text_scores(c: Candidates, visible: np.ndarray, depth: int, norm: str) -> np
         out = np.where(span > 0, (raw - lo) / np.where(span > 0, span, 1.0), 1.0)
     else:
         n = np.bincount(c.query_idx[hit], minlength=c.n_queries).astype(np.float64)
-        total = np.bincount(c.query_idx[hit], weights=raw[hit], minlength=c.n_queries)
+        # .astype: with no hit at all, bincount returns int64 zeros, which the divisions below refuse
+        total = np.bincount(c.query_idx[hit], weights=raw[hit], minlength=c.n_queries).astype(np.float64)
         mean = np.divide(total, n, out=np.zeros_like(total), where=n > 0)
-        sq = np.bincount(c.query_idx[hit], weights=(raw[hit] - mean[c.query_idx[hit]]) ** 2, minlength=c.n_queries)
+        sq = np.bincount(c.query_idx[hit], weights=(raw[hit] - mean[c.query_idx[hit]]) ** 2,
+                         minlength=c.n_queries).astype(np.float64)
         std = np.sqrt(np.divide(sq, n, out=np.zeros_like(sq), where=n > 0))[c.query_idx]
         out = ndtr(np.where(std > 0, (raw - mean[c.query_idx]) / np.where(std > 0, std, 1.0), 0.0))
     return np.where(hit, out, 0.0)
