@@ -1,7 +1,9 @@
 """Benchmark 3 — one hybrid query: our search path against LanceDB's built-in hybrid search.
 
-Ours: ``retrieval.pipeline.search(handle, text, "rrf")`` — dense top-20 from LanceDB and BM25
-top-20 from Tantivy (concurrently, in ``build_candidates``), every candidate feature, RRF
+Ours: ``retrieval.pipeline.search(handle, text, "rrf")`` — dense top-20 from the vector store
+(below the ANN threshold its exact in-memory scan over the LanceDB table's own vectors; at
+≥ 100k rows LanceDB's IVF_PQ index) and BM25 top-20 from Tantivy (concurrently, in
+``build_candidates``), every candidate feature, RRF
 (k 60) and ranking to 10 results with their texts. Peer: ``table.search(query_type="hybrid")
 .vector(v).text(t).distance_type("cosine").limit(20).rerank(RRFReranker())`` (k 60) on the
 *same LanceDB table* (same vectors; at ≥ 100k rows the same IVF_PQ index, nprobes 20 for
@@ -153,7 +155,7 @@ def _breakdown(built: Built, texts: list[str], qvec: dict[str, np.ndarray]) -> d
 
     handle, table = built.handle, built.table
     parts: dict[str, list[float]] = {k: [] for k in (
-        "ours_dense_leg", "ours_exact_numpy_dense", "ours_bm25_leg", "ours_build_candidates", "ours_doc_table",
+        "ours_dense_leg", "ours_exact_numpy_dense", "lancedb_flat_dense", "ours_bm25_leg", "ours_build_candidates", "ours_doc_table",
         "ours_position_dict", "ours_neighbours_scan",
         "ours_score_rank_respond", "peer_vector_leg", "peer_fts_leg")}
     config = PIPELINES["rrf"]
@@ -161,6 +163,8 @@ def _breakdown(built: Built, texts: list[str], qvec: dict[str, np.ndarray]) -> d
         v = qvec[text]
         t = now(); handle.store.search(v, DEPTH); parts["ours_dense_leg"].append(now() - t)
         t = now(); handle.exact.search(v, DEPTH); parts["ours_exact_numpy_dense"].append(now() - t)
+        if not built.ann and hasattr(handle.store, "lance_search"):  # what the in-memory scan replaces
+            t = now(); handle.store.lance_search(v, DEPTH); parts["lancedb_flat_dense"].append(now() - t)
         t = now(); handle.bm25.search(text, DEPTH); parts["ours_bm25_leg"].append(now() - t)
         if hasattr(cand, "doc_table"):  # per-dataset table, built once (engine ≥ 7cd7562)
             t = now(); cand.doc_table(handle.dataset); parts["ours_doc_table"].append(now() - t)

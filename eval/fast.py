@@ -1,16 +1,19 @@
 """A vectorised evaluator over a candidate table and a ranking, equal to ranx.
 
 Used on every slider move and in sweeps: the grade of every candidate row and the
-ideal DCG of every query are computed once (``judge``); scoring a ranking is then a few
-``bincount`` calls. Definitions follow ranx (``tests/test_fast_eval.py`` checks every
+ideal DCG of every query are computed once (``judge``, ``ideal_dcg``); scoring a ranking is
+then one compiled pass over it per cutoff (``eval.kernels``), equal bit for bit to the
+``bincount`` sums it replaced. Definitions follow ranx (``tests/test_fast_eval.py`` checks every
 metric against ranx on random runs with ties):
 
-- ``ndcg@k``: Σ_{i≤k} rel_i / log2(i+1) over the ideal ordering's same sum (Järvelin);
+- ``ndcg@k``: Σ_{i≤k} rel_i / log2(i+1) over the ideal ordering's same sum (Järvelin; linear gain);
+- ``ndcg_burges@k``: the same with the exponential gain 2^rel − 1 (Burges et al., ICML 2005);
 - ``recall@k``: relevant retrieved in the top k / all relevant;
 - ``precision@k``: relevant retrieved in the top k / k;
 - ``mrr@k``: 1 / rank of the first relevant result in the top k (0 if none);
 - ``hit_rate@k``: 1 if any relevant result is in the top k;
-- ``map@k``: Σ precision@i over relevant ranks i ≤ k / all relevant.
+- ``map@k``: Σ precision@i over relevant ranks i ≤ k / all relevant; bare ``map``: over the
+  whole ranking (ranx's and trec_eval's MAP; the only name without a cutoff).
 
 A document is relevant when its grade is > 0. Only queries with at least one relevant
 judgment count (``eval.runs`` makes the same choice for ranx); a counted query with no
@@ -21,22 +24,29 @@ it has no row here, but it is in the mean's denominator, as ranx would count it)
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
+from eval.kernels import KINDS, cut_stats, finish_all
 from retrieval.candidates import Candidates
 from retrieval.ranking import Ranking
 
-METRICS = ("ndcg", "recall", "precision", "mrr", "hit_rate", "map")
+METRICS = ("ndcg", "recall", "precision", "mrr", "hit_rate", "map", "ndcg_burges")
+UNCUT = ("map",)  # names also valid without @K: the whole ranking (k = 0 below)
 DEFAULT_METRICS = ("ndcg@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5")
 _METRIC = re.compile(r"^([a-z_]+)@(\d+)$")
 
 
 def parse_metric(name: str) -> tuple[str, int]:
+    """``(name, k)``; ``k`` is 0 for an uncut metric (bare ``map``: the whole ranking)."""
+    if name in UNCUT:
+        return name, 0
     match = _METRIC.match(name)
     if not match or match.group(1) not in METRICS or int(match.group(2)) < 1:
-        raise ValueError(f"unknown metric {name!r}; use NAME@K with NAME in {list(METRICS)}, e.g. ndcg@5")
+        raise ValueError(f"unknown metric {name!r}; use NAME@K with NAME in {list(METRICS)}, e.g. ndcg@5, "
+                         "or map (over the whole ranking)")
     return match.group(1), int(match.group(2))
 
 
@@ -85,45 +95,78 @@ def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     return Judged(grade, ideal, n_relevant, n_relevant > 0, missing)
 
 
+_DERIVED: "weakref.WeakKeyDictionary[Judged, dict]" = weakref.WeakKeyDictionary()
+_DISC = np.log2(np.arange(64) + 2.0)
+
+
+def discounts(n: int) -> np.ndarray:
+    """``log2(rank + 2)`` for ranks ``0 … n − 1`` (the DCG discount), computed once."""
+    global _DISC
+    if n > len(_DISC):
+        _DISC = np.log2(np.arange(max(n, 2 * len(_DISC))) + 2.0)
+    return _DISC
+
+
+def _derived(judged: Judged, key, build):
+    """Arrays derived from a ``Judged`` once (gains, ideal DCG per cutoff), kept with it."""
+    table = _DERIVED.get(judged)
+    if table is None:
+        table = _DERIVED[judged] = {}
+    value = table.get(key)
+    if value is None:
+        value = table[key] = build()
+    return value
+
+
+def gains(judged: Judged, metric: str) -> np.ndarray:
+    """Each candidate row's gain: its grade (``ndcg``) or ``2^grade − 1`` (``ndcg_burges``)."""
+    if metric != "ndcg_burges":
+        return judged.grade
+    return _derived(judged, "burges", lambda: 2.0 ** judged.grade - 1.0)
+
+
+def ideal_dcg(judged: Judged, metric: str, k: int) -> np.ndarray:
+    """Per query: the DCG of the ideal ordering cut at ``k`` (0 for a query without relevant grades)."""
+    def build():
+        width = min(k, judged.ideal.shape[1])
+        ideal = judged.ideal[:, :width]
+        ideal = 2.0 ** ideal - 1.0 if metric == "ndcg_burges" else ideal
+        return (ideal / np.log2(np.arange(width) + 2.0)).sum(axis=1)
+    if metric not in ("ndcg", "ndcg_burges"):
+        return _derived(judged, "zeros", lambda: np.zeros(len(judged.judged)))
+    return _derived(judged, (metric, k), build)
+
+
+def safe_relevant(judged: Judged) -> np.ndarray:
+    """Relevant documents per query as float64, 1.0 where there are none (a safe divisor)."""
+    def build():
+        n_rel = judged.n_relevant.astype(np.float64)
+        return np.where(n_rel > 0, n_rel, 1.0)
+    return _derived(judged, "safe_rel", build)
+
+
 def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_METRICS) -> dict[str, np.ndarray]:
-    """Each metric's value for every query (NaN for queries without relevant judgments)."""
+    """Each metric's value for every query (NaN for queries without relevant judgments).
+
+    One compiled pass over the ranking per cutoff (``eval.kernels.cut_stats``)."""
     out: dict[str, np.ndarray] = {}
     n_q = c.n_queries
-    n_rel = judged.n_relevant.astype(np.float64)
-    safe_rel = np.where(n_rel > 0, n_rel, 1.0)
-    shared: dict[int, tuple] = {}  # per cutoff: the top-k slice, computed once for all metrics
+    safe_rel = safe_relevant(judged)
+    rows = np.ascontiguousarray(ranking.rows, dtype=np.int64)
+    qidx = np.ascontiguousarray(ranking.query_idx, dtype=np.int64)
+    rank = np.ascontiguousarray(ranking.rank, dtype=np.int64)
+    disc = discounts(int(rank.max(initial=-1)) + 1)
+    shared: dict[tuple, tuple] = {}  # per (cutoff, gain): the sums, computed once for all metrics
     for name in metrics:
         metric, k = parse_metric(name)
-        if k not in shared:
-            top = ranking.rank < k
-            rows, qidx, rank = ranking.rows[top], ranking.query_idx[top], ranking.rank[top]
-            gains = judged.grade[rows]
-            relevant = gains > 0
-            hits = np.bincount(qidx[relevant], minlength=n_q).astype(np.float64)
-            shared[k] = (qidx, rank, gains, relevant, hits)
-        qidx, rank, gains, relevant, hits = shared[k]
-        if metric == "ndcg":
-            dcg = np.bincount(qidx, weights=gains / np.log2(rank + 2.0), minlength=n_q)
-            width = min(k, judged.ideal.shape[1])
-            idcg = (judged.ideal[:, :width] / np.log2(np.arange(width) + 2.0)).sum(axis=1)
-            value = np.divide(dcg, idcg, out=np.zeros(n_q), where=idcg > 0)
-        elif metric == "recall":
-            value = hits / safe_rel
-        elif metric == "precision":
-            value = hits / k
-        elif metric == "hit_rate":
-            value = (hits > 0).astype(np.float64)
-        elif metric == "mrr":
-            value = np.zeros(n_q)
-            rq, rr = qidx[relevant], rank[relevant]  # grouped by query, in rank order
-            first = np.flatnonzero(np.r_[True, rq[1:] != rq[:-1]]) if len(rq) else rq
-            value[rq[first]] = 1.0 / (rr[first] + 1.0)
-        else:  # map
-            rq = qidx[relevant]
-            # running count of relevant results within each query, in rank order
-            running = np.arange(1, len(rq) + 1) - np.searchsorted(rq, rq, side="left")
-            value = np.bincount(rq, weights=running / (rank[relevant] + 1.0), minlength=n_q) / safe_rel
-        out[name] = np.where(judged.judged, value, np.nan)
+        key = (k, metric == "ndcg_burges")
+        if key not in shared:
+            sums = (np.zeros(n_q), np.zeros(n_q), np.zeros(n_q), np.zeros(n_q))
+            cut_stats(rows, qidx, rank, judged.grade, gains(judged, metric), k, disc, *sums)
+            shared[key] = sums
+        value = np.empty(n_q)
+        finish_all(KINDS.index(metric), k, *shared[key], ideal_dcg(judged, metric, k), safe_rel, judged.judged, value)
+        out[name] = value
     return out
 
 

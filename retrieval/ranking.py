@@ -3,9 +3,10 @@
 Ties are broken deterministically by document id, so equal scores always give the
 same order (and ranx gets strictly decreasing scores downstream).
 
-Ranking runs on every slider move and thousands of times per sweep, so it works on a
-padded (queries × widest pool) matrix whose rows are pre-sorted by document id: a
-stable sort on the score alone then yields (−score, doc id) order.
+Ranking runs on every slider move and thousands of times per sweep, so it is one compiled
+pass per query (``retrieval.kernels``) over the query's rows in document-id order, kept
+once per candidate table: a bounded sorted buffer picks the top ``max_results`` by
+(−score, doc id) without sorting the rest.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval import kernels
 from retrieval.candidates import Candidates
 
 
@@ -33,47 +35,67 @@ class Ranking:
         return self.rows[lo:hi]
 
 
-_LAYOUTS: "weakref.WeakKeyDictionary[Candidates, np.ndarray]" = weakref.WeakKeyDictionary()
+_TIE_ORDERS: "weakref.WeakKeyDictionary[Candidates, tuple[np.ndarray, np.ndarray, np.ndarray, int]]" = \
+    weakref.WeakKeyDictionary()
 
 
-def _layout(c: Candidates) -> np.ndarray:
-    """(Q, W) matrix of row indices, each query's rows in document-id order; padding = n_rows."""
-    layout = _LAYOUTS.get(c)
-    if layout is None:
-        order = np.lexsort((c.tie_key, c.query_idx))
-        qidx = c.query_idx[order]
-        position = np.arange(len(order)) - c.offsets[qidx]
-        width = int(np.diff(c.offsets).max(initial=0)) or 1
-        layout = np.full((c.n_queries, width), c.n_rows, dtype=np.int64)
-        layout[qidx, position] = order
-        _LAYOUTS[c] = layout
-    return layout
+def table_order(c: Candidates) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Once per table: each query's rows in document-id order (grouped as ``c.offsets``),
+    the offsets and token counts as int64, and the widest query's row count."""
+    cached = _TIE_ORDERS.get(c)
+    if cached is None:
+        order = kernels.tie_order(c.query_idx, c.tie_key)
+        offsets = np.ascontiguousarray(c.offsets, dtype=np.int64)
+        tokens = np.ascontiguousarray(c.token_count, dtype=np.int64)
+        width = int(np.diff(offsets).max(initial=0)) or 1
+        for array in (order, offsets, tokens):
+            array.flags.writeable = False
+        cached = _TIE_ORDERS[c] = (order, offsets, tokens, width)
+    return cached
 
 
-def rank_rows(c: Candidates, score: np.ndarray, max_results: int, min_score: float | None = None,
-              token_budget: int | None = None, keep: np.ndarray | None = None) -> Ranking:
+_VISIBLE: "weakref.WeakKeyDictionary[Candidates, dict[int, np.ndarray]]" = weakref.WeakKeyDictionary()
+
+
+def visible_rows(c: Candidates, depth: int) -> np.ndarray:
+    """``c.visible(depth)``, computed once per table and depth (read-only)."""
+    masks = _VISIBLE.get(c)
+    if masks is None:
+        masks = _VISIBLE[c] = {}
+    mask = masks.get(depth)
+    if mask is None:
+        mask = c.visible(depth)
+        mask.flags.writeable = False
+        if len(masks) >= 16:
+            masks.clear()
+        masks[depth] = mask
+    return mask
+
+
+def rank_rows(c: Candidates, score: np.ndarray, max_results: int | np.ndarray, min_score: float | None = None,
+              token_budget: int | np.ndarray | None = None, keep: np.ndarray | None = None) -> Ranking:
     """Sort each query's rows by (−score, doc id); drop −inf rows and rows under
     ``min_score`` (where ``keep`` is False); cut to ``max_results``; then accumulate
     token counts in rank order and stop before the first result that would exceed
-    ``token_budget`` (seed 000's budget loop)."""
-    score = np.asarray(score, dtype=np.float64)
-    if min_score is not None:
-        below = score < min_score
-        if keep is not None:
-            below &= ~keep
-        score = np.where(below, -np.inf, score)
-    layout = _layout(c)
-    padded = np.append(score, -np.inf)[layout]
-    top = min(max_results, layout.shape[1])
-    order = np.argsort(-padded, axis=1, kind="stable")[:, :top]
-    rows = np.take_along_axis(layout, order, axis=1)
-    kept = np.isfinite(np.take_along_axis(padded, order, axis=1))
-    if token_budget is not None:
-        tokens = np.append(c.token_count, 0)[rows].astype(np.int64)
-        # token counts are positive, so the running sum passes the budget once and for all
-        kept &= np.cumsum(np.where(kept, tokens, 0), axis=1) <= token_budget
-    qidx, rank = np.nonzero(kept)
-    rows = rows[qidx, rank]
-    tokens = c.token_count[rows].astype(np.int64)
-    total = np.bincount(qidx, weights=tokens, minlength=c.n_queries).astype(np.int64)
+    ``token_budget`` (seed 000's budget loop).
+
+    ``max_results`` and ``token_budget`` may be per-query arrays (a route that fills the
+    budget instead of stopping at a count, or returns a whole file whatever its size);
+    a budget of −1 in such an array means none.
+
+    NaN scores are never kept; a ``+inf`` score takes its place in the order but is not
+    kept either (only finite scores rank)."""
+    score = np.ascontiguousarray(score, dtype=np.float64)
+    order, offsets, tokens, width = table_order(c)
+    limits = budgets = None
+    if np.ndim(max_results) > 0:
+        limits = np.ascontiguousarray(max_results, dtype=np.int64)
+        max_results = int(limits.max(initial=1))
+    if token_budget is not None and np.ndim(token_budget) > 0:
+        budgets = np.asarray(token_budget, dtype=np.int64)
+        budgets = np.ascontiguousarray(np.where(budgets < 0, np.iinfo(np.int64).max, budgets))
+        token_budget = None
+    top = min(int(max_results), width)
+    rows, qidx, rank, total = kernels.rank(score, order, offsets, top, tokens, min_score, keep, token_budget,
+                                           limits, budgets)
     return Ranking(rows, qidx.astype(c.query_idx.dtype), rank, score[rows], total)

@@ -84,8 +84,8 @@ def test_fast_route_scores_file_order_within_the_query():
 
 def test_timeline_route_orders_newest_first_and_ignores_search_hits():
     c = make_candidates([[
-        {"id": "old", "via_timeline": True, "age_days": 6.0},
-        {"id": "new", "via_timeline": True, "age_days": 1.0},
+        {"id": "old", "via_timeline": True, "created_age": 6.0, "age_days": 0.0},   # edited today, written 6 days ago
+        {"id": "new", "via_timeline": True, "created_age": 1.0, "age_days": 1.0},
         {"id": "hit", "dense_rank": 0, "dense_sim": 0.99, "bm25_rank": 0, "bm25_score": 9.0},
     ]], timeline=[True])
     run = run_pipeline(c, PIPELINES["seed-salience"])

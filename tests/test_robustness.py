@@ -138,10 +138,14 @@ def test_unavailable_embedder_gives_keyword_only_results_flagged_degraded(worksp
 
 def test_unavailable_vector_store_falls_back_to_exact_search(workspace):
     data, _ = workspace
-    handle = open_index(load_dataset(data))
-    expected = [r.id for r in search(handle, "database connection refused", "vector").results]
-    shutil.rmtree(handle.path / "lance")  # the LanceDB files vanish under a running process
-    response = search(handle, "database connection refused", "vector")
+    warm = open_index(load_dataset(data))
+    expected = [r.id for r in search(warm, "database connection refused", "vector").results]  # table read once
+    cold = open_index(load_dataset(data))         # a second handle that has not read the table yet
+    assert cold is not warm
+    shutil.rmtree(warm.path / "lance")  # the LanceDB files vanish under a running process
+    response = search(warm, "database connection refused", "vector")
+    assert [r.id for r in response.results] == expected and not response.degraded   # its in-memory copy answers
+    response = search(cold, "database connection refused", "vector")
     assert [r.id for r in response.results] == expected
     assert any("exact in-memory search" in note for note in response.degraded)
 
