@@ -14,9 +14,12 @@ Two paired tests, both two-sided, on the per-query values of a metric:
   unseeded generators: the same call gives different p-values from run to run.
 
 Win / tie / loss counts come from ``ranx.compare`` (per query: pipeline above, equal to, or
-below the baseline). p-values are corrected across the family of all pipelines × metrics
-compared with the baseline, with Holm–Bonferroni (default) or Bonferroni; a cell is
-significant when its corrected p-value is ≤ ``alpha``.
+below the baseline). p-values are corrected PER METRIC across the pipelines compared with the
+baseline, as PyTerrier's ``Experiment(baseline=…, correction=…)`` does (statsmodels'
+``multipletests`` over one measure's p-value column, the baseline left out): Holm–Bonferroni
+(default), Bonferroni, or none. So a pipeline's significance on a metric depends on how many
+pipelines were compared, never on how many metrics were shown. A cell is significant when its
+corrected p-value is ≤ ``alpha``; both the raw and the corrected p-value are kept.
 """
 
 from __future__ import annotations
@@ -57,8 +60,53 @@ def bonferroni(p_values: Sequence[float]) -> list[float]:
     return [min(1.0, m * p) for p in p_values]
 
 
-CORRECTIONS: dict[str, Callable[[Sequence[float]], list[float]]] = {"holm": holm, "bonferroni": bonferroni}
-CORRECTION_NAMES = {"holm": "Holm–Bonferroni", "bonferroni": "Bonferroni"}
+def uncorrected(p_values: Sequence[float]) -> list[float]:
+    """No correction: the p-values as they are."""
+    return [float(p) for p in p_values]
+
+
+CORRECTIONS: dict[str, Callable[[Sequence[float]], list[float]]] = {"holm": holm, "bonferroni": bonferroni,
+                                                                     "none": uncorrected}
+CORRECTION_NAMES = {"holm": "Holm–Bonferroni", "bonferroni": "Bonferroni", "none": "no"}
+
+
+def paired_t(baseline: np.ndarray, treatment: np.ndarray) -> float:
+    """Two-sided paired t-test p, as scipy's ``ttest_rel``: with ``d = treatment − baseline``,
+    ``t = mean(d) / (sd(d)/√n)`` and ``p = 2·P(T_{n−1} ≤ −|t|)``; 1 when the runs do not differ,
+    NaN under two queries (0.1 ms: cheap enough for every knob move on Tune)."""
+    from scipy.special import stdtr
+
+    n = len(baseline)
+    if n < 2:
+        return float("nan")
+    diff = np.asarray(treatment, dtype=np.float64) - np.asarray(baseline, dtype=np.float64)
+    if not np.any(np.abs(diff) > 1e-12):
+        return 1.0
+    sd = float(diff.std(ddof=1))
+    if sd == 0.0:
+        return 0.0
+    t = float(diff.mean()) / (sd / math.sqrt(n))
+    return float(2.0 * stdtr(n - 1, -abs(t)))
+
+
+def compare_pair(baseline: dict[str, np.ndarray], treatment: dict[str, np.ndarray], test: str = "t",
+                 n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = 42) -> dict[str, float]:
+    """p per metric for ONE configuration against the baseline, from per-query values over the
+    same counted queries: the paired t-test (``"t"``) or the randomization test (``"fisher"``).
+
+    Correction is across systems per metric (as ``compare_to_baseline``, PyTerrier and
+    ``ranx.compare`` do); with one system compared there is nothing to correct, so these are the
+    raw p-values — the same a one-pipeline ``rwb eval`` prints."""
+    if test not in ("t", "fisher"):
+        raise ValueError(f"test must be 't' or 'fisher', got {test!r}")
+    out = {}
+    for name, a in baseline.items():
+        b = treatment[name]
+        if test == "t":
+            out[name] = paired_t(a, b)
+        else:
+            out[name] = randomization_test(a, b, n_permutations, seed=seed) if len(a) else float("nan")
+    return out
 
 
 def randomization_test(baseline: np.ndarray, treatment: np.ndarray, n_permutations: int = DEFAULT_PERMUTATIONS,
@@ -67,20 +115,31 @@ def randomization_test(baseline: np.ndarray, treatment: np.ndarray, n_permutatio
     a, b = np.asarray(baseline, dtype=np.float64), np.asarray(treatment, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"paired samples must be 1-d and of equal length, got {a.shape} and {b.shape}")
+    return float(randomization_tests((b - a).reshape(-1, 1), n_permutations, seed)[0])
+
+
+def randomization_tests(differences: np.ndarray, n_permutations: int = DEFAULT_PERMUTATIONS,
+                        seed: int = 42) -> np.ndarray:
+    """``randomization_test`` of every column of ``differences`` (queries × columns, each a
+    pipeline's per-query values minus the baseline's), with the same sign patterns for every
+    column: each column's p-value equals ``randomization_test`` of that column alone."""
+    diff = np.asarray(differences, dtype=np.float64)
+    if diff.ndim != 2:
+        raise ValueError(f"differences must be 2-d (queries × columns), got shape {diff.shape}")
     if n_permutations < 1:
         raise ValueError(f"n_permutations must be ≥ 1, got {n_permutations}")
-    diff = b - a
-    if len(diff) == 0:
-        return 1.0
-    observed = abs(diff.mean())
-    tolerance = 1e-12 * max(1.0, observed)  # equal means must count as "as extreme" despite rounding
+    n, k = diff.shape
+    if n == 0:
+        return np.ones(k)
+    observed = np.abs(diff.mean(axis=0))
+    tolerance = 1e-12 * np.maximum(1.0, observed)  # equal means must count as "as extreme" despite rounding
     rng = np.random.default_rng(seed)
-    extreme = 0
-    chunk = max(1, 2_000_000 // len(diff))
+    extreme = np.zeros(k, dtype=np.int64)
+    chunk = max(1, 2_000_000 // n)
     for start in range(0, n_permutations, chunk):
         size = min(chunk, n_permutations - start)
-        signs = (rng.integers(0, 2, size=(size, len(diff)), dtype=np.int8) * 2 - 1).astype(np.float64)
-        extreme += int(np.sum(np.abs(signs @ diff) / len(diff) >= observed - tolerance))
+        signs = (rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1).astype(np.float64)
+        extreme += np.sum(np.abs(signs @ diff) / n >= observed - tolerance, axis=0)
     return (extreme + 1) / (n_permutations + 1)
 
 
@@ -89,7 +148,7 @@ class Cell:
     """One pipeline × metric against the baseline."""
 
     p_value: float        # primary test, uncorrected
-    p_adjusted: float     # primary test, corrected across the family
+    p_adjusted: float     # primary test, corrected across the pipelines on this metric
     significant: bool     # p_adjusted ≤ alpha
     wins: int             # queries where the pipeline beats the baseline
     ties: int
@@ -113,18 +172,25 @@ class Significance:
     alpha: float
     n_permutations: int
     seed: int
-    family_size: int
+    family_size: int                    # comparisons per metric: the pipelines other than the baseline
     cells: dict[str, dict[str, Cell]]   # pipeline (baseline excluded) → metric → cell
 
     def describe(self) -> str:
-        return (f"{TEST_NAMES[self.test]} vs {self.baseline}; {CORRECTION_NAMES[self.correction]} correction over "
-                f"{self.family_size} comparisons (pipelines × metrics); {UP}/{DOWN} = significantly better/worse "
-                f"at α = {self.alpha:g} after correction")
+        test = f"{TEST_NAMES[self.test]} vs {self.baseline}" + (
+            f" ({self.n_permutations:,} permutations, seed {self.seed})" if self.test == "fisher" else "")
+        if self.correction == "none":
+            scope = "no multiple-comparison correction"
+        else:
+            scope = (f"{CORRECTION_NAMES[self.correction]} correction per metric across the {self.family_size} "
+                     f"pipeline{'s' if self.family_size != 1 else ''} compared with {self.baseline}")
+        return (f"{test}; {scope}; {UP}/{DOWN} = significantly better/worse at "
+                f"α = {self.alpha:g} after correction")
 
     def to_json(self) -> dict:
         return {
             "baseline": self.baseline, "test": self.test, "test_name": TEST_NAMES[self.test],
             "correction": self.correction, "correction_name": CORRECTION_NAMES[self.correction],
+            "correction_scope": "per metric, across the pipelines compared with the baseline",
             "alpha": self.alpha, "n_permutations": self.n_permutations, "seed": self.seed,
             "family_size": self.family_size, "description": self.describe(),
         }
@@ -157,11 +223,11 @@ def compare_to_baseline(evaluation: Evaluation, qrels: dict[str, dict[str, int]]
     for label in evaluation.results:
         if label == baseline:
             continue
-        raw[label] = {}
-        for m in metrics:
-            base, values = evaluation.values(baseline, m), evaluation.values(label, m)
-            raw[label][m] = {"fisher": randomization_test(base, values, n_permutations, seed),
-                             "delta": float(values.mean() - base.mean())}
+        diffs = np.column_stack([evaluation.values(label, m) - evaluation.values(baseline, m) for m in metrics])
+        fisher = randomization_tests(diffs, n_permutations, seed)
+        raw[label] = {m: {"fisher": float(fisher[j]),
+                          "delta": float(evaluation.values(label, m).mean() - evaluation.values(baseline, m).mean())}
+                      for j, m in enumerate(metrics)}
     for label in raw:
         # fresh Run objects for every call: ranx.compare writes its scores into the runs it is given
         runs = [to_run(evaluation.candidates, evaluation.runs[name].ranking, counted, name)
@@ -173,7 +239,11 @@ def compare_to_baseline(evaluation: Evaluation, qrels: dict[str, dict[str, int]]
             raw[label][m]["student"] = 1.0 if p is None or not math.isfinite(p) else float(p)
             raw[label][m]["wtl"] = report.win_tie_loss[(label, baseline)][m]
     keys = [(label, m) for label in raw for m in metrics]
-    adjusted = {t: dict(zip(keys, CORRECTIONS[correction]([raw[l][m][t] for l, m in keys]))) for t in TESTS}
+    adjusted: dict[str, dict[tuple[str, str], float]] = {t: {} for t in TESTS}
+    for m in metrics:  # one family per metric: the pipelines compared with the baseline
+        family = [(label, m) for label in raw]
+        for t in TESTS:
+            adjusted[t].update(zip(family, CORRECTIONS[correction]([raw[l][m][t] for l, _ in family])))
     cells: dict[str, dict[str, Cell]] = {}
     for label, m in keys:
         r = raw[label][m]
@@ -183,4 +253,4 @@ def compare_to_baseline(evaluation: Evaluation, qrels: dict[str, dict[str, int]]
             wins=int(r["wtl"]["W"]), ties=int(r["wtl"]["T"]), losses=int(r["wtl"]["L"]), delta=r["delta"],
             p_values={t: r[t] for t in TESTS}, p_adjusted_by_test={t: adjusted[t][(label, m)] for t in TESTS},
         )
-    return Significance(baseline, test, correction, alpha, n_permutations, seed, len(keys), cells)
+    return Significance(baseline, test, correction, alpha, n_permutations, seed, len(raw), cells)

@@ -1,9 +1,10 @@
 """An experiment: pipelines against a baseline on one candidate pool, with everything a report shows.
 
 ``run_experiment`` is the one composition of the harness's steps — ranx evaluation
-(``eval.evaluate``), paired significance against the baseline (``eval.compare``), the
-token-budget metric (``eval.budget``) and the intent router's accuracy and regret
-(``eval.router_eval``). ``rwb eval``, ``rwb report`` and the workbench's Evaluate and Reports
+(``eval.evaluate``), paired significance against the baseline with a correction per metric
+(``eval.compare``), bootstrap confidence intervals of every mean and every difference
+(``eval.bootstrap``), the token-budget metric (``eval.budget``) and the intent router's
+accuracy and regret (``eval.router_eval``). ``rwb eval``, ``rwb report`` and the workbench's Evaluate and Reports
 pages all call it, so they show the same numbers; ``Experiment.summary()`` is the JSON document
 and ``Experiment.write_report()`` the report files (``eval.report``).
 """
@@ -14,51 +15,74 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from eval.bootstrap import DEFAULT_RESAMPLES, LEVEL, Intervals, bootstrap_intervals
 from eval.budget import DEFAULT_BUDGET, BudgetScore, budget_recall, document_tokens
 from eval.compare import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, Significance, compare_to_baseline
-from eval.evaluate import Evaluation, evaluate_pipelines, intent_of, parse_metrics, resolve_pipelines
-from eval.fast import DEFAULT_METRICS, parse_metric
+from eval.evaluate import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluation, evaluate_pipelines, intent_of,
+                           parse_cutoffs, parse_metrics, resolve_pipelines, with_gain)
 from eval.report import eval_summary, write_report
+from eval.learned_router import evaluate_learned_router, prepare_pool, query_vectors
 from eval.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
 from retrieval.candidates import Candidates
 from retrieval.dataset import Dataset
 from retrieval.pipeline import PipelineConfig, get_pipeline
 
 ROUTER_PIPELINE = "seed-adaptive"
+# every family at every cutoff, then MAP over the whole ranking
+DEFAULT_FAMILIES = ("ndcg", "recall", "mrr", "precision", "hit_rate", "map")
+PRIMARY = "ndcg@5"
 
 
 @dataclass(frozen=True)
 class ExperimentOptions:
     """How an experiment is scored; checked on construction (``ValueError`` says what is allowed).
 
-    ``metrics``: ranx names ``NAME@K`` (the first is the primary one); ``test``: ``fisher`` or
-    ``student``; ``correction``: ``holm`` or ``bonferroni`` over every pipeline × metric;
-    ``alpha``: significance level after correction; ``permutations`` and ``seed``: Fisher's
-    randomization test; ``token_budget``: of the budget-recall metric; ``router_metric``: the
-    metric of the intent router's regret."""
+    ``metrics``: ranx names ``NAME@K``, bare family names (every one of ``cutoffs``) or ``map``
+    (the whole ranking); ``gain``: nDCG's gain, ``linear`` (ranx ``ndcg``) or ``exponential``
+    (ranx ``ndcg_burges``; nDCG names become ``ndcg_burges@k``); ``test``: ``fisher`` or
+    ``student``; ``correction``: ``holm``, ``bonferroni`` or ``none``, per metric across the
+    pipelines; ``alpha``: significance level after correction; ``permutations`` and ``seed``:
+    Fisher's randomization test (the seed also seeds the bootstrap); ``bootstrap``: resamples of
+    the 95% confidence intervals; ``token_budget``: of the budget-recall metric;
+    ``router_metric``: the metric of the intent router's regret (its nDCG follows ``gain``)."""
 
-    metrics: tuple[str, ...] = DEFAULT_METRICS
+    metrics: tuple[str, ...] = DEFAULT_FAMILIES
+    cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
+    gain: str = "linear"
     test: str = "fisher"
     correction: str = "holm"
     alpha: float = 0.05
     permutations: int = DEFAULT_PERMUTATIONS
     seed: int = 42
+    bootstrap: int = DEFAULT_RESAMPLES
     token_budget: int = DEFAULT_BUDGET
-    router_metric: str = "ndcg@5"
+    router_metric: str = PRIMARY
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "metrics", parse_metrics(self.metrics))
+        if self.gain not in GAINS:
+            raise ValueError(f"unknown gain {self.gain!r}; choose from {list(GAINS)}")
+        object.__setattr__(self, "cutoffs", parse_cutoffs(self.cutoffs))
+        object.__setattr__(self, "metrics", with_gain(parse_metrics(self.metrics, self.cutoffs), self.gain))
+        object.__setattr__(self, "router_metric", with_gain([self.router_metric], self.gain)[0])
         if self.test not in TESTS:
             raise ValueError(f"unknown test {self.test!r}; choose from {list(TESTS)}")
         if self.correction not in CORRECTIONS:
-            raise ValueError(f"unknown correction {self.correction!r}; choose from {sorted(CORRECTIONS)}")
+            raise ValueError(f"unknown correction {self.correction!r}; choose from {list(CORRECTIONS)}")
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha must lie in (0, 1), got {self.alpha}")
         if self.permutations < 1:
             raise ValueError(f"permutations must be ≥ 1, got {self.permutations}")
+        if self.bootstrap < 1:
+            raise ValueError(f"bootstrap resamples must be ≥ 1, got {self.bootstrap}")
         if self.token_budget < 1:
             raise ValueError(f"token budget must be ≥ 1, got {self.token_budget}")
-        parse_metric(self.router_metric)
+
+    @property
+    def primary(self) -> str:
+        """The metric of the per-intent table and the per-query figures: nDCG@5 (in the chosen
+        gain) when evaluated, else the first metric."""
+        wanted = with_gain([PRIMARY], self.gain)[0]
+        return wanted if wanted in self.metrics else self.metrics[0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,15 +95,40 @@ class Experiment:
     router: RouterEvaluation | None           # None when no query carries a routable intent label
     baseline: str                             # the baseline's label
     options: ExperimentOptions
+    intervals: Intervals | None = None        # bootstrap CIs of every mean and every difference
+    learned_router: RouterEvaluation | None = None  # the learned router, cross-validated (eval.learned_router)
+
+    @property
+    def primary(self) -> str:
+        return self.options.primary
+
+    def settings(self) -> dict:
+        """How the numbers were computed, in words and values (printed by every surface)."""
+        o = self.options
+        return {
+            "primary_metric": self.primary, "cutoffs": list(o.cutoffs), "gain": o.gain, "gain_formula": GAINS[o.gain],
+            "tie_break": TIE_BREAK, "test": o.test, "correction": o.correction, "alpha": o.alpha,
+            "permutations": o.permutations, "seed": o.seed, "bootstrap_resamples": o.bootstrap,
+            "confidence_level": LEVEL,
+            "significance": self.significance.describe() if self.significance else None,
+            "intervals": self.intervals.describe() if self.intervals else None,
+            "fewer_than_k": {p: {str(k): n for k, n in short.items()}
+                             for p, short in self.evaluation.short_of().items()},
+        }
 
     def summary(self) -> dict:
         """The ``rwb eval --json`` document (also the core of ``report.json``)."""
-        return eval_summary(self.evaluation, self.significance, self.budget, self.router)
+        out = eval_summary(self.evaluation, self.significance, self.budget, self.router, self.intervals,
+                           self.settings())
+        if self.learned_router is not None:
+            out["learned_router"] = self.learned_router.to_json()
+        return out
 
     def write_report(self, out_dir: str | Path, sweep=None, title: str | None = None) -> dict[str, Path]:
         """report.json, report.md and report.html in ``out_dir`` (``sweep``: an optional
         ``eval.sweep.SweepResult`` to include); returns their paths by kind."""
-        return write_report(out_dir, self.evaluation, self.significance, self.budget, self.router, sweep, title)
+        return write_report(out_dir, self.evaluation, self.significance, self.budget, self.router, sweep, title,
+                            intervals=self.intervals, settings=self.settings())
 
 
 def experiment_configs(pipelines: Sequence[str | PipelineConfig] | Mapping[str, PipelineConfig],
@@ -113,16 +162,20 @@ def run_experiment(pool: Candidates, dataset: Dataset,
     qrels = dataset.qrels if qrels is None else qrels
     configs = experiment_configs(pipelines, baseline)
     base_label = next(iter(configs))
+    pool = prepare_pool(pool, dataset.queries, configs)  # learned routes, when a pipeline follows them
     evaluation = evaluate_pipelines(pool, qrels, configs, options.metrics, intent_of(dataset.queries), progress)
     significance = None
     if len(configs) > 1:
         significance = compare_to_baseline(evaluation, qrels, base_label, options.test, options.correction,
                                            options.alpha, options.permutations, options.seed)
+    intervals = bootstrap_intervals(evaluation, base_label, options.bootstrap, options.seed)
     tokens = document_tokens(dataset.documents)
     budget = {label: budget_recall(pool, qrels, run.ranking, options.token_budget, tokens)
               for label, run in evaluation.runs.items()}
     labels = {q.id: q.intent for q in dataset.queries}
-    router = None
+    router = learned = None
     if any(intent in INTENT_TO_PROFILE for intent in labels.values()):
         router = evaluate_router(pool, qrels, labels, ROUTER_PIPELINE, options.router_metric)
-    return Experiment(evaluation, significance, budget, router, base_label, options)
+        learned = evaluate_learned_router(pool, qrels, labels, query_vectors(pool), ROUTER_PIPELINE,
+                                          options.router_metric)
+    return Experiment(evaluation, significance, budget, router, base_label, options, intervals, learned)

@@ -1,12 +1,18 @@
 """Evaluation reports: ``report.json`` (everything, machine-readable), ``report.md`` and a
 self-contained ``report.html`` (plotly's JavaScript inlined once; opens with no network).
 
-Contents: the fingerprint that reproduces the result (dataset sha256, model, analyzer, pool
-depth, every pipeline's TOML), the metrics table with significance marks against the baseline,
-per-intent bars, per-query wins and losses against the baseline, the token-budget metric, the
-intent router's confusion matrix and regret, and — when a sweep was run — its curve (one
-parameter) or heatmap (two or more: the best score over the others) with the cross-validation
-table (training vs held-out means).
+Contents: how the numbers were computed (nDCG gain, tie-break, test, correction, bootstrap),
+the fingerprint that reproduces the result (dataset sha256, model, analyzer, pool depth, every
+pipeline's TOML), the means of every metric with significance marks against the baseline, the
+statistics of every metric (mean and its 95% CI, difference to the baseline and its CI, raw and
+corrected p, wins/ties/losses), pipelines returning fewer than k results, per-intent table and
+bars, per-query wins and losses against the baseline, the token-budget metric, the intent
+router's confusion matrix and regret, and — when a sweep was run — its curve (one parameter) or
+heatmap (two or more: the best score over the others) with the cross-validation table
+(training vs held-out means).
+
+The text helpers (``means_rows``, ``detail_rows``, ``intent_rows``, ``short_notes``,
+``method_lines``) are shared by ``rwb eval`` and the report.
 """
 
 from __future__ import annotations
@@ -22,12 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
+from eval.bootstrap import Intervals
 from eval.budget import BudgetScore
-from eval.compare import DOWN, UP, Significance
+from eval.compare import CORRECTION_NAMES, DOWN, UP, Significance
 from eval.evaluate import Evaluation
 from eval.router_eval import RouterEvaluation
 from eval.sweep import SweepResult
-from retrieval.bm25 import ANALYZER_VERSION
+from retrieval.bm25 import ANALYZERS
 from retrieval.pipeline import to_toml
 
 REPORT_VERSION = 1
@@ -56,13 +63,18 @@ def _clean(value):
     return value
 
 
+def _analyzer(evaluation: Evaluation) -> str:
+    """The versioned name of the BM25 analyzer of the pool the evaluation re-scored."""
+    return ANALYZERS[evaluation.candidates.analyzer].version
+
+
 def fingerprint(evaluation: Evaluation) -> dict:
     """What reproduces the numbers: data, model, analyzer, pool and configs."""
     return {
         "dataset": evaluation.dataset,
         "dataset_fingerprint": evaluation.fingerprint,
         "model": evaluation.embedder,
-        "analyzer": ANALYZER_VERSION,
+        "analyzer": _analyzer(evaluation),
         "pool_depth": evaluation.pool_depth,
         "configs": {name: to_toml(config) for name, config in evaluation.configs.items()},
         "versions": {"rwb": _version("retrieval-workbench"), "ranx": _version("ranx"), "numpy": _version("numpy"),
@@ -71,8 +83,10 @@ def fingerprint(evaluation: Evaluation) -> dict:
 
 
 def eval_summary(evaluation: Evaluation, significance: Significance | None,
-                 budget: dict[str, BudgetScore] | None = None, router: RouterEvaluation | None = None) -> dict:
+                 budget: dict[str, BudgetScore] | None = None, router: RouterEvaluation | None = None,
+                 intervals: Intervals | None = None, settings: dict | None = None) -> dict:
     """The ``rwb eval --json`` document (also the core of ``report.json``)."""
+    deltas = intervals.deltas if intervals else {}
     data = {
         "dataset": evaluation.dataset,
         "n_queries": evaluation.n_queries,
@@ -87,10 +101,15 @@ def eval_summary(evaluation: Evaluation, significance: Significance | None,
                 "p_value": cell.p_value, "p_adjusted": cell.p_adjusted, "significant": cell.significant,
                 "wins": cell.wins, "ties": cell.ties, "losses": cell.losses, "delta": cell.delta,
                 "p_values": cell.p_values, "p_adjusted_by_test": cell.p_adjusted_by_test,
+                "delta_ci": list(deltas[label][m]) if m in deltas.get(label, {}) else None,
             } for m, cell in cells.items()}
             for label, cells in (significance.cells.items() if significance else ())
         },
         "significance_test": significance.to_json() if significance else None,
+        "intervals": intervals.to_json() if intervals else None,
+        "settings": settings,
+        "fewer_than_k": {p: {str(k): n for k, n in short.items()} for p, short in evaluation.short_of().items()},
+        "n_results": evaluation.n_results,
         "intents": evaluation.intents,
         "excluded_queries": list(evaluation.excluded),
         "missing_queries": list(evaluation.missing),
@@ -129,21 +148,104 @@ def fmt_delta(value: float | None, digits: int = 4) -> str:
     return f"{value:+.{digits}f}"
 
 
-def metric_rows(evaluation: Evaluation, significance: Significance | None) -> list[list[str]]:
-    """Table rows: pipeline, then per metric "mean mark", "p", "W/T/L"."""
+def fmt_ci(ci: tuple[float, float] | None, signed: bool = False, digits: int = 3) -> str:
+    """A confidence interval ``[0.451, 0.573]`` (``[+0.010, +0.065]`` for a difference)."""
+    if ci is None:
+        return "–"
+    f = fmt_delta if signed else fmt_value
+    return f"[{f(ci[0], digits)}, {f(ci[1], digits)}]"
+
+
+def p_header(significance: Significance | None) -> str:
+    """The corrected p column's name: ``p (holm)``, ``p (bonferroni)``; ``p`` without correction."""
+    if significance is None or significance.correction == "none":
+        return "p (uncorrected)"
+    return f"p ({significance.correction})"
+
+
+def means_rows(evaluation: Evaluation, significance: Significance | None) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the means table: one row per metric, one column per pipeline, each
+    cell the mean with ▲/▼ where significantly better/worse than the baseline after correction."""
+    labels = list(evaluation.results)
+    base = significance.baseline if significance else None
+    header = ["metric", *(f"{p} (baseline)" if p == base else p for p in labels)]
     rows = []
-    for label in evaluation.results:
-        row = [label + (" (baseline)" if significance and label == significance.baseline else "")]
-        for m in evaluation.metrics:
-            cell = significance.cells.get(label, {}).get(m) if significance else None
-            value = fmt_value(evaluation.results[label][m])
-            if cell is None:
-                row.append(value)
-            else:
-                wtl = f"{cell.wins}/{cell.ties}/{cell.losses}"
-                row.append(f"{value}{cell.mark or ' '} p={fmt_p(cell.p_adjusted)} {wtl}")
+    for m in evaluation.metrics:
+        row = [m]
+        for p in labels:
+            cell = significance.cells.get(p, {}).get(m) if significance else None
+            row.append(fmt_value(evaluation.results[p][m]) + (cell.mark if cell and cell.mark else ""))
+        rows.append(row)
+    return header, rows
+
+
+def detail_header(significance: Significance | None, intervals: Intervals | None) -> list[str]:
+    level = f"{intervals.level:.0%} CI" if intervals else "95% CI"
+    return ["pipeline", "mean", level, "Δ vs " + (significance.baseline if significance else "baseline"),
+            f"{level} of Δ", "p (raw)", p_header(significance), "W/T/L"]
+
+
+def detail_rows(evaluation: Evaluation, significance: Significance | None, intervals: Intervals | None,
+                metric: str) -> list[list[str]]:
+    """One metric's statistics, one row per pipeline (see ``detail_header``)."""
+    rows = []
+    for p in evaluation.results:
+        ci = intervals.means.get(p, {}).get(metric) if intervals else None
+        cell = significance.cells.get(p, {}).get(metric) if significance else None
+        name = p + (" (baseline)" if significance and p == significance.baseline else "")
+        row = [name, fmt_value(evaluation.results[p][metric]) + (cell.mark if cell and cell.mark else ""),
+               fmt_ci(ci)]
+        if cell is None:
+            row += ["", "", "", "", ""]
+        else:
+            dci = intervals.deltas.get(p, {}).get(metric) if intervals else None
+            row += [fmt_delta(cell.delta), fmt_ci(dci, signed=True), fmt_p(cell.p_value), fmt_p(cell.p_adjusted),
+                    f"{cell.wins}/{cell.ties}/{cell.losses}"]
         rows.append(row)
     return rows
+
+
+def intent_counts(evaluation: Evaluation) -> dict[str, int]:
+    intents = list(next(iter(evaluation.per_intent.values())))
+    return {i: sum(1 for q in evaluation.query_ids if evaluation.intents[q] == i) for i in intents}
+
+
+def intent_rows(evaluation: Evaluation, metric: str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the per-intent table: one row per pipeline, one column per labelled
+    intent (its number of judged queries in brackets), each cell the intent's mean of ``metric``."""
+    counts = intent_counts(evaluation)
+    header = ["pipeline", *(f"{i} ({n})" for i, n in counts.items())]
+    rows = [[p, *(fmt_value(evaluation.per_intent[p][i][metric]) for i in counts)] for p in evaluation.per_intent]
+    return header, rows
+
+
+SHORT_NOTE = ("Fewer than k results: judged queries a pipeline answers with fewer than k results, per cutoff k "
+              "(k=1: none at all). They are scored as they are: the missing ranks count as non-relevant, and "
+              "precision@k still divides by k.")
+
+
+def short_notes(evaluation: Evaluation) -> list[str]:
+    """One line per pipeline that returns fewer than k results for some judged queries:
+    ``openclaw: k=5: 94, k=10: 120 of 120 queries``."""
+    n = evaluation.n_queries
+    return [f"{p}: " + ", ".join(f"k={k}: {q}" for k, q in short.items()) + f" of {n} queries"
+            for p, short in evaluation.short_of().items()]
+
+
+def method_lines(settings: dict | None, significance: Significance | None = None,
+                 intervals: Intervals | None = None) -> list[str]:
+    """How the numbers were computed, one statement a line."""
+    lines = []
+    if settings:
+        lines.append(f"nDCG: {settings['gain_formula']}")
+        lines.append(f"Ties in a ranking: {settings['tie_break']}")
+        lines.append(f"Cutoffs: {', '.join(str(k) for k in settings['cutoffs'])}; MAP (map) is over the whole "
+                     f"returned ranking; primary metric {settings['primary_metric']}")
+    if intervals:
+        lines.append(intervals.describe()[0].upper() + intervals.describe()[1:])
+    if significance:
+        lines.append("Significance: " + significance.describe())
+    return lines
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
@@ -162,10 +264,13 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
 def legend(significance: Significance | None) -> str:
     if significance is None:
         return ""
+    corrected = ("the same p-value (no correction)" if significance.correction == "none" else
+                 f"after {CORRECTION_NAMES[significance.correction]} correction per metric across the "
+                 f"{significance.family_size} pipeline(s) compared")
     return (f"Cells: mean over the judged queries; {UP}/{DOWN} significantly better/worse than "
-            f"{significance.baseline}; p = {significance.correction}-corrected p-value of the "
-            f"{significance.test} test; W/T/L = queries where the pipeline wins/ties/loses against the baseline. "
-            f"{significance.describe()}.")
+            f"{significance.baseline} at α = {significance.alpha:g} after correction; p (raw) = the "
+            f"{significance.test} test's p-value, {p_header(significance)} = {corrected}; W/T/L = queries where "
+            "the pipeline wins/ties/loses against the baseline.")
 
 
 def sweep_rows(result: SweepResult) -> list[list[str]]:
@@ -189,15 +294,19 @@ def _figure_html(fig, div_id: str, height: int) -> str:
     return re.sub(r'<script(?: type="text/javascript")?>', '<script type="text/x-rwb-plot">', html)
 
 
+PLOTLY_BUNDLE = Path(__file__).with_name("assets") / "plotly-cartesian.min.js"
+"""plotly.js's cartesian partial bundle (bar, scatter, heatmap, …: every trace the report draws),
+the same plotly.js version as the ``plotly`` package's full bundle (eval/assets/README.md)."""
+
+
 def _plotly_loader() -> str:
-    """plotly.js once, gzip-compressed and base64-encoded (4.8 MB → 1.9 MB), unpacked in the browser
-    with ``DecompressionStream``; then every figure's script runs. Still one self-contained file."""
+    """plotly.js once — the cartesian bundle, gzip-compressed and base64-encoded (1.5 MB → 0.66 MB;
+    the full 4.8 MB bundle packed this way was 1.96 MB) — unpacked in the browser with
+    ``DecompressionStream``; then every figure's script runs. Still one self-contained file."""
     import base64
     import gzip
 
-    import plotly.offline
-
-    packed = base64.b64encode(gzip.compress(plotly.offline.get_plotlyjs().encode("utf-8"), 9, mtime=0)).decode("ascii")
+    packed = base64.b64encode(gzip.compress(PLOTLY_BUNDLE.read_bytes(), 9, mtime=0)).decode("ascii")
     return ("<script>(async () => {"
             f"const packed = await fetch('data:application/gzip;base64,{packed}');"
             "const js = await new Response(packed.body.pipeThrough(new DecompressionStream('gzip'))).text();"
@@ -207,13 +316,13 @@ def _plotly_loader() -> str:
             "})();</script>")
 
 
-def _intent_figure(evaluation: Evaluation):
+def _intent_figure(evaluation: Evaluation, first: str | None = None):
     import plotly.graph_objects as go
 
     intents = list(next(iter(evaluation.per_intent.values())))
     counts = {i: sum(1 for q in evaluation.query_ids if evaluation.intents[q] == i) for i in intents}
     labels = [f"{i} ({counts[i]})" for i in intents]
-    first = evaluation.metrics[0]
+    first = first or evaluation.metrics[0]
     fig = go.Figure([go.Bar(name=p, x=labels, y=[evaluation.per_intent[p][i][first] for i in intents])
                      for p in evaluation.per_intent])
     buttons = [dict(label=m, method="update",
@@ -332,51 +441,56 @@ def _html_table(header, rows, numeric_from: int = 1) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _metric_html_rows(evaluation: Evaluation, significance: Significance | None) -> list[list[str]]:
-    rows = []
-    for label in evaluation.results:
-        is_base = significance is not None and label == significance.baseline
-        row = [f"<b>{_esc(label)}</b>" + (" <span class=\"muted\">(baseline)</span>" if is_base else "")]
-        for m in evaluation.metrics:
-            value = fmt_value(evaluation.results[label][m])
-            cell = significance.cells.get(label, {}).get(m) if significance else None
-            if cell is None:
-                row.append(value)
-                continue
-            mark = f"<span class=\"{'up' if cell.mark == UP else 'down'}\">{cell.mark}</span>" if cell.mark else ""
-            row.append(f"{value}{mark}<br><span class=\"muted\">p={_esc(fmt_p(cell.p_adjusted))} · "
-                       f"{cell.wins}/{cell.ties}/{cell.losses}</span>")
-        rows.append(row)
-    return rows
+def _marked(rows: list[list[str]]) -> list[list[str]]:
+    """Escaped cells, a trailing ▲/▼ coloured."""
+    def cell(value: str) -> str:
+        text = _esc(value)
+        for mark, css in ((UP, "up"), (DOWN, "down")):
+            if text.endswith(mark):
+                return f"{text[:-1]}<span class=\"{css}\">{mark}</span>"
+        return text
+    return [[cell(v) for v in row] for row in rows]
 
 
 def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Significance | None,
                  budget: dict[str, BudgetScore] | None = None, router: RouterEvaluation | None = None,
-                 sweep: SweepResult | None = None, title: str | None = None) -> dict[str, Path]:
-    """Write report.json, report.md and report.html into ``out_dir``; return their paths."""
+                 sweep: SweepResult | None = None, title: str | None = None, *,
+                 intervals: Intervals | None = None, settings: dict | None = None) -> dict[str, Path]:
+    """Write report.json, report.md and report.html into ``out_dir``; return their paths.
+    ``settings``: ``Experiment.settings()`` (the method section and the primary metric)."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
     created = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     title = title or f"rwb evaluation report — {evaluation.dataset}"
-    data = eval_summary(evaluation, significance, budget, router)
+    data = eval_summary(evaluation, significance, budget, router, intervals, settings)
     data = {"report_version": REPORT_VERSION, "created_at": created, **data}
     if sweep is not None:
         data["sweep"] = _clean(sweep.to_json())
-    primary = evaluation.metrics[0]
+    primary = (settings or {}).get("primary_metric") or evaluation.metrics[0]
     fp = data["fingerprint"]
-    header = ["pipeline", *evaluation.metrics]
+    means_header, means = means_rows(evaluation, significance)
+    stats_header = ["metric", *detail_header(significance, intervals)]
+    stats = [[m if i == 0 else "", *row] for m in evaluation.metrics
+             for i, row in enumerate(detail_rows(evaluation, significance, intervals, m))]
+    method = method_lines(settings, significance, intervals)
+    notes = short_notes(evaluation)
+    intent_header, intent_table = intent_rows(evaluation, primary)
 
     # -- markdown
     md = [f"# {title}", "",
           f"{evaluation.n_queries} judged queries · dataset `{evaluation.dataset}` · model `{evaluation.embedder}` · "
-          f"analyzer `{ANALYZER_VERSION}` · pool depth {evaluation.pool_depth} · {created}", "",
-          "## Metrics", "", md_table(header, metric_rows(evaluation, significance)), "", legend(significance), ""]
-    intents = list(next(iter(evaluation.per_intent.values())))
-    md += ["## Per intent", "", f"{primary} by labelled intent:", "",
-           md_table(["pipeline", *intents], [[p, *(f"{evaluation.per_intent[p][i][primary]:.4f}" for i in intents)]
-                                             for p in evaluation.per_intent]), ""]
+          f"analyzer `{_analyzer(evaluation)}` · pool depth {evaluation.pool_depth} · {created}", ""]
+    if method:
+        md += ["## Method", "", *(f"- {line}" for line in method), ""]
+    md += ["## Metrics", "", md_table(means_header, means), "", legend(significance), ""]
+    if notes:
+        md += [SHORT_NOTE, "", *(f"- {n}" for n in notes), ""]
+    md += [f"## Statistics against {significance.baseline if significance else 'the baseline'}", "",
+           md_table(stats_header, stats), ""]
+    md += ["## Per intent", "", f"{primary} by labelled intent (judged queries in brackets):", "",
+           md_table(intent_header, intent_table), ""]
     if significance:
         md += [f"## Per query vs {significance.baseline} ({primary})", "",
                md_table(["pipeline", "wins", "ties", "losses", f"Δ{primary}"],
@@ -402,7 +516,7 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
         md += [f"### {name}", "", "```toml", text.rstrip(), "```", ""]
 
     # -- html
-    figures = [_figure_html(_intent_figure(evaluation), "fig-intents", 420)]
+    figures = [_figure_html(_intent_figure(evaluation, primary), "fig-intents", 420)]
     if significance:
         figures.append(_figure_html(_wtl_figure(evaluation, significance, primary), "fig-wtl",
                                     140 + 36 * len(significance.cells)))
@@ -410,11 +524,20 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
                                     160 + 40 * len(significance.cells)))
     parts = [f"<h1>{_esc(title)}</h1>",
              f"<p class=\"muted\">{evaluation.n_queries} judged queries · dataset <code>{_esc(evaluation.dataset)}"
-             f"</code> · model <code>{_esc(evaluation.embedder)}</code> · analyzer <code>{_esc(ANALYZER_VERSION)}"
+             f"</code> · model <code>{_esc(evaluation.embedder)}</code> · analyzer <code>{_esc(_analyzer(evaluation))}"
              f"</code> · pool depth {evaluation.pool_depth} · {_esc(created)}</p>",
-             "<h2>Metrics</h2>", _html_table(header, _metric_html_rows(evaluation, significance)),
+             *(["<h2>Method</h2>", "<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in method) + "</ul>"]
+               if method else []),
+             "<h2>Metrics</h2>", _html_table([_esc(h) for h in means_header], _marked(means), numeric_from=1),
              f"<p class=\"muted\">{_esc(legend(significance))}</p>",
-             "<h2>Per intent</h2>", figures[0]]
+             *([f"<p>{_esc(SHORT_NOTE)}</p><ul>{''.join(f'<li>{_esc(n)}</li>' for n in notes)}</ul>"]
+               if notes else []),
+             f"<h2>Statistics against {_esc(significance.baseline if significance else 'the baseline')}</h2>",
+             _html_table([_esc(h) for h in stats_header], _marked(stats), numeric_from=3),
+             "<h2>Per intent</h2>",
+             f"<p>{_esc(primary)} by labelled intent (judged queries in brackets):</p>",
+             _html_table([_esc(h) for h in intent_header], [[_esc(v) for v in r] for r in intent_table]),
+             figures[0]]
     if significance:
         parts += [f"<h2>Per query vs {_esc(significance.baseline)}</h2>", figures[1], figures[2]]
     if budget:

@@ -22,11 +22,11 @@ def intents_figure(intents: pd.DataFrame, metric: str) -> go.Figure:
     return fig
 
 
-def per_query_figure(points: pd.DataFrame, base_label: str, cand_label: str) -> go.Figure:
+def per_query_figure(points: pd.DataFrame, base_label: str, cand_label: str, metric: str = PRIMARY) -> go.Figure:
     fig = px.scatter(points, x="baseline", y="candidate", color="intent", custom_data=["query"],
                      hover_data={"query": True, "text": True, "delta": ":+.3f"},
-                     labels={"baseline": f"{base_label} {metric_label(PRIMARY)}",
-                             "candidate": f"{cand_label} {metric_label(PRIMARY)}"})
+                     labels={"baseline": f"{base_label} {metric_label(metric)}",
+                             "candidate": f"{cand_label} {metric_label(metric)}"})
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#8c959f", dash="dot"),
                              hoverinfo="skip", showlegend=False))
     fig.update_traces(marker=dict(size=11, opacity=0.75, line=dict(width=1, color="white")),

@@ -2,7 +2,8 @@
 
 The pages call these instead of composing harness steps themselves. Tune's live p-value is
 the paired t-test (cheap enough for every knob move); Fisher's randomization test runs on
-demand and is cached per configuration.
+demand and is cached per configuration. Both are raw p: correction is across systems per
+metric, as in ``rwb eval``, and a live comparison holds one system.
 """
 
 from __future__ import annotations
@@ -16,17 +17,18 @@ from typing import Callable, Sequence
 import numpy as np
 import streamlit as st
 
-from eval.compare import Significance, compare_to_baseline, holm, randomization_test
-from eval.evaluate import Evaluation, evaluate_pipelines, intent_of
+from eval.compare import Significance, compare_pair
+from eval.evaluate import Evaluation
+from eval.experiment import Experiment, ExperimentOptions, run_experiment
 from eval.report import fmt_p
 from eval.sweep import ParamSpec, Space, SweepResult
 from eval.sweep import sweep as harness_sweep
-from pages._state import (METRICS, PRIMARY, LiveRun, Workspace, get_dataset, get_judged, get_pool, metric_label,
+from pages._state import (METRICS, LiveRun, Workspace, get_dataset, get_judged, get_pool, metric_label,
                           resolve_config)
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig, get_param
 
-__all__ = ["fmt_p", "ParamSpec", "SweepResult", "Evaluation", "Significance"]
+__all__ = ["fmt_p", "ParamSpec", "SweepResult", "Evaluation", "Significance", "Experiment", "ExperimentOptions"]
 PERMUTATIONS = 10_000
 
 
@@ -51,41 +53,17 @@ def warm_harness() -> object:
 
 # ---- live significance (Tune, Sweep) ------------------------------------------------------------
 
-def paired_t(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided paired t-test p, as scipy's ``ttest_rel``: ``t = mean(d) / (sd(d)/√n)``,
-    ``p = 2·P(T_{n−1} ≤ −|t|)``; 1 when the runs do not differ (0.1 ms: it runs on every knob move)."""
-    from scipy.special import stdtr
-
-    n = len(a)
-    if n < 2:
-        return float("nan")
-    diff = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
-    if not np.any(np.abs(diff) > 1e-12):
-        return 1.0
-    sd = float(diff.std(ddof=1))
-    if sd == 0.0:
-        return 0.0
-    t = float(diff.mean()) / (sd / math.sqrt(n))
-    return float(2.0 * stdtr(n - 1, -abs(t)))
-
-
 def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str] = METRICS, test: str = "t") -> list[dict]:
-    """Per metric: value, baseline, delta and p — the paired t-test (``test="t"``) or Fisher's
-    randomization test (``"fisher"``), Holm-corrected over the metrics shown."""
-    rows, raw = [], []
+    """Per metric: value, baseline, delta and p of ``cand`` against ``base`` (``eval.compare.compare_pair``:
+    the paired t-test, or Fisher's randomization test; one system compared, so no correction)."""
+    ps = compare_pair({m: base.counted(m) for m in metrics}, {m: cand.counted(m) for m in metrics}, test,
+                      PERMUTATIONS, seed=42)
+    rows = []
     for name in metrics:
-        a, b = base.counted(name), cand.counted(name)
-        if test == "fisher":
-            raw.append(randomization_test(a, b, PERMUTATIONS, seed=42) if len(a) else float("nan"))
-        else:
-            raw.append(paired_t(a, b))
-        rows.append({"metric": name, "label": metric_label(name), "value": cand.means[name],
-                     "baseline": base.means[name], "delta": cand.means[name] - base.means[name], "n": len(a)})
-    finite = [p for p in raw if np.isfinite(p)]
-    adjusted = iter(holm(finite))
-    for row, p in zip(rows, raw):
-        row["p"] = next(adjusted) if np.isfinite(p) else float("nan")
+        row = {"metric": name, "label": metric_label(name), "value": cand.means[name], "baseline": base.means[name],
+               "delta": cand.means[name] - base.means[name], "n": len(base.counted(name)), "p": ps[name]}
         row["p_text"] = fmt_p(row["p"]) if np.isfinite(row["p"]) else "n/a"
+        rows.append(row)
     return rows
 
 
@@ -101,27 +79,22 @@ def fisher_cached(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, base
 
 # ---- the harness's ranx evaluation and significance ----------------------------------------------
 
-@st.cache_resource(max_entries=16, show_spinner="Evaluating with ranx and testing significance…")
-def harness_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
-                       configs: tuple[tuple[str, PipelineConfig], ...], baseline: str
-                       ) -> tuple[Evaluation, Significance | None]:
-    """``eval.evaluate.evaluate_pipelines`` + ``eval.compare.compare_to_baseline`` (Fisher, Holm)."""
+@st.cache_resource(max_entries=16, show_spinner="Evaluating with ranx, testing significance, bootstrapping…")
+def harness_experiment(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
+                       configs: tuple[tuple[str, PipelineConfig], ...], baseline: PipelineConfig,
+                       options: ExperimentOptions) -> Experiment:
+    """``eval.experiment.run_experiment`` (the one composition ``rwb eval`` and ``rwb report``
+    use) on the pool, with the workbench's merged qrels."""
     dataset = get_dataset(path, stamp)
     qrels, _ = get_judged(path, stamp, embedder, qrels_rev)
-    evaluation = evaluate_pipelines(get_pool(path, stamp, embedder), qrels, dict(configs), METRICS,
-                                    intent_of(dataset.queries))
-    significance = compare_to_baseline(evaluation, qrels, baseline) if len(configs) > 1 else None
-    return evaluation, significance
+    return run_experiment(get_pool(path, stamp, embedder), dataset, dict(configs), baseline, options, qrels=qrels)
 
 
-def evaluate_labels(ws: Workspace, labelled: dict[str, PipelineConfig]) -> tuple[Evaluation, Significance | None]:
-    """Evaluate the baseline (first, under its own name) and ``labelled`` configs."""
-    base = ws.baseline
-    configs = {base.name: base}
-    for label, config in labelled.items():
-        if config != base:
-            configs.setdefault(label, config)
-    return harness_evaluation(ws.path, ws.stamp, ws.embedder, ws.qrels_rev, tuple(configs.items()), base.name)
+def experiment_for(ws: Workspace, labelled: dict[str, PipelineConfig],
+                   options: ExperimentOptions | None = None) -> Experiment:
+    """The baseline (first, under its own name) and ``labelled`` configs, as ``rwb eval`` runs them."""
+    return harness_experiment(ws.path, ws.stamp, ws.embedder, ws.qrels_rev, tuple(labelled.items()), ws.baseline,
+                              options or ExperimentOptions())
 
 
 # ---- Sweep: the harness's grid/random search with cross-validation (eval.sweep) ----------------
@@ -151,26 +124,12 @@ def start_value(config: PipelineConfig, path: str) -> float:
 
 # ---- reports and imports ---------------------------------------------------------------------------
 
-def build_report(ws: Workspace, labelled: dict[str, PipelineConfig], sweep: SweepResult | None = None
-                 ) -> dict[str, Path]:
+def build_report(ws: Workspace, labelled: dict[str, PipelineConfig], sweep: SweepResult | None = None,
+                 options: ExperimentOptions | None = None) -> dict[str, Path]:
     """The harness's offline report (report.html, .md, .json) of the chosen pipelines against the
-    baseline, written under ``$RWB_HOME/reports/``."""
+    baseline, written under ``$RWB_HOME/reports/`` (``Experiment.write_report``, as ``rwb report``)."""
     out = rwb_home() / "reports" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', ws.dataset.name)}-{time.strftime('%Y%m%d-%H%M%S')}"
-    qrels, _ = ws.judged()
-    from eval.budget import DEFAULT_BUDGET, budget_recall, document_tokens
-    from eval.report import write_report
-    from eval.router_eval import INTENT_TO_PROFILE, evaluate_router
-
-    evaluation, significance = evaluate_labels(ws, labelled)
-    c = ws.pool()
-    tokens = document_tokens(ws.dataset.documents)
-    budget = {label: budget_recall(c, qrels, run.ranking, DEFAULT_BUDGET, tokens)
-              for label, run in evaluation.runs.items()}
-    labels = {q.id: q.intent for q in ws.dataset.queries}
-    router = None
-    if any(i in INTENT_TO_PROFILE for i in labels.values()):
-        router = evaluate_router(c, qrels, labels, "seed-adaptive", PRIMARY)
-    return write_report(out, evaluation, significance, budget, router, sweep)
+    return experiment_for(ws, labelled, options).write_report(out, sweep)
 
 
 IMPORT_KINDS = {

@@ -13,9 +13,9 @@ import math
 import time
 from typing import Any, Sequence
 
-import numpy as np
 import pandas as pd
 
+from eval.report import detail_header, detail_rows, intent_rows, means_rows
 from pages._markup import html as h
 from pages._state import METRICS, PRIMARY, Workspace, metric_label
 from retrieval.pipeline import PipelineConfig, Response, knobs, to_toml
@@ -205,26 +205,28 @@ def toml_diff(base: PipelineConfig, other: PipelineConfig) -> str:
 
 # ---- evaluation tables ---------------------------------------------------------------------------
 
-def metrics_table(evaluation, significance, fmt_p, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
-    """Rows: pipelines; per metric its mean with ▲/▼ where significantly better/worse; the primary
-    metric's delta, corrected p and wins/ties/losses against the baseline."""
-    rows = []
-    for label, means in evaluation.results.items():
-        cells = significance.cells.get(label, {}) if significance else {}
-        is_base = significance is not None and label == significance.baseline
-        row = {"pipeline": f"{label} (baseline)" if is_base else label}
-        for name in metrics:
-            cell = cells.get(name)
-            row[metric_label(name)] = f"{means[name]:.3f} {cell.mark if cell else ''}".rstrip()
-        cell = cells.get(PRIMARY)
-        row[f"Δ {metric_label(PRIMARY)}"] = cell.delta if cell else 0.0
-        row["p (Holm)"] = fmt_p(cell.p_adjusted) if cell else "—"
-        row["W/T/L"] = f"{cell.wins}/{cell.ties}/{cell.losses}" if cell else "—"
-        rows.append(row)
-    return pd.DataFrame(rows)
+def means_frame(evaluation, significance) -> pd.DataFrame:
+    """Rows: metrics; columns: pipelines, the baseline first; each cell the mean with ▲/▼ where
+    significantly better/worse than the baseline after correction (as ``rwb eval`` prints it)."""
+    header, rows = means_rows(evaluation, significance)
+    return pd.DataFrame(rows, columns=header)
+
+
+def statistics_frame(evaluation, significance, intervals, metric: str) -> pd.DataFrame:
+    """One metric's statistics per pipeline: mean and its CI, Δ vs the baseline and its CI, raw
+    and corrected p, wins/ties/losses (``rwb eval``'s detail table)."""
+    return pd.DataFrame(detail_rows(evaluation, significance, intervals, metric),
+                        columns=detail_header(significance, intervals))
+
+
+def intent_frame(evaluation, metric: str) -> pd.DataFrame:
+    """Per pipeline, the mean of ``metric`` per labelled intent (judged queries in brackets)."""
+    header, rows = intent_rows(evaluation, metric)
+    return pd.DataFrame(rows, columns=header)
 
 
 def style_marks(frame: pd.DataFrame):
+    """▲ cells green, ▼ cells red; a Δ column's signed values green / red by sign."""
     def colour(value):
         text = str(value)
         if text.endswith("▲"):
@@ -234,15 +236,15 @@ def style_marks(frame: pd.DataFrame):
         return ""
 
     def delta_colour(value):
-        if isinstance(value, (int, float)) and np.isfinite(value) and abs(value) > 1e-12:
-            return f"color: {GREEN}" if value > 0 else f"color: {RED}"
+        text = str(value)
+        if text.startswith("+") and text.strip("+0.") != "":
+            return f"color: {GREEN}"
+        if text.startswith("-") and text.strip("-0.") != "":
+            return f"color: {RED}"
         return f"color: {GREY}"
-    cols = [metric_label(m) for m in METRICS if metric_label(m) in frame.columns]
-    styled = frame.style.map(colour, subset=cols)
-    delta_col = f"Δ {metric_label(PRIMARY)}"
-    if delta_col in frame.columns:
-        styled = styled.map(delta_colour, subset=[delta_col])
-    return styled
+    styled = frame.style.map(colour)
+    deltas = [c for c in frame.columns if str(c).startswith("Δ")]
+    return styled.map(delta_colour, subset=deltas) if deltas else styled
 
 
 def per_intent_frame(evaluation, metric: str = PRIMARY) -> pd.DataFrame:

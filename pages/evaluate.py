@@ -1,9 +1,14 @@
-"""Evaluate: pipelines side by side on the query set (ranx + significance), per intent and per query."""
+"""Evaluate: pipelines side by side on the query set, as ``rwb eval`` computes them (``eval.experiment``):
+every metric at the chosen cutoffs, one metric's statistics (CIs, raw and corrected p), per intent, per query."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from eval.compare import CORRECTION_NAMES, CORRECTIONS
+from eval.evaluate import DEFAULT_CUTOFFS, GAINS
+from eval.experiment import ExperimentOptions
+from eval.report import SHORT_NOTE, legend, method_lines, short_notes
 from pages import _charts as ch
 from pages import _harness as hx
 from pages import _state as sh
@@ -24,7 +29,9 @@ if sh.TUNE_CONFIG in st.session_state:
 st.session_state.setdefault("eval_pipelines", [x for x in ("rrf", "weighted", "seed-adaptive", "seed-salience")
                                                if x in options])
 st.session_state["eval_pipelines"] = [x for x in st.session_state["eval_pipelines"] if x in options]
-st.session_state.setdefault("eval_metric", sh.PRIMARY)
+st.session_state.setdefault("eval_cutoffs", list(DEFAULT_CUTOFFS))
+st.session_state.setdefault("eval_gain", "linear")
+st.session_state.setdefault("eval_correction", "holm")
 st.session_state.setdefault("eval_last_selection", None)
 
 
@@ -43,28 +50,53 @@ def display(label: str) -> str:
 picked = st.multiselect("Pipelines to compare", options, key="eval_pipelines", format_func=fmt,
                         placeholder="choose pipelines or profiles", persist_state="session")
 configs = {display(label): resolve(label) for label in picked}
+row = st.columns([2.2, 1.3, 1.3], vertical_alignment="bottom")
+cutoffs = row[0].multiselect("Cutoffs k", DEFAULT_CUTOFFS, key="eval_cutoffs",
+                             help="Every metric at each cutoff, and MAP over the whole ranking.")
+gain = row[1].segmented_control("nDCG gain", list(GAINS), key="eval_gain",
+                                help="linear: rel / log2(rank+1) (ranx ndcg); exponential: (2^rel − 1) / "
+                                     "log2(rank+1) (ranx ndcg_burges)") or "linear"
+correction = row[2].selectbox("Correction", list(CORRECTIONS), key="eval_correction",
+                              format_func=lambda x: CORRECTION_NAMES[x] if x != "none" else "none",
+                              help="Multiple-comparison correction per metric, across the pipelines compared "
+                                   "with the baseline (as PyTerrier's Experiment).")
+if not cutoffs:
+    st.warning("No cutoff chosen: showing k = 5.")
 try:
-    evaluation, significance = hx.evaluate_labels(ws, configs)
+    experiment = hx.experiment_for(ws, configs, ExperimentOptions(cutoffs=tuple(cutoffs) or (5,), gain=gain,
+                                                                  correction=correction))
 except ValueError as error:
     st.error(f"Cannot evaluate: {md(error)}")
     st.stop()
-base_label = ws.baseline.name
-st.caption(f"**{md(ws.dataset.name)}** · {evaluation.n_queries} judged queries · baseline {code(base_label)} (change it in "
-           "the sidebar) · " + (significance.describe() if significance else "pick pipelines to test them"))
+evaluation, significance, intervals = experiment.evaluation, experiment.significance, experiment.intervals
+primary = experiment.primary
+base_label = experiment.baseline
+st.caption(f"**{md(ws.dataset.name)}** · {evaluation.n_queries} judged queries · baseline {code(base_label)} (change "
+           "it in the sidebar)" + ("" if significance else " · pick pipelines to test them against it") + "  \n"
+           + "  \n".join(md(line) for line in method_lines(experiment.settings(), significance, intervals)))
 
-# ---- metrics table ------------------------------------------------------------------------------
-table = tb.metrics_table(evaluation, significance, hx.fmt_p)
-delta_col = f"Δ {sh.metric_label(sh.PRIMARY)}"
-st.dataframe(
-    tb.style_marks(table), hide_index=True, key="eval_table",
-    column_config={
-        "pipeline": st.column_config.TextColumn("pipeline", width="medium", pinned=True),
-        delta_col: st.column_config.NumberColumn(delta_col, format="%+.3f"),
-        "p (Holm)": st.column_config.TextColumn("p (Holm)", help=f"{sh.metric_label(sh.PRIMARY)}, Fisher's "
-                                                "randomization test, Holm-corrected over every pipeline × metric"),
-        "W/T/L": st.column_config.TextColumn("W/T/L", help="queries won / tied / lost against the baseline"),
-    },
-)
+# ---- means of every metric, then one metric's statistics ------------------------------------------
+means_col, stats_col = st.columns([1, 1.5], gap="large")
+with means_col:
+    st.subheader("Means")
+    st.dataframe(tb.style_marks(tb.means_frame(evaluation, significance)), hide_index=True, key="eval_table",
+                 height=min(36 * (len(evaluation.metrics) + 1) + 3, 520),
+                 column_config={"metric": st.column_config.TextColumn("metric", pinned=True)})
+    if significance:
+        st.caption(md(legend(significance)))
+with stats_col:
+    st.subheader("Statistics")
+    if st.session_state.get("eval_stat_metric") not in evaluation.metrics:
+        st.session_state["eval_stat_metric"] = primary
+    stat_metric = st.selectbox("Metric", evaluation.metrics, key="eval_stat_metric", format_func=sh.metric_label)
+    st.dataframe(tb.style_marks(tb.statistics_frame(evaluation, significance, intervals, stat_metric)),
+                 hide_index=True, key="eval_stats",
+                 column_config={"pipeline": st.column_config.TextColumn("pipeline", pinned=True),
+                                "W/T/L": st.column_config.TextColumn(
+                                    "W/T/L", help="queries won / tied / lost against the baseline")})
+    notes = short_notes(evaluation)
+    if notes:
+        st.caption(md(SHORT_NOTE) + "  \n" + "  \n".join(md(n) for n in notes))
 if st.button("Log these as experiments", icon=":material/science:", disabled=not picked):
     for label, config in configs.items():
         if label in evaluation.results:
@@ -77,9 +109,12 @@ chart_col, scatter_col = st.columns(2, gap="large")
 # ---- per intent -----------------------------------------------------------------------------
 with chart_col:
     st.subheader("Per intent")
-    metric = st.selectbox("Metric", sh.METRICS, key="eval_metric", format_func=sh.metric_label)
+    if st.session_state.get("eval_metric") not in evaluation.metrics:
+        st.session_state["eval_metric"] = primary
+    metric = st.selectbox("Metric", evaluation.metrics, key="eval_metric", format_func=sh.metric_label)
     fig = ch.intents_figure(tb.per_intent_frame(evaluation, metric), metric)
     st.plotly_chart(fig, config=ch.CONFIG, key="eval_intents")
+    st.dataframe(tb.intent_frame(evaluation, metric), hide_index=True, key="eval_intent_table")
 
 # ---- per query scatter -------------------------------------------------------------------------
 with scatter_col:
@@ -91,11 +126,11 @@ with scatter_col:
     if st.session_state.get("eval_candidate") not in candidates:
         st.session_state["eval_candidate"] = candidates[0]
     cand_label = st.selectbox("Candidate", candidates, key="eval_candidate")
-    points = tb.per_query_frame(evaluation, base_label, cand_label, sh.PRIMARY)
+    points = tb.per_query_frame(evaluation, base_label, cand_label, primary)
     better, worse = int((points["delta"] > 1e-12).sum()), int((points["delta"] < -1e-12).sum())
-    st.caption(f"{sh.metric_label(sh.PRIMARY)} per query: {better} better, {worse} worse, "
+    st.caption(f"{sh.metric_label(primary)} per query: {better} better, {worse} worse, "
                f"{len(points) - better - worse} tied · click a point to open its rankings")
-    fig = ch.per_query_figure(points, base_label, cand_label)
+    fig = ch.per_query_figure(points, base_label, cand_label, primary)
     # a new point selection picks the query below (read before the selectbox is drawn)
     selection = st.session_state.get("eval_scatter")
     chosen = [p.get("customdata", [None])[0] for p in (selection or {}).get("selection", {}).get("points", [])]

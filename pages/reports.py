@@ -74,7 +74,7 @@ def compare_snapshots() -> None:
             r["p"], r["p_text"] = ps[r["metric"]], hx.fmt_p(ps[r["metric"]])
     st.caption(f"B = {code(b_cfg.name)} against A = {code(a_cfg.name)}, re-evaluated on {md(ws.dataset.name)} "
                f"({rows[0]['n'] if rows else 0} counted queries) · p: "
-               f"{'Fisher randomization' if fisher else 'paired t-test'}, Holm over {len(rows)} metrics")
+               f"{'Fisher randomization' if fisher else 'paired t-test'} (one pair compared: uncorrected, as in `rwb eval`)")
     st.html(tb.cards_html(rows))
     frame = snapshot_rank_changes(c, a_ev, b_ev)
     moved = frame[frame["Δ nDCG@5"].abs() > 1e-12]
@@ -108,7 +108,8 @@ def snapshot_rank_changes(c, a_ev, b_ev) -> pd.DataFrame:
 
 with st.container(border=True):
     st.markdown("**Offline report** · the harness's `report.html` (self-contained), `report.md` and `report.json`: "
-                "metrics with significance, per intent, per query, token budget, intent router, fingerprint")
+                "method, every metric at the Evaluate page's cutoffs with significance, confidence intervals, raw "
+                "and corrected p, per intent, per query, token budget, intent router, fingerprint")
     options = sh.config_labels()
     st.session_state["reports_pipelines"] = [x for x in st.session_state["reports_pipelines"] if x in options]
     row = st.columns([3, 1.1, 1], vertical_alignment="bottom")
@@ -122,8 +123,13 @@ with st.container(border=True):
         sh.require_pool(ws)
         try:
             with st.spinner("Evaluating, testing significance and writing the report…"):
+                # the cutoffs, gain and correction chosen on Evaluate (its defaults when not visited)
+                options = hx.ExperimentOptions(
+                    cutoffs=tuple(st.session_state.get("eval_cutoffs") or ()) or hx.ExperimentOptions().cutoffs,
+                    gain=st.session_state.get("eval_gain") or "linear",
+                    correction=st.session_state.get("eval_correction") or "holm")
                 paths = hx.build_report(ws, {label: sh.resolve_config(label) for label in picked},
-                                        last_sweep if with_sweep else None)
+                                        last_sweep if with_sweep else None, options)
             st.session_state["reports_file"] = {kind: str(path) for kind, path in paths.items()}
         except ValueError as error:
             st.error(f"Report not written: {md(error)}")

@@ -40,17 +40,48 @@ def test_eval_prints_the_table_and_writes_json(home, tmp_path):
                "--metrics", "ndcg@5,recall@5", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    header = next(line for line in lines if line.startswith("pipeline"))
-    assert "ndcg@5" in header and "recall@5" in header
-    assert any(line.startswith("vector (baseline)") for line in lines)   # baseline added though not listed
-    assert any(line.startswith("rrf") and "p=" in line for line in lines)
+    means = next(line for line in lines if line.startswith("metric"))     # one row per metric, a column per pipeline
+    assert means.split() == ["metric", "vector", "(baseline)", "rrf", "seed-adaptive"]   # baseline added, first
+    assert any(line.startswith("ndcg@5 ") for line in lines) and any(line.startswith("recall@5 ") for line in lines)
+    detail = next(line for line in lines if line.startswith("pipeline") and "95% CI" in line)
+    assert detail.split() == ["pipeline", "mean", "95%", "CI", "Δ", "vs", "vector", "95%", "CI", "of", "Δ", "p",
+                              "(raw)", "p", "(holm)", "W/T/L"]
+    assert "nDCG: linear gain rel / log2(rank + 1) (Järvelin & Kekäläinen 2002; ranx ndcg)" in lines
+    assert "Ties in a ranking: scores descending, then document id ascending" in lines
+    assert any(line.startswith("95% confidence intervals: percentile bootstrap over the queries, 10,000 resamples")
+               for line in lines)
+    assert any("Holm–Bonferroni correction per metric across the 2 pipelines compared with vector" in line
+               for line in lines)
+    at = lines.index("Per intent (ndcg@5; judged queries in brackets):")            # the per-intent table
+    assert lines[at + 1].split() == ["pipeline", "debug", "(2)", "timeline", "(1)", "preference", "(1)"]
+    assert [line.split()[0] for line in lines[at + 3:at + 6]] == ["vector", "rrf", "seed-adaptive"]
     data = json.loads(out.read_text("utf-8"))
     assert data["dataset"] == "tiny" and data["n_queries"] == 4 and data["metrics"] == ["ndcg@5", "recall@5"]
+    assert data["settings"]["gain"] == "linear" and data["settings"]["correction"] == "holm"
+    assert data["intervals"]["n_resamples"] == 10_000 and set(data["intervals"]["means"]) == set(data["results"])
     assert set(data["results"]) == {"vector", "rrf", "seed-adaptive"}
     for key in ("per_intent", "per_query"):
         assert set(data[key]) == {"vector", "rrf", "seed-adaptive"}
     cell = data["significance"]["seed-adaptive"]["ndcg@5"]
     assert set(cell) >= {"p_value", "wins", "ties", "losses"}
+
+
+def test_eval_cutoffs_gain_correction_and_the_fewer_than_k_note(home, tmp_path):
+    out = tmp_path / "eval.json"
+    proc = rwb(home, "eval", str(TINY), "--pipeline", "openclaw", "--metrics", "ndcg,map", "--cutoffs", "3,10",
+               "--gain", "exponential", "--correction", "bonferroni", "--bootstrap", "500", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("nDCG: exponential gain (2^rel − 1) / log2(rank + 1)") for line in lines)
+    assert [line.split()[0] for line in lines if line.split()[:1] in (["ndcg_burges@3"], ["ndcg_burges@10"], ["map"])
+            ][:3] == ["ndcg_burges@3", "ndcg_burges@10", "map"]
+    assert "p (bonferroni)" in proc.stdout and "500 resamples" in proc.stdout
+    data = json.loads(out.read_text("utf-8"))
+    assert data["metrics"] == ["ndcg_burges@3", "ndcg_burges@10", "map"]
+    # openclaw keeps at most 6 results: all 4 judged queries have fewer than 10
+    assert data["fewer_than_k"]["openclaw"]["10"] == 4
+    assert all(n <= 6 for n in data["n_results"]["openclaw"].values())
+    assert "  openclaw: " in proc.stdout and "k=10: 4 of 4 queries" in proc.stdout
 
 
 def test_sweep_writes_a_toml_usable_as_pipeline(home, tmp_path):
@@ -91,6 +122,12 @@ def test_bad_input_in_a_real_process_is_one_line_without_traceback(home):
     (["eval", str(TINY), "--pipeline", "rrf", "--metrics", "ndcg@5,foo@3"], "unknown metric 'foo@3'"),
     (["eval", str(TINY), "--pipeline", "nope"], "unknown pipeline 'nope'"),
     (["eval", str(TINY), "--pipeline", "rrf", "--test", "tukey"], "unknown test 'tukey'"),
+    (["eval", str(TINY), "--pipeline", "rrf", "--correction", "fdr"], "unknown correction 'fdr'"),
+    (["eval", str(TINY), "--pipeline", "rrf", "--gain", "cubic"], "unknown gain 'cubic'"),
+    (["eval", str(TINY), "--pipeline", "rrf", "--cutoffs", "5,0"], "bad cutoff '0'"),
+    (["eval", str(TINY), "--pipeline", "rrf", "--bootstrap", "0"], "--bootstrap must be ≥ 1"),
+    (["eval", str(TINY), "--pipeline", "rrf", "--metrics", "ndcg@5", "--detail", "map"],
+     "--detail 'map' is not an evaluated metric"),
     (["eval", str(TINY), "--pipeline", "rrf", "--permutations", "10000001"], "--permutations must be ≤ 1,000,000"),
     (["eval", str(TINY), "--pipeline", "rrf", "--pool-depth", "20000"], "--pool-depth must be ≤ 10,000"),
     (["eval", str(TINY), "--pipeline", "rrf", "--pool-depth", "10"], "rerun with --pool-depth 20"),

@@ -10,48 +10,52 @@ import re
 import plotly.offline
 import pytest
 
-from eval.budget import budget_recall, document_tokens
-from eval.compare import compare_to_baseline
-from eval.evaluate import evaluate_pipelines, intent_of, resolve_pipelines
+from eval.experiment import ExperimentOptions, run_experiment
+from eval.report import PLOTLY_BUNDLE
 from eval.pool import load_pool
-from eval.report import write_report
-from eval.router_eval import evaluate_router
 from eval.sweep import Space, parse_param, sweep
-from retrieval.bm25 import ANALYZER_VERSION
+from retrieval.bm25 import ANALYZERS
 from retrieval.pipeline import PIPELINES, from_toml
 
 
 @pytest.fixture(scope="module")
 def written(tiny, rwb_home, tmp_path_factory):
     pool = load_pool(tiny)
-    configs = resolve_pipelines(["rrf", "seed-adaptive"], baseline="vector")
-    evaluation = evaluate_pipelines(pool, tiny.qrels, configs, ["ndcg@5", "recall@5"], intent_of(tiny.queries))
-    significance = compare_to_baseline(evaluation, tiny.qrels, "vector", n_permutations=500)
-    tokens = document_tokens(tiny.documents)
-    budget = {p: budget_recall(pool, tiny.qrels, r.ranking, 1500, tokens) for p, r in evaluation.runs.items()}
-    router = evaluate_router(pool, tiny.qrels, {q.id: q.intent for q in tiny.queries})
+    options = ExperimentOptions(metrics=("ndcg", "recall", "map"), cutoffs=(3, 5), permutations=500, bootstrap=500)
+    experiment = run_experiment(pool, tiny, ["rrf", "seed-adaptive", "openclaw"], "vector", options)
     base = PIPELINES["rrf"]
     result = sweep(pool, tiny.qrels, base, Space((parse_param("rrf.rrf_k=10:60:10", base),
                                                   parse_param("rrf.w_dense=0:1:0.5", base))), folds=2)
     out = tmp_path_factory.mktemp("report")
-    paths = write_report(out, evaluation, significance, budget, router, result)
-    return paths, evaluation, tiny
+    paths = experiment.write_report(out, result)
+    return paths, experiment.evaluation, tiny
 
 
 def test_html_is_self_contained(written):
     paths, _, _ = written
     page = paths["html"].read_text("utf-8")
-    bundle = plotly.offline.get_plotlyjs()
+    bundle = PLOTLY_BUNDLE.read_text("utf-8")
     packed = re.findall(r"data:application/gzip;base64,([A-Za-z0-9+/=]+)'", page)
     assert len(packed) == 1                                        # once, not per figure
     assert gzip.decompress(base64.b64decode(packed[0])).decode("utf-8") == bundle   # the whole bundle, inline
-    assert len(page.encode("utf-8")) < len(bundle) / 2             # compressed: 4.8 MB → under 2 MB
+    assert len(page.encode("utf-8")) < 1_500_000                   # issue target: ≤ 1.5 MB
     assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.IGNORECASE)
     assert "<script src=\"http" not in page
     assert not re.search(r"<link[^>]*href\s*=\s*\"https?:", page, re.IGNORECASE)
     for div in ("fig-intents", "fig-wtl", "fig-delta", "fig-router", "fig-sweep"):
         assert f'id="{div}"' in page
     assert "Plotly.newPlot" in page
+
+
+def test_vendored_plotly_is_the_installed_plotly_js_version_with_the_traces_drawn():
+    """The cartesian bundle must match the plotly.js the ``plotly`` package writes figures for."""
+    version = re.compile(r"plotly\.js (?:\(cartesian - minified\) )?v(\d+\.\d+\.\d+)")
+    ours = version.search(PLOTLY_BUNDLE.read_text("utf-8")[:400]).group(1)
+    installed = version.search(plotly.offline.get_plotlyjs()[:400]).group(1)
+    assert ours.split(".")[0] == installed.split(".")[0], (ours, installed)
+    head = PLOTLY_BUNDLE.read_text("utf-8")
+    for trace in ("bar", "heatmap", "scatter"):                     # every trace type the report draws
+        assert f'moduleType:"trace",name:"{trace}"' in head, trace
 
 
 def test_json_holds_the_fingerprint_and_the_results(written):
@@ -61,14 +65,22 @@ def test_json_holds_the_fingerprint_and_the_results(written):
     assert fp["dataset"] == "tiny"
     assert fp["dataset_fingerprint"] == tiny.fingerprint and len(fp["dataset_fingerprint"]) == 64
     assert fp["model"] == "minilm"
-    assert fp["analyzer"] == ANALYZER_VERSION
+    assert fp["analyzer"] == ANALYZERS[evaluation.candidates.analyzer].version == ANALYZERS["bigram"].version
     assert fp["pool_depth"] == 50
-    assert set(fp["configs"]) == {"vector", "rrf", "seed-adaptive"}
+    assert set(fp["configs"]) == {"vector", "rrf", "seed-adaptive", "openclaw"}
     for name, text in fp["configs"].items():
         assert from_toml(text) == evaluation.configs[name]
     assert data["n_queries"] == 4 and data["results"] == evaluation.results
     assert data["significance"]["rrf"]["ndcg@5"]["wins"] >= 0
     assert data["significance_test"]["correction_name"] == "Holm–Bonferroni"
+    assert data["metrics"] == ["ndcg@3", "ndcg@5", "recall@3", "recall@5", "map"]
+    assert data["settings"]["gain"] == "linear" and data["settings"]["tie_break"].startswith("scores descending")
+    assert data["intervals"]["n_resamples"] == 500
+    cell = data["significance"]["rrf"]["ndcg@5"]
+    assert cell["delta_ci"][0] <= cell["delta"] <= cell["delta_ci"][1]
+    assert 0 < cell["p_value"] <= cell["p_adjusted"] <= 1           # raw and corrected, both kept
+    low, high = data["intervals"]["means"]["rrf"]["ndcg@5"].values()
+    assert low <= data["results"]["rrf"]["ndcg@5"] <= high
     sweep = data["sweep"]
     assert sweep["n_configs"] == 6 * 3 and len(sweep["cv"]["per_fold"]) == 2
     assert {"train_mean", "held_out_mean"} <= set(sweep["cv"])
@@ -79,7 +91,14 @@ def test_json_holds_the_fingerprint_and_the_results(written):
 def test_markdown_has_the_tables(written):
     paths, evaluation, _ = written
     text = paths["md"].read_text("utf-8")
-    assert "| pipeline | ndcg@5 | recall@5 |" in text
-    assert f"{evaluation.results['rrf']['ndcg@5']:.4f}" in text
-    assert "held-out mean" in text and "Holm–Bonferroni" in text
+    assert "| metric | vector (baseline) | rrf | seed-adaptive | openclaw |" in text     # the means table
+    assert f"| ndcg@5 | {evaluation.results['vector']['ndcg@5']:.4f} |" in text
+    assert "| metric | pipeline | mean | 95% CI | Δ vs vector | 95% CI of Δ | p (raw) | p (holm) | W/T/L |" in text
+    assert "## Method" in text and "linear gain rel / log2(rank + 1)" in text
+    assert "scores descending, then document id ascending" in text and "500 resamples" in text
+    assert "Holm–Bonferroni correction per metric across the 3 pipelines compared with vector" in text
+    # openclaw keeps at most 6 results over a 0.35 score: the tiny queries get fewer than 3 or 5
+    assert "Fewer than k results" in text and "- openclaw: k=" in text
+    assert "## Per intent" in text and "| pipeline | debug (2) | timeline (1) | preference (1) |" in text
+    assert "held-out mean" in text
     assert "```toml" in text

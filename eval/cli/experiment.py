@@ -2,26 +2,53 @@
 
 from __future__ import annotations
 
+from eval.bootstrap import DEFAULT_RESAMPLES
 from eval.budget import DEFAULT_BUDGET
 from eval.cli._common import add_pool_options, bounded, check_depth, load_with_pool, note, write_json
 from eval.cli.sweep import add_sweep_options, check_sweep, run_sweep
-from eval.compare import DEFAULT_PERMUTATIONS, TESTS
-from eval.evaluate import parse_metrics
-from eval.experiment import Experiment, ExperimentOptions, experiment_configs, run_experiment
+from eval.compare import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS
+from eval.evaluate import DEFAULT_CUTOFFS, GAINS, metric_cutoff, parse_cutoffs
+from eval.experiment import DEFAULT_FAMILIES, Experiment, ExperimentOptions, experiment_configs, run_experiment
 from eval.progress import Progress
-from eval.report import legend, metric_rows, text_table
+from eval.replay import replay_metrics, replay_table
+from eval.report import (SHORT_NOTE, detail_header, detail_rows, intent_rows, legend, means_rows, method_lines,
+                         short_notes, text_table)
+from eval.router_eval import router_lines
+from eval.tune import in_sample_warning
 
 MAX_PERMUTATIONS = 1_000_000
 MAX_BUDGET = 10_000_000
+MAX_BOOTSTRAP = 100_000
 
 
 def _options(args) -> ExperimentOptions:
     """Checked before the pool is loaded, so bad input fails at once."""
     bounded("--permutations", args.permutations, 1, MAX_PERMUTATIONS)
+    bounded("--bootstrap", args.bootstrap, 1, MAX_BOOTSTRAP)
     bounded("--budget", args.budget, 1, MAX_BUDGET)
-    return ExperimentOptions(metrics=parse_metrics(args.metrics), test=args.test, correction=args.correction,
-                             alpha=args.alpha, permutations=args.permutations, seed=args.seed,
-                             token_budget=args.budget)
+    options = ExperimentOptions(metrics=args.metrics or DEFAULT_FAMILIES, cutoffs=parse_cutoffs(args.cutoffs),
+                                gain=args.gain, test=args.test, correction=args.correction, alpha=args.alpha,
+                                permutations=args.permutations, seed=args.seed, bootstrap=args.bootstrap,
+                                token_budget=args.budget)
+    _detail(args, options)
+    return options
+
+
+def _detail(args, options: ExperimentOptions) -> list[str]:
+    """The metrics whose statistics ``rwb eval`` prints in full: ``--detail all``, a list, or
+    (default) those at the primary metric's cutoff plus the uncut ones (MAP)."""
+    text = (getattr(args, "detail", None) or "").strip()
+    if text == "all":
+        return list(options.metrics)
+    if text:
+        wanted = [m.strip() for m in text.split(",") if m.strip()]
+        unknown = [m for m in wanted if m not in options.metrics]
+        if unknown:
+            raise ValueError(f"--detail {unknown[0]!r} is not an evaluated metric; choose from "
+                             f"{', '.join(options.metrics)} or 'all'")
+        return wanted
+    k = metric_cutoff(options.primary)
+    return [m for m in options.metrics if metric_cutoff(m) in (k, 0)]
 
 
 def _experiment(args, dataset, pool, options: ExperimentOptions) -> Experiment:
@@ -36,26 +63,57 @@ def cmd_eval(args) -> int:
     options = _options(args)
     experiment_configs(args.pipeline, args.baseline)  # unknown pipelines fail before the pool loads
     dataset, pool = load_with_pool(args)
+    if args.replay:
+        return _replay(args, dataset, pool, options)
+    for text in dict.fromkeys(filter(None, (in_sample_warning(p, dataset.fingerprint)
+                                            for p in [args.baseline, *args.pipeline]))):
+        note(text)
     experiment = _experiment(args, dataset, pool, options)
-    evaluation, significance = experiment.evaluation, experiment.significance
-    print(f"{dataset.name}: {evaluation.n_queries} judged queries · model {pool.embedder} · pool depth "
-          f"{pool.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
-    print(text_table(["pipeline", *evaluation.metrics], metric_rows(evaluation, significance)))
+    evaluation, significance, intervals = experiment.evaluation, experiment.significance, experiment.intervals
+    print(f"{dataset.name}: {evaluation.n_queries} judged queries · model {pool.embedder} · analyzer "
+          f"{pool.analyzer} · pool depth {pool.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
+    for line in method_lines(experiment.settings(), significance, intervals):
+        print(line)
+    print()
+    print(text_table(*means_rows(evaluation, significance)))
     if significance:
         print(legend(significance))
+    for metric in _detail(args, options):
+        print(f"\n{metric}:")
+        print(text_table(detail_header(significance, intervals),
+                         detail_rows(evaluation, significance, intervals, metric)))
+    print(f"\nPer intent ({experiment.primary}; judged queries in brackets):")
+    print(text_table(*intent_rows(evaluation, experiment.primary)))
+    notes = short_notes(evaluation)
+    if notes:
+        print("\n" + SHORT_NOTE)
+        print("\n".join(f"  {line}" for line in notes))
+    print()
     print(f"budget_recall@{options.token_budget}: "
           + ", ".join(f"{p} {b.mean:.4f}" for p, b in experiment.budget.items()))
-    router = experiment.router
-    if router:
-        print(f"intent router: accuracy {router.accuracy:.1%} on {router.n_labelled} labelled queries "
-              f"(preference → concept); {router.metric} routed {router.routed_mean:.4f}, oracle "
-              f"{router.oracle_mean:.4f}, mean regret {router.regret_mean:.4f}")
+    if experiment.router:
+        print("\n".join(router_lines(experiment.router, experiment.learned_router)))
     if evaluation.excluded:
         note(f"{len(evaluation.excluded)} queries have no relevant judgment and do not count")
     if evaluation.missing:
         note(f"{len(evaluation.missing)} judged queries are missing from the pool and score 0")
     if args.json:
         write_json(args.json, experiment.summary())
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _replay(args, dataset, pool, options: ExperimentOptions) -> int:
+    """``rwb eval --replay``: frozen vs replayed metrics (``eval.replay``), no significance tests."""
+    configs = experiment_configs(args.pipeline, args.baseline)
+    check_depth(configs, pool.pool_depth)
+    metrics = _detail(args, options)
+    results = replay_metrics(pool, dataset, configs, metrics)
+    print(f"{dataset.name}: {pool.n_queries} queries replayed in reference_time order; after each, every "
+          f"returned memory's access_count + 1 (seed 000). frozen → replay (Δ):")
+    print(text_table(*replay_table(results, metrics)))
+    if args.json:
+        write_json(args.json, {"replay": results, "metrics": list(metrics)})
         print(f"wrote {args.json}")
     return 0
 
@@ -81,13 +139,24 @@ def _add_experiment_options(p) -> None:
     p.add_argument("--pipeline", action="append", default=[], metavar="NAME|FILE",
                    help="a named pipeline or a TOML file (repeat)")
     p.add_argument("--baseline", default="vector", help="pipeline the others are tested against (default vector)")
-    p.add_argument("--metrics", default=None, help="comma-separated, e.g. ndcg@5,recall@5,mrr@5 (ranx names)")
+    p.add_argument("--metrics", default=None,
+                   help="comma-separated ranx names (ndcg@5,recall@10) or families, each at every --cutoffs "
+                        f"(ndcg,recall); map = MAP over the whole ranking (default {','.join(DEFAULT_FAMILIES)})")
+    p.add_argument("--cutoffs", default=None,
+                   help=f"cutoffs k of the metric families (default {','.join(map(str, DEFAULT_CUTOFFS))})")
+    p.add_argument("--gain", default="linear",
+                   help=f"nDCG gain: {' or '.join(GAINS)} (rel, ranx ndcg; or 2^rel-1, ranx ndcg_burges); "
+                        "default linear")
     p.add_argument("--test", default="fisher", help=f"significance test: {' or '.join(TESTS)} (default fisher)")
-    p.add_argument("--correction", default="holm", help="multiple-comparison correction: holm or bonferroni")
+    p.add_argument("--correction", default="holm",
+                   help=f"multiple-comparison correction per metric across the pipelines: {'|'.join(CORRECTIONS)} "
+                        "(default holm)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level after correction (default 0.05)")
     p.add_argument("--permutations", type=int, default=DEFAULT_PERMUTATIONS,
                    help=f"randomization-test permutations (default {DEFAULT_PERMUTATIONS})")
-    p.add_argument("--seed", type=int, default=42, help="seed of the randomization test (default 42)")
+    p.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES,
+                   help=f"bootstrap resamples of the 95%% confidence intervals (default {DEFAULT_RESAMPLES})")
+    p.add_argument("--seed", type=int, default=42, help="seed of the randomization test and the bootstrap (default 42)")
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
                    help=f"token budget of the budget-recall metric (default {DEFAULT_BUDGET})")
 
@@ -96,6 +165,12 @@ def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate pipelines on a dataset with significance tests")
     add_pool_options(p)
     _add_experiment_options(p)
+    p.add_argument("--detail", default=None, metavar="METRICS|all",
+                   help="metrics whose CIs and p-values are printed in full (default: those at the primary "
+                        "metric's cutoff, and map)")
+    p.add_argument("--replay", action="store_true",
+                   help="answer the queries in reference_time order, adding 1 to each returned memory's "
+                        "access_count before the next (seed 000's write-backs); prints frozen vs replayed metrics")
     p.add_argument("--json", metavar="OUT", help="write the results as JSON")
     p.set_defaults(func=cmd_eval)
 
