@@ -13,6 +13,12 @@ The wsum objectives differ: ranx min-max-normalises the dense scores too, the en
 cosine. So the agreement check runs ranx once more (untimed) with ``norm=None`` on runs
 normalised the engine's way; there both must pick the same weights. RRF is the same formula
 in both (ranks from the same lists).
+
+Ray row (full mode, only when Ray is installed — ``pip install -e '.[distributed]'``): a larger
+grid (rrf_k 1…200 × w_dense 0.5, 1, 1.5: 600 configurations) swept locally and on a local Ray
+cluster of 2 CPUs with 1 and 2 workers (``eval.executors.RayExecutor``); configurations/s of
+warm sweeps (actors started and the pool shipped in an untimed first sweep, whose rate is
+reported apart), whether every score and fold equals the local sweep's, and the load average.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ import re
 
 from ranx import optimize_fusion
 
-from bench.common import Section, interleaved, log, median, ratio
+import importlib.util
+
+from bench.common import Section, interleaved, loadavg, log, median, ratio
 from bench.context import Context, eval_datasets
 from bench.data import pool
 from bench.ranxio import path_runs
@@ -108,6 +116,42 @@ def _ranx_best(method, best, report) -> tuple[str, float, set[str], dict[str, fl
     return label, top, tied, scores
 
 
+RAY_GRID = ("rrf.rrf_k=1:200:1", "rrf.w_dense=0.5:1.5:0.5")
+
+
+def _ray_row(c, qrels, repeats: int) -> dict:
+    """Configurations/s of the RAY_GRID sweep: local, then Ray with 1 and 2 workers."""
+    import ray
+
+    from eval.executors import RayExecutor
+    from eval.sweep import Space, parse_param, sweep
+
+    base = PIPELINES["rrf"]
+    space = Space(tuple(parse_param(text, base) for text in RAY_GRID))
+    local = sweep(c, qrels, base, space, folds=5)
+    row = {"configs": len(local.scores), "cluster_cpus": 2,
+           "local_configs_per_s": round(median([sweep(c, qrels, base, space, folds=5).configs_per_second
+                                                for _ in range(repeats)]), 1)}
+    owns = not ray.is_initialized()
+    if owns:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        for workers in (1, 2):
+            with RayExecutor(workers=workers) as executor:
+                first = sweep(c, qrels, base, space, folds=5, executor=executor)  # starts actors, ships the pool
+                runs = [sweep(c, qrels, base, space, folds=5, executor=executor) for _ in range(repeats)]
+            same = all(np.array_equal(r.scores, local.scores) and r.folds == local.folds
+                       and r.best_index == local.best_index for r in (first, *runs))
+            row[f"ray{workers}_configs_per_s"] = round(median([r.configs_per_second for r in runs]), 1)
+            row[f"ray{workers}_first_configs_per_s"] = round(first.configs_per_second, 1)
+            row[f"ray{workers}_identical_to_local"] = same
+    finally:
+        if owns:
+            ray.shutdown()
+    row["loadavg"] = loadavg()
+    return row
+
+
 def run(ctx: Context) -> Section:
     section = Section("sweep")
     repeats = ctx.pick(5, 9, smoke=1)
@@ -162,11 +206,15 @@ def run(ctx: Context) -> Section:
                             "same_objective_max_score_diff":
                                 round(max(abs(ours_scores[k] - v) for k, v in s_scores.items()), 5)})
             entry["best"][family] = row
+        if ctx.full and importlib.util.find_spec("ray") is not None:
+            entry["ray"] = _ray_row(c, dataset.qrels, repeats=3)
+            log(f"  ray: {entry['ray']}")
         section.figures[name] = entry
         log(f"  ours {t_ours:.3f} s ({n_configs / t_ours:.0f} configs/s), ranx {t_ranx:.3f} s "
             f"({n_configs / t_ranx:.1f} configs/s) → {speedup:.1f}×; best {entry['best']}")
     if speedups:
         section.ratios["sweep_speedup_vs_ranx"] = round(min(speedups), 1)
+        section.ratios["sweep_configs_per_s"] = round(min(e["ours_configs_per_s"] for e in section.figures.values()))
     section.notes.append("ours = eval.sweep (two calls: wsum grid, rrf grid), including its judging of the "
                          "pool, 5-fold CV and base-pipeline score, which ranx does not do; core = the bare "
                          "with_param + run_pipeline + nDCG@5 loop with judgments computed beforehand")

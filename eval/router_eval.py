@@ -11,6 +11,10 @@ Regret (per query, in ``metric``, default nDCG@5): the best value any profile re
 query minus the value of the profile the router picked. Each profile's values come from the
 adaptive pipeline with that profile fixed for every query (``intent_router`` off), which gives
 per query exactly what the routed pipeline gives for a query routed to that profile.
+
+``evaluate_routes`` scores any routing (one profile name per pool query) the same way:
+``evaluate_router`` is it with the rules' routes; ``eval.learned_router`` passes the learned
+router's cross-validated routes, so the two are compared on the same table of values.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class RouterEvaluation:
     regret: dict[str, float]                 # query id → regret
     n_queries: int
     mapping_note: str = MAPPING_NOTE
+    router: str = "rules"                    # which router's routes were scored
+    note: str = ""                           # how those routes were made (learned: model, features, folds)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -64,11 +70,21 @@ def adaptive_base(config: PipelineConfig | str = "seed-adaptive") -> PipelineCon
 
 def evaluate_router(c: Candidates, qrels: dict[str, dict[str, int]], labels: Mapping[str, str],
                     pipeline: PipelineConfig | str = "seed-adaptive", metric: str = "ndcg@5") -> RouterEvaluation:
-    """Confusion matrix of the router against ``labels`` (query id → intent) and regret."""
+    """Confusion matrix of the rule router against ``labels`` (query id → intent) and regret."""
+    return evaluate_routes(c, qrels, labels, c.intent_route, pipeline, metric)
+
+
+def evaluate_routes(c: Candidates, qrels: dict[str, dict[str, int]], labels: Mapping[str, str],
+                    routes: tuple[str, ...], pipeline: PipelineConfig | str = "seed-adaptive",
+                    metric: str = "ndcg@5", router: str = "rules", note: str = "") -> RouterEvaluation:
+    """Confusion matrix and regret of ``routes`` (a profile name per pool query)."""
     parse_metric(metric)
     base = adaptive_base(pipeline)
     profiles = tuple(p for p in PROFILE_ORDER if p in INTENTS)
-    routed = dict(zip(c.query_ids, c.intent_route))
+    if len(routes) != c.n_queries:
+        raise ValueError(f"{len(routes)} routes for {c.n_queries} queries")
+    routed = {q: base.params.profile_named(r).name for q, r in zip(c.query_ids, routes)}
+    routed = {q: r if r in profiles else "concept" for q, r in routed.items()}
     confusion = {e: {p: 0 for p in profiles} for e in profiles}
     by_label: dict[str, dict[str, int]] = {}
     for qid in c.query_ids:
@@ -92,7 +108,7 @@ def evaluate_router(c: Candidates, qrels: dict[str, dict[str, int]], labels: Map
         values[name] = per_query(c, judged, run_pipeline(c, fixed).ranking, (metric,))[metric]
     table = np.vstack([values[p] for p in profiles])            # (profiles, queries)
     index = {p: i for i, p in enumerate(profiles)}
-    picked = np.array([index.get(base.params.profile_named(r).name, index["concept"]) for r in c.intent_route])
+    picked = np.array([index[routed[q]] for q in c.query_ids], dtype=np.int64)
     cols = np.arange(c.n_queries)
     routed_values = table[picked, cols]
     label_pick = np.array([index.get(INTENT_TO_PROFILE.get((labels.get(q) or "").strip(), ""), -1)
@@ -111,5 +127,24 @@ def evaluate_router(c: Candidates, qrels: dict[str, dict[str, int]], labels: Map
         fixed_means={p: float(values[p][mask].mean()) for p in profiles},
         regret_mean=float(regret[mask].mean()),
         regret={q: float(r) for q, r in zip(ids, regret[mask])},
-        n_queries=int(mask.sum()),
+        n_queries=int(mask.sum()), router=router, note=note,
     )
+
+
+def router_lines(rules: RouterEvaluation, learned: RouterEvaluation | None = None) -> list[str]:
+    """The rule router and (when fitted) the learned one side by side, as text lines: accuracy,
+    the metric of the routes, the oracle and the mean regret, then both confusion matrices."""
+    routers = [rules] + ([learned] if learned is not None else [])
+    lines = [f"intent routers on {rules.n_labelled} labelled queries ({rules.mapping_note}); "
+             f"{rules.metric} over {rules.n_queries} judged queries, oracle {rules.oracle_mean:.4f}:"]
+    for r in routers:
+        lines.append(f"  {r.router:<8} accuracy {r.accuracy:6.1%}  routed {r.routed_mean:.4f}  "
+                     f"mean regret {r.regret_mean:.4f}" + (f"  ({r.note})" if r.note else ""))
+    width = max(len(p) for p in rules.profiles)
+    head = " ".join(f"{p[:5]:>5}" for p in rules.profiles)
+    lines.append(f"  confusion (label → routed), {' | '.join(r.router for r in routers)}:")
+    lines.append(f"  {'':<{width}}  " + " | ".join(head for _ in routers))
+    for expected in rules.profiles:
+        cells = " | ".join(" ".join(f"{r.confusion[expected][p]:>5}" for p in r.profiles) for r in routers)
+        lines.append(f"  {expected:<{width}}  {cells}")
+    return lines

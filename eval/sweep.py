@@ -12,8 +12,11 @@ with ``math.isclose`` — never ``==``: in floating point ``0.2 + 0.7 + 0.1`` is
 grid at step 0.1 summing to 1 has C(12, 2) = 66 points; ``==`` keeps 62). ``random`` draws
 that many distinct points of the same grid, seeded.
 
-Every configuration is scored once per query with ``eval.fast`` on the stored pool; folds are
-then only index sets. Cross-validation: the counted queries are shuffled with ``seed`` and
+Every configuration is scored once per query on the stored pool; folds are then only index
+sets. Configurations are evaluated in batches (``config_values``): each is fused as
+``run_pipeline`` fuses it, then a whole batch is ranked and scored in one compiled pass
+(``eval.kernels.batch_values``) without building a ``Ranking`` — the same values, bit for bit,
+as ``query_scores`` of each configuration. Cross-validation: the counted queries are shuffled with ``seed`` and
 split into ``folds`` parts; for each fold the configuration with the best mean on the other
 folds (its training queries) is picked, and its mean on the held-out fold is reported. The
 held-out means estimate how a tuned configuration does on unseen queries; the final winner
@@ -29,13 +32,18 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
-from eval.fast import judge, parse_metric, per_query
+from eval.fast import discounts, gains, ideal_dcg, judge, parse_metric, per_query, safe_relevant
+from eval.kernels import KINDS, batch_values
 from retrieval.candidates import Candidates
+from retrieval.ranking import table_order
 from retrieval.pipeline import PipelineConfig, get_param, knobs, run_pipeline, sweepable_params, to_toml, with_param
+
+if TYPE_CHECKING:
+    from eval.executors import Executor
 
 MAX_POINTS = 1_000_000       # configurations one sweep may evaluate
 ENUMERATE_LIMIT = 200_000    # random search lists the grid up to this size, else draws points
@@ -287,10 +295,93 @@ def query_scores(c: Candidates, judged, config: PipelineConfig, metric: str, n_m
     return np.concatenate([values, np.zeros(n_missing)]) if n_missing else values
 
 
+BATCH_BYTES = 48 << 20
+"""Fused scores held at once while a batch of configurations is ranked and scored."""
+
+
+def _ranking_inputs(c: Candidates, config: PipelineConfig) -> tuple:
+    """What ``run_pipeline`` would hand ``rank_rows`` for ``config``: (table, score,
+    max_results, min_score, token_budget, keep)."""
+    got = []
+
+    def collect(view, score, max_results, min_score=None, token_budget=None, keep=None):
+        got.append((view, score, max_results, min_score, token_budget, keep))
+
+    run_pipeline(c, config, ranker=collect)
+    return got[0]
+
+
+def config_values(c: Candidates, judged, configs: Sequence[PipelineConfig], metric: str) -> Iterator[np.ndarray]:
+    """Per-query ``metric`` of each configuration, in batches: arrays of shape (batch, queries),
+    NaN for queries that do not count — equal to ``per_query(…, run_pipeline(c, config).ranking)``
+    bit for bit. Each configuration is fused as ``run_pipeline`` fuses it; the ranking and the
+    metric of a whole batch are one compiled pass (``eval.kernels.batch_values``) that never
+    builds a ``Ranking``."""
+    name, k = parse_metric(metric)
+    order, offsets, tokens, width = table_order(c)
+    n_q, n_rows = c.n_queries, c.n_rows
+    grade, gain = judged.grade, gains(judged, name)
+    idcg, safe_rel = ideal_dcg(judged, name, k), safe_relevant(judged)
+    never = np.iinfo(np.int64).max
+    per_batch = int(max(1, min(256, BATCH_BYTES // max(1, 8 * n_rows))))
+    for start in range(0, len(configs), per_batch):
+        batch = configs[start:start + per_batch]
+        size = len(batch)
+        scores = np.empty((size, n_rows))
+        tops = np.zeros(size, dtype=np.int64)
+        limits = np.empty((size, n_q), dtype=np.int64)
+        use_min = np.zeros(size, dtype=np.bool_)
+        min_scores = np.zeros(size)
+        use_budget = np.zeros(size, dtype=np.bool_)
+        budgets = np.zeros((size, n_q), dtype=np.int64)
+        keep_of = np.full(size, -1, dtype=np.int64)
+        keeps: list[np.ndarray] = []
+        for b, config in enumerate(batch):
+            view, score, max_results, min_score, budget, keep = _ranking_inputs(c, config)
+            if view.n_rows != n_rows:
+                raise ValueError("a pipeline changed the candidate table's rows; cannot rank it in a batch")
+            scores[b] = score
+            tops[b] = min(int(np.max(max_results, initial=1)) if np.ndim(max_results) else int(max_results), width)
+            limits[b] = max_results if np.ndim(max_results) else tops[b]
+            if min_score is not None:
+                use_min[b], min_scores[b] = True, float(min_score)
+                if keep is not None and keep.any():
+                    same = next((i for i, kept in enumerate(keeps) if np.array_equal(kept, keep)), None)
+                    if same is None:
+                        keeps.append(np.ascontiguousarray(keep, dtype=np.bool_))
+                        same = len(keeps) - 1
+                    keep_of[b] = same
+            if budget is not None:
+                use_budget[b] = True
+                budgets[b] = np.where(np.asarray(budget) < 0, never, budget) if np.ndim(budget) else budget
+        keep_matrix = np.stack(keeps) if keeps else np.zeros((1, 0), dtype=np.bool_)
+        out = np.empty((size, n_q))
+        disc = discounts(int(tops.max(initial=1)))
+        batch_values(scores, order, offsets, tops, limits, use_min, min_scores, keep_matrix, keep_of, tokens,
+                     use_budget, budgets, KINDS.index(name), k, grade, gain, disc, idcg, safe_rel, judged.judged, out)
+        yield out
+
+
+def _batches(c: Candidates, judged, configs: Iterator[PipelineConfig], metric: str, total: int,
+             executor: "Executor | None" = None) -> Iterator[np.ndarray]:
+    """``config_values`` over configurations built lazily (a million points are never all
+    held as configs at once), in this process or on ``executor`` (``eval.executors``)."""
+    per_batch = int(max(1, min(256, BATCH_BYTES // max(1, 8 * c.n_rows))))
+    chunks = iter(lambda: list(itertools.islice(configs, per_batch)), [])
+    if executor is not None:
+        yield from executor.batches(c, judged, chunks, metric)
+        return
+    for chunk in chunks:
+        yield from config_values(c, judged, chunk, metric)
+
+
 def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig, space: Space,
           metric: str = "ndcg@5", random: int | None = None, folds: int = 5, seed: int = 0,
-          progress: Callable[[int, int], None] | None = None, name: str | None = None) -> SweepResult:
-    """Score every configuration of ``space`` (or ``random`` of them) and cross-validate."""
+          progress: Callable[[int, int], None] | None = None, name: str | None = None,
+          executor: "Executor | None" = None) -> SweepResult:
+    """Score every configuration of ``space`` (or ``random`` of them) and cross-validate;
+    ``executor`` (``eval.executors``: local or Ray) scores the configurations, this process
+    everything after their per-query values."""
     parse_metric(metric)
     judged = judge(c, qrels)
     n = judged.n_judged
@@ -321,18 +412,23 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
     best_test = np.zeros(folds)
     scores = np.empty(len(points))
     start = time.perf_counter()
-    for i, point in enumerate(points):
-        values = query_scores(c, judged, apply_point(base, space, point), metric, judged.n_missing)
-        total = values.sum()
-        fold_sum = np.bincount(fold_of, weights=values, minlength=folds)
-        train = (total - fold_sum) / (n - n_fold)
-        better = train > best_train
-        best_train[better] = train[better]
-        best_at[better] = i
-        best_test[better] = fold_sum[better] / n_fold[better]
-        scores[i] = total / n
-        if progress:
-            progress(i + 1, len(points))
+    configs = (apply_point(base, space, point) for point in points)
+    padding = np.zeros(judged.n_missing)
+    i = 0
+    for batch in _batches(c, judged, configs, metric, len(points), executor):
+        for row in batch:
+            values = np.concatenate([row[judged.judged], padding]) if judged.n_missing else row[judged.judged]
+            total = values.sum()
+            fold_sum = np.bincount(fold_of, weights=values, minlength=folds)
+            train = (total - fold_sum) / (n - n_fold)
+            better = train > best_train
+            best_train[better] = train[better]
+            best_at[better] = i
+            best_test[better] = fold_sum[better] / n_fold[better]
+            scores[i] = total / n
+            i += 1
+            if progress:
+                progress(i, len(points))
     seconds = time.perf_counter() - start
     best_index = int(np.argmax(scores))  # first maximum: ties go to the earlier configuration
     tuned = apply_point(base, space, points[best_index])

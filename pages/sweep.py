@@ -1,10 +1,12 @@
-"""Sweep: grid or random search over two knobs (eval.sweep), an rrf_k curve, cross-validated winners."""
+"""Sweep: grid or random search over two knobs (eval.sweep), an rrf_k curve, cross-validated winners;
+Optimise: an Optuna search over many knobs with its nested-CV held-out estimate (eval.tune)."""
 
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
+from eval import tune as tune_mod
 from pages import _charts as ch
 from pages import _harness as hx
 from pages import _knobs as kn
@@ -39,6 +41,74 @@ def resolve(label: str):
 
 def fmt(label: str) -> str:
     return "◎ Tune · current knobs" if label == TUNE_LABEL else sh.format_label(label)
+
+
+page_mode = st.segmented_control("Mode", ["Sweep", "Optimise"], key="sweep_page_mode", required=True,
+                                 default="Sweep", help="Sweep: a grid or random search over two knobs. Optimise: "
+                                 "an Optuna search over many knobs, scored by nested cross-validation.")
+
+# ---- optimise: eval.tune (Optuna TPE / grid / random, nested cross-validation) -------------------
+if page_mode == "Optimise":
+    qrels, judged = ws.judged()
+    n_judged = judged.n_judged
+    with st.container(border=True):
+        row = st.columns([1.6, 1.0, 0.8, 0.8, 0.8, 1.0], vertical_alignment="bottom")
+        opt_label = row[0].selectbox("Pipeline to optimise", options, key="opt_base", format_func=fmt,
+                                     index=options.index("rrf") if "rrf" in options else 0)
+        opt_base = resolve(opt_label)
+        sampler = row[1].segmented_control("Sampler", list(tune_mod.SAMPLERS), key="opt_sampler", required=True,
+                                           default="tpe", help="tpe: Optuna's TPE · grid: the knobs' slider steps · "
+                                                               "random: uniform draws")
+        trials = row[2].number_input("Trials", 1, 500, value=30, key="opt_trials", help="trials per search")
+        folds = row[3].number_input("Outer folds", 2, max(2, min(10, n_judged)), value=max(2, min(5, n_judged)),
+                                    key="opt_folds")
+        seed = row[4].number_input("Seed", 0, 1_000_000, value=0, key="opt_seed")
+        opt_metric = row[5].selectbox("Objective", sh.METRICS, key="opt_metric", format_func=sh.metric_label)
+        names = tune_mod.tunable(opt_base)
+        own = [n for n in names if n.startswith(f"{opt_base.fusion}.")]
+        picked = st.multiselect("Parameters to search", names, default=own or names[:1], key=f"opt_params_{opt_label}",
+                                help="each over its knob's slider range and step")
+        st.caption(f"{len(picked)} parameter(s) · {int(trials)} trials per search · {int(folds)} outer folds × "
+                   f"{tune_mod.DEFAULT_INNER_FOLDS} inner (the guard against the default) · {n_judged} judged queries")
+        opt_clicked = st.button("Run optimiser", type="primary", icon=":material/play_arrow:", key="opt_run",
+                                use_container_width=True, disabled=not picked)
+    if opt_clicked:
+        bar = st.progress(0.0, text="Optimising…")
+        try:
+            st.session_state["opt_result"] = tune_mod.tune(
+                c, qrels, opt_base, tune_mod.knob_space(opt_base, picked), trials=int(trials), folds=int(folds),
+                seed=int(seed), sampler=sampler, metric=opt_metric,
+                progress=lambda done, total: bar.progress(done / total, text=f"Optimising… {done}/{total} trials"))
+        except ValueError as error:
+            st.error(f"Optimiser not run: {md(error)}", icon=":material/error:")
+        bar.empty()
+    tuned: tune_mod.TuneResult | None = st.session_state.get("opt_result")
+    if tuned is None:
+        st.info("Pick the parameters and run the optimiser.", icon=":material/auto_graph:")
+        st.stop()
+    st.subheader("Held-out estimate (nested cross-validation)")
+    d, single = tuned.comparisons
+    cols = st.columns(4)
+    cols[0].metric(f"tuned · held-out {sh.metric_label(tuned.metric)}", f"{tuned.held_out_mean:.3f}", border=True,
+                   help="Each query scored by the configuration a tuning run that never saw it chose.")
+    for col, comp in ((cols[1], d), (cols[2], single)):
+        col.metric(f"vs {comp.name}", f"{comp.mean:.3f}", delta=f"{comp.delta:+.3f}",
+                   delta_description=f"p {hx.fmt_p(comp.p_fisher)} (Holm {hx.fmt_p(comp.p_fisher_holm)})",
+                   border=True, help=f"Fisher's randomization test, paired over the same {tuned.n_queries} "
+                                     f"held-out queries; W/T/L {comp.wins}/{comp.ties}/{comp.losses}.")
+    cols[3].metric("final · in-sample", f"{tuned.final_score:.3f}", border=True,
+                   help="The procedure run on all queries; its score on them is optimistic.")
+    final_text = (" · ".join(f"{code(k)} = {v:g}" for k, v in tuned.final.params.items())
+                  if tuned.final.kind == "tuned" else f"default {code(tuned.base.name)} kept")
+    st.markdown(f"**Final setting** {final_text}  \n{tuned.n_configs} configurations in {tuned.seconds:.1f} s · "
+                f"{tuned.sampler}, {tuned.trials} trials, {tuned.folds} folds, seed {tuned.seed}")
+    st.dataframe([{"fold": f.fold, "held out": len(f.test_ids), "chosen": f.kind,
+                   "setting": ", ".join(f"{k}={v:g}" for k, v in f.params.items()),
+                   "train": f.train_mean, "held-out": f.test_mean} for f in tuned.outer],
+                 hide_index=True, key="opt_folds_table")
+    st.download_button("Download TOML", tuned.to_toml(), file_name=f"{tuned.final_config.name}.toml",
+                       mime="application/toml", icon=":material/download:", key="opt_download")
+    st.stop()
 
 
 # ---- controls ----------------------------------------------------------------------------------

@@ -77,8 +77,8 @@ def test_sweepable_params_are_the_ones_the_pipeline_uses():
     assert not any(n.startswith(("rrf.", "adaptive.profile.")) for n in names)
     fixed = sweepable_params(PIPELINES["adaptive"])
     assert "adaptive.profile.quality.conf_low_factor" in fixed and "adaptive.profiles.debug.w_sparse" not in fixed
-    assert sweepable_params(RRF) == ["max_results", "candidate_multiplier", "depth", "min_score", "token_budget",
-                                     "rrf.rrf_k", "rrf.w_dense", "rrf.w_sparse"]
+    assert sweepable_params(RRF) == ["max_results", "candidate_multiplier", "depth", "min_score", "min_similarity",
+                                     "token_budget", "rrf.rrf_k", "rrf.w_dense", "rrf.w_sparse"]
 
 
 def test_invalid_values_name_the_parameter(pool, tiny):

@@ -1,12 +1,17 @@
-"""``rwb sweep``: grid or random search over a pipeline's numeric parameters, cross-validated."""
+"""``rwb sweep``: grid or random search over a pipeline's numeric parameters, cross-validated;
+``rwb tune``: Optuna search over many parameters at once, scored by nested cross-validation."""
 
 from __future__ import annotations
 
 from eval.cli._common import add_pool_options, bounded, check_depth, load_with_pool, write_file, write_json
+from eval.executors import EXECUTORS, MAX_WORKERS, check_reachable, import_ray, make_executor
 from eval.fast import parse_metric
+from eval.learned_router import prepare_pool
 from eval.progress import Progress
 from eval.report import SWEEP_HEADER, sweep_rows, text_table
 from eval.sweep import MAX_POINTS, Space, SweepResult, parse_param, parse_sum, sweep
+from eval.tune import (DEFAULT_INNER_FOLDS, DEFAULT_TRIALS, SAMPLERS, TuneResult, check_sizes, check_space,
+                       default_space, parse_tune_param, tune)
 from retrieval.pipeline import get_pipeline
 
 MAX_FOLDS = 1_000
@@ -26,23 +31,39 @@ def check_sweep(args, pipeline: str) -> Space:
     return space
 
 
-def run_sweep(args, dataset, pool, pipeline: str, seed: int) -> SweepResult:
+def run_sweep(args, dataset, pool, pipeline: str, seed: int, executor=None) -> SweepResult:
     base = get_pipeline(pipeline)
     space = check_sweep(args, pipeline)
     check_depth({base.name: base}, pool.pool_depth)
+    pool = prepare_pool(pool, dataset.queries, [base], args.embedder)  # learned routes, if it follows them
     with Progress("config") as progress:
         return sweep(pool, dataset.qrels, base, space, args.metric, args.random, args.folds, seed,
-                     progress.stage("configs"))
+                     progress.stage("configs"), executor=executor)
+
+
+def check_executor(args) -> None:
+    """``--executor`` / ``--address`` / ``--workers``, checked before the pool is loaded."""
+    if args.workers is not None:
+        bounded("--workers", args.workers, 1, MAX_WORKERS)
+    if args.executor == "local" and (args.address or args.workers is not None):
+        raise ValueError("--address and --workers need --executor ray")
+    if args.executor == "ray":
+        import_ray()
+        if args.address:
+            check_reachable(args.address)
 
 
 def cmd_sweep(args) -> int:
     if not args.pipeline:
         raise ValueError("give the pipeline to tune with --pipeline NAME (or a TOML file)")
     check_sweep(args, args.pipeline)
+    check_executor(args)
     dataset, pool = load_with_pool(args)
-    result = run_sweep(args, dataset, pool, args.pipeline, args.seed)
+    with make_executor(args.executor, args.address, args.workers) as executor:
+        result = run_sweep(args, dataset, pool, args.pipeline, args.seed, executor)
+    where = "" if args.executor == "local" else f" on Ray ({executor.workers} workers)"
     print(f"{dataset.name}: {result.mode} search, {len(result.scores)} configurations of {result.base.name} on "
-          f"{result.n_queries} judged queries in {result.seconds:.2f} s ({result.configs_per_second:,.0f}/s), "
+          f"{result.n_queries} judged queries in {result.seconds:.2f} s ({result.configs_per_second:,.0f}/s){where}, "
           f"objective {result.metric}")
     print(text_table(SWEEP_HEADER, sweep_rows(result)))
     print(f"cross-validated ({len(result.folds)} folds, seed {result.seed}): train {result.train_mean:.4f}, "
@@ -70,6 +91,65 @@ def add_sweep_options(p, seed_flag: str = "--seed") -> None:
     p.add_argument("--metric", default="ndcg@5", help="objective metric (default ndcg@5)")
 
 
+def check_tune(args) -> tuple:
+    """The base pipeline and the search space, checked before the pool is loaded."""
+    if not args.pipeline:
+        raise ValueError("give the pipeline to tune with --pipeline NAME (or a TOML file)")
+    base = get_pipeline(args.pipeline)
+    check_sizes(args.trials, args.folds, args.inner_folds)
+    parse_metric(args.metric)
+    space = tuple(parse_tune_param(text, base) for text in args.param) or default_space(base)
+    check_space(base, space, args.sampler)
+    return base, space
+
+
+def _fmt_params(params: dict) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in params.items())
+
+
+def print_tune(result: TuneResult) -> None:
+    r = result
+    searches = 1 + (r.inner_folds if r.guard else 0)
+    print(f"{r.dataset}: rwb tune {r.base.name} · {r.sampler}, {r.trials} trials per search · nested CV "
+          f"{r.folds} outer folds × {r.inner_folds} inner ({searches} searches per outer fold) · {r.n_queries} "
+          f"judged queries · objective {r.metric} · {r.n_configs} configurations in {r.seconds:.1f} s")
+    print("space: " + " ".join(str(p) for p in r.space))
+    rows = [[str(f.fold), str(len(f.test_ids)), f.kind, _fmt_params(f.params), f"{f.train_mean:.4f}",
+             "—" if f.inner_tuned != f.inner_tuned else f"{f.inner_tuned:.4f}", f"{f.inner_default:.4f}",
+             f"{f.test_mean:.4f}"] for f in r.outer]
+    print(text_table(["fold", "held out", "chosen", "search winner or default", "train", "inner CV",
+                      "default", "held-out"], rows))
+    print(f"held-out {r.metric} (each query held out once, {r.n_queries} queries): tuned procedure "
+          f"{r.held_out_mean:.4f}")
+    for c in r.comparisons:
+        print(f"  vs {c.name}: {c.mean:.4f}, Δ {c.delta:+.4f} (W/T/L {c.wins}/{c.ties}/{c.losses}); "
+              f"p Fisher {c.p_fisher:.4f} (Holm {c.p_fisher_holm:.4f}), paired t {c.p_student:.4f} "
+              f"(Holm {c.p_student_holm:.4f})")
+    what = _fmt_params(r.final.params) if r.final.kind == "tuned" else f"default {r.base.name} kept (the search did " \
+        f"not beat it in inner CV: {r.final.inner_tuned:.4f} ≤ {r.final.inner_default:.4f})"
+    print(f"final, tuned on all {r.n_queries} queries: {what} → {r.final_score:.4f} (in-sample)")
+
+
+def cmd_tune(args) -> int:
+    base, space = check_tune(args)
+    dataset, pool = load_with_pool(args)
+    pool = prepare_pool(pool, dataset.queries, [base], args.embedder)  # learned routes, if it follows them
+    check_space(base, space, args.sampler, pool.pool_depth)
+    check_depth({base.name: base}, pool.pool_depth)
+    with Progress("trial") as progress:
+        result = tune(pool, dataset.qrels, base, space, trials=args.trials, folds=args.folds, seed=args.seed,
+                      sampler=args.sampler, metric=args.metric, inner_folds=args.inner_folds,
+                      guard=not args.no_guard, progress=progress.stage("trials"))
+    print_tune(result)
+    if args.out:
+        write_file(args.out, result.to_toml(), "--out")
+        print(f"wrote {args.out} (use it as --pipeline {args.out})")
+    if args.json:
+        write_json(args.json, result.to_json())
+        print(f"wrote {args.json}")
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="grid or random search over numeric parameters, cross-validated")
     add_pool_options(p)
@@ -77,4 +157,28 @@ def register(sub) -> None:
     add_sweep_options(p)
     p.add_argument("--out", metavar="FILE", help="write the best configuration as TOML (usable as --pipeline)")
     p.add_argument("--json", metavar="OUT", help="write every configuration's score and the CV table as JSON")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="score configurations here (local, default) or over Ray workers (ray: configurations × "
+                        "query shards; needs pip install -e '.[distributed]'); the results are identical")
+    p.add_argument("--address", metavar="ADDR", help="with --executor ray: an existing Ray cluster (ray.init(address=…)); "
+                                                     "default: start a local one")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="with --executor ray: Ray workers (default: the cluster's CPUs)")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("tune", help="Optuna search over many parameters, scored by nested cross-validation")
+    add_pool_options(p)
+    p.add_argument("--pipeline", metavar="NAME|FILE", help="the pipeline to tune (required)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=LO:HI[:STEP]",
+                   help="a parameter to search (repeat); default: every numeric parameter of the pipeline's fusion")
+    p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help=f"trials per search (default {DEFAULT_TRIALS})")
+    p.add_argument("--folds", type=int, default=5, help="outer cross-validation folds by query (default 5)")
+    p.add_argument("--inner-folds", type=int, default=DEFAULT_INNER_FOLDS,
+                   help=f"inner folds of the guard against the default (default {DEFAULT_INNER_FOLDS})")
+    p.add_argument("--no-guard", action="store_true", help="always take the search winner (no inner CV guard)")
+    p.add_argument("--sampler", choices=SAMPLERS, default="tpe", help="tpe (default), grid or random")
+    p.add_argument("--seed", type=int, default=0, help="seed of the folds and the samplers (default 0)")
+    p.add_argument("--metric", default="ndcg@5", help="objective metric (default ndcg@5)")
+    p.add_argument("--out", metavar="FILE", help="write the configuration tuned on all queries as TOML")
+    p.add_argument("--json", metavar="OUT", help="write folds, per-query held-out values and tests as JSON")
+    p.set_defaults(func=cmd_tune)

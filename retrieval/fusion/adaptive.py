@@ -6,7 +6,9 @@ S_dense: cosine clipped to [0, 1]; S_sparse: BM25 / the query's best BM25 (0 whe
 keyword path missed it); S_time: 1/0 inside/outside the time window the query names, else
 recency decay with ``half_life_days``; S_graph: 1 when linked to a top-3 hit. Weights and
 the step functions F_conf/F_vit come from the profile — one fixed profile, or the one the
-intent router picks per query (``intent_router``).
+intent router picks per query (``intent_router``): by the seed's rules, or (``router =
+"learned"``) by the logistic regression ``eval.learned_router`` fits on labelled intents, whose
+routes the candidate table carries (``learned_route``; the rules when it carries none).
 Source: seed 001 ``AdaptiveQualityFusion`` (profiles and factors in ``retrieval.profiles``)."""
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from retrieval.candidates import Candidates
 from retrieval.fusion._base import Fusion, Scored, finish, in_path, recency_decay, segment_max
-from retrieval.params import Params, flag, number
+from retrieval.params import Params, choice, flag, number
 from retrieval.profiles import PRESETS, Profile, QualityFactors, preset
 
 
@@ -26,6 +28,9 @@ class AdaptiveParams(Params):
     profile: Profile = field(default_factory=lambda: preset("concept"))
     profiles: tuple[Profile, ...] = PRESETS
     intent_router: bool = flag(False, "intent router", "pick the profile per query from its intent (seed 001)")
+    router: str = choice("rules", ("rules", "learned"), "router",
+                         "rules: seed 001's regex router · learned: a logistic regression on query embeddings "
+                         "fitted to the dataset's labelled intents (cross-validated; the rules without labels)")
     half_life_days: float = number(30.0, "recency half-life (days)", "S_time outside a named window",
                                    lo=1.0, hi=365.0, step=1.0, min=0.0, max=1e6, min_exclusive=True)
 
@@ -42,7 +47,7 @@ class AdaptiveParams(Params):
         """The router uses ``profiles``; without it, the one ``profile``."""
         if name == "profile":
             return not self.intent_router
-        if name == "profiles":
+        if name in ("profiles", "router"):
             return self.intent_router
         return True
 
@@ -62,11 +67,17 @@ def quality_multiplier(confidence: np.ndarray, vitality: np.ndarray, q: QualityF
     return f_conf, f_vit
 
 
+def query_routes(c: Candidates, params: AdaptiveParams) -> tuple[str, ...]:
+    """Each query's routed profile name: the learned router's when chosen and fitted, else the rules'."""
+    learned = c.learned_route if params.router == "learned" else None
+    return learned if learned is not None else c.intent_route
+
+
 def profile_arrays(c: Candidates, params: AdaptiveParams) -> tuple[list[Profile], np.ndarray]:
     """Profiles in use and each row's profile index (the routed one, or the fixed one)."""
     if not params.intent_router:
         return [params.profile], np.zeros(c.n_rows, dtype=np.int64)
-    routes, per_query = np.unique(np.asarray(c.intent_route, dtype=object).astype(str), return_inverse=True)
+    routes, per_query = np.unique(np.asarray(query_routes(c, params), dtype=object).astype(str), return_inverse=True)
     return [params.profile_named(str(name)) for name in routes], per_query[c.query_idx]
 
 
@@ -74,7 +85,7 @@ def profile_names(c: Candidates, params: AdaptiveParams) -> tuple[str, ...]:
     """The profile applied to each query."""
     if not params.intent_router:
         return (params.profile.name,) * c.n_queries
-    return tuple(params.profile_named(route).name for route in c.intent_route)
+    return tuple(params.profile_named(route).name for route in query_routes(c, params))
 
 
 def adaptive(c: Candidates, visible: np.ndarray, depth: int, params: AdaptiveParams = AdaptiveParams()) -> Scored:

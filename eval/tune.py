@@ -1,0 +1,570 @@
+"""``rwb tune``: search many parameters of a pipeline at once, with nested cross-validation.
+
+The search (Optuna, one study per run of the procedure): ``tpe`` — the Tree-structured
+Parzen Estimator (``optuna.samplers.TPESampler``, seeded, multivariate); ``random`` —
+``RandomSampler``; ``grid`` — ``GridSampler`` over the ``lo:hi:step`` grid (the trials are
+distinct grid points in a seeded order; the study stops when the grid is exhausted). With
+``tpe`` and ``random`` the pipeline's own values are trial 0 when they lie in the space, so a
+search never scores below the default on the queries it is run on. A trial's score is the
+mean ``metric`` on the queries the procedure is given; a configuration is scored once per
+query on the stored candidate pool (``eval.sweep.query_scores``, ``eval.fast`` metrics) and
+kept, so retrieval never reruns and a configuration met again costs nothing. Ties go to the
+earlier trial.
+
+The tuning procedure on a set of queries T:
+
+1. **search** T with the sampler (``trials`` trials): its winner ``w(T)``;
+2. **guard** (inner cross-validation, ``inner_folds`` folds of T): the search is rerun on each
+   inner training part and its winner scored on the inner held-out part; when the pooled
+   inner held-out mean does not exceed the default pipeline's mean on T, the procedure returns
+   the default (tuning did not hold up inside T), else ``w(T)``. (Without a guard the inner
+   cross-validation of a configuration would only repeat its mean on T: nothing inside a
+   configuration is fitted.)
+
+**Nested cross-validation**: the counted queries are split into ``folds`` outer folds
+(``eval.sweep.make_folds``); for each fold the whole procedure runs on the other folds and its
+choice is scored on the held-out fold. Every query is held out exactly once, so the
+**held-out estimate** is the mean over all counted queries of the value each received from a
+procedure that never saw it — the figure to expect on unseen queries. It is compared, query by
+query, with the default pipeline and with the better single path (``vector`` or ``bm25``,
+whichever has the higher mean on all counted queries) by Fisher's randomization test
+(``eval.compare.randomization_test``) and the paired t-test, raw and Holm-corrected over the
+two comparisons.
+
+The configuration exported is the procedure run on **all** counted queries; its TOML carries a
+``[tuning]`` table (search space, sampler, trials, folds, seed, dataset fingerprint, the
+held-out estimate) that the pipeline loader ignores. Its score on the same queries is
+in-sample: ``in_sample_warning`` says so when such a file is evaluated on the dataset it was
+tuned on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import re
+import time
+import tomllib
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import tomli_w
+
+from eval.compare import holm, randomization_test
+from eval.fast import judge, parse_metric
+from eval.sweep import make_folds, query_scores
+from retrieval.candidates import Candidates
+from retrieval.pipeline import PipelineConfig, get_param, get_pipeline, knobs, sweepable_params, to_dict, with_param
+
+SAMPLERS = ("tpe", "grid", "random")
+MAX_TRIALS = 10_000
+MAX_TUNE_FOLDS = 100
+MAX_GRID = 1_000_000
+MAX_WORK = 2_000_000            # trials the whole nested procedure may run
+DEFAULT_TRIALS = 30
+DEFAULT_INNER_FOLDS = 3
+PERMUTATIONS = 10_000
+SINGLE_PATHS = ("vector", "bm25")
+_SPEC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=\s*([^:]+):([^:]+)(?::([^:]+))?\s*$")
+
+
+# ---- the search space ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TuneParam:
+    """``name=lo:hi[:step]``: a range to search (continuous when no step; integers step by 1)."""
+
+    name: str
+    lo: float
+    hi: float
+    step: float | None = None
+    integer: bool = False
+
+    def __post_init__(self):
+        values = (self.lo, self.hi) + ((self.step,) if self.step is not None else ())
+        if not all(math.isfinite(v) for v in values):
+            raise ValueError(f"--param {self.name}: lo, hi and step must be finite numbers")
+        if self.lo > self.hi:
+            raise ValueError(f"--param {self.name}: lo ({self.lo:g}) must be ≤ hi ({self.hi:g})")
+        if self.step is not None and not self.step > 0:
+            raise ValueError(f"--param {self.name}: step must be > 0, got {self.step:g}")
+        if self.integer and not all(float(v).is_integer() for v in values):
+            raise ValueError(f"--param {self.name} is an integer parameter: lo, hi and step must be whole numbers")
+
+    def grid(self) -> tuple:
+        """The grid values ``lo, lo + step, …`` up to ``hi`` (an integer parameter steps by 1 by default)."""
+        step = self.step if self.step is not None else (1 if self.integer else None)
+        if step is None:
+            raise ValueError(f"--param {self.name} has no step: the grid sampler needs lo:hi:step")
+        n = int(math.floor((self.hi - self.lo) / step + 1e-9)) + 1
+        out = tuple(round(self.lo + i * step, 12) for i in range(n))
+        return tuple(int(v) for v in out) if self.integer else out
+
+    def contains(self, value) -> bool:
+        if value is None or isinstance(value, bool) or not self.lo - 1e-12 <= value <= self.hi + 1e-12:
+            return False
+        step = self.step if self.step is not None else (1 if self.integer else None)
+        return step is None or abs((value - self.lo) / step - round((value - self.lo) / step)) < 1e-9
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.lo:g}:{self.hi:g}" + (f":{self.step:g}" if self.step is not None else "")
+
+
+def _knob(config: PipelineConfig, name: str):
+    return next(k.knob for k in knobs(config) if k.path == name)
+
+
+def parse_tune_param(text: str, config: PipelineConfig) -> TuneParam:
+    """``name=lo:hi[:step]`` for a sweepable parameter of ``config``."""
+    match = _SPEC.match(text)
+    if not match:
+        raise ValueError(f"bad --param {text!r}: expected name=lo:hi[:step], e.g. rrf.rrf_k=10:100:10")
+    name = match.group(1)
+    valid = sweepable_params(config)
+    if name not in valid:
+        get_param(config, name)  # names the fusion the parameter belongs to, or lists the valid ones
+        raise ValueError(f"{name!r} cannot be tuned (not a number); tunable: {', '.join(valid)}")
+    try:
+        lo, hi = float(match.group(2)), float(match.group(3))
+        step = float(match.group(4)) if match.group(4) is not None else None
+    except ValueError:
+        raise ValueError(f"bad --param {text!r}: lo, hi and step must be numbers (name=lo:hi[:step])") from None
+    return TuneParam(name, lo, hi, step, _knob(config, name).kind == "int")
+
+
+def knob_space(config: PipelineConfig, names) -> tuple[TuneParam, ...]:
+    """The named sweepable parameters over their slider ranges and steps (``Knob.lo``–``hi``)."""
+    refs = {k.path: k for k in knobs(config) if k.knob.sweepable and k.knob.lo is not None and k.knob.hi is not None}
+    out = []
+    for name in names:
+        if name not in refs:
+            raise ValueError(f"{name!r} has no range to tune for {config.name!r}; tunable: {', '.join(refs)}")
+        knob = refs[name].knob
+        out.append(TuneParam(name, float(knob.lo), float(knob.hi), float(knob.step) if knob.step else None,
+                             knob.kind == "int"))
+    return tuple(out)
+
+
+def tunable(config: PipelineConfig) -> list[str]:
+    """Parameters ``knob_space`` can give a range: the sweepable ones with a slider range."""
+    return [k.path for k in knobs(config) if k.knob.sweepable and k.knob.lo is not None and k.knob.hi is not None]
+
+
+def default_space(config: PipelineConfig) -> tuple[TuneParam, ...]:
+    """Every sweepable parameter of the pipeline's own fusion over its slider range and step."""
+    out = knob_space(config, [p for p in tunable(config) if p.startswith(f"{config.fusion}.")])
+    if not out:
+        raise ValueError(f"{config.name!r} ({config.fusion}) has no parameter of its own to tune; "
+                         f"give --param name=lo:hi[:step] (tunable: {', '.join(sweepable_params(config)) or 'none'})")
+    return tuple(out)
+
+
+def check_space(base: PipelineConfig, space: tuple[TuneParam, ...], sampler: str, pool_depth: int | None = None
+                ) -> None:
+    """Refuse, naming the parameter, a range whose ends are invalid for the pipeline or take
+    more candidates than the pool holds, a repeated name, and an oversized grid."""
+    names = [p.name for p in space]
+    if not names:
+        raise ValueError("no parameter to tune")
+    if len(set(names)) != len(names):
+        raise ValueError(f"a parameter is given twice: {names}")
+    if sampler not in SAMPLERS:
+        raise ValueError(f"unknown sampler {sampler!r}; choose from {list(SAMPLERS)}")
+    for end in ("lo", "hi"):
+        config = base
+        for p in space:
+            value = int(getattr(p, end)) if p.integer else getattr(p, end)
+            try:
+                config = with_param(config, p.name, value)
+            except ValueError as error:
+                raise ValueError(f"{p.name}={value:g} is not valid for pipeline {base.name!r}: {error}") from None
+        if pool_depth is not None and config.path_depth > pool_depth:
+            raise ValueError(f"the range ends ({end}) take {config.path_depth} candidates per path but the pool "
+                             f"holds {pool_depth}; narrow the range or rerun with --pool-depth {config.path_depth}")
+    if sampler == "grid":
+        size = math.prod(len(p.grid()) for p in space)
+        if size > MAX_GRID:
+            raise ValueError(f"the grid has {size:,} points (limit {MAX_GRID:,}); use coarser steps or --sampler tpe")
+
+
+def apply_params(base: PipelineConfig, params: dict) -> PipelineConfig:
+    config = base
+    for name, value in params.items():
+        config = with_param(config, name, value)
+    return config
+
+
+# ---- scoring (on the stored pool, once per configuration) ------------------------------------
+
+class _Scorer:
+    """Per-query values of configurations over every counted query, each computed once."""
+
+    def __init__(self, c: Candidates, qrels, base: PipelineConfig, metric: str):
+        self.c, self.base, self.metric = c, base, metric
+        self.judged = judge(c, qrels)
+        self.cache: dict[tuple, np.ndarray | None] = {}
+
+    def values(self, params: dict) -> np.ndarray | None:
+        key = tuple(sorted(params.items()))
+        if key not in self.cache:
+            try:
+                config = apply_params(self.base, params)
+            except ValueError:  # a cross-field rule (e.g. conf_low ≤ conf_high) refuses the point
+                self.cache[key] = None
+            else:
+                self.cache[key] = query_scores(self.c, self.judged, config, self.metric, self.judged.n_missing)
+        return self.cache[key]
+
+    def pipeline(self, config: PipelineConfig) -> np.ndarray:
+        return query_scores(self.c, self.judged, config, self.metric, self.judged.n_missing)
+
+
+def _seed(*parts: int) -> int:
+    """A 32-bit seed for one study of the procedure, from the run's seed and its position."""
+    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:4], "little")
+
+
+def _sampler(kind: str, space: tuple[TuneParam, ...], seed: int):
+    import optuna
+
+    if kind == "tpe":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.TPESampler(seed=seed, multivariate=True)
+    if kind == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.GridSampler({p.name: list(p.grid()) for p in space}, seed=seed)
+
+
+def _suggest(trial, p: TuneParam):
+    if p.integer:
+        return int(trial.suggest_int(p.name, int(p.lo), int(p.hi), step=int(p.step or 1)))
+    if p.lo == p.hi:
+        return float(p.lo)
+    return round(float(trial.suggest_float(p.name, p.lo, p.hi, step=p.step)), 12)
+
+
+@dataclass(frozen=True)
+class Search:
+    params: dict            # the winner's values
+    score: float            # its mean on the searched queries
+    n_trials: int           # trials run (a grid may end early)
+
+
+def search(scorer: _Scorer, space: tuple[TuneParam, ...], idx: np.ndarray, sampler: str, trials: int, seed: int,
+           on_trial: Callable[[], None] | None = None) -> Search:
+    """The sampler's best configuration on the queries ``idx`` (first of equal scores)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize", sampler=_sampler(sampler, space, seed))
+    start = {p.name: get_param(scorer.base, p.name) for p in space}
+    if sampler != "grid" and all(p.contains(start[p.name]) for p in space):
+        study.enqueue_trial(start)
+    if sampler == "grid":
+        trials = min(trials, math.prod(len(p.grid()) for p in space))
+
+    def objective(trial) -> float:
+        params = {p.name: _suggest(trial, p) for p in space}
+        values = scorer.values(params)
+        if on_trial:
+            on_trial()
+        if values is None:
+            raise optuna.TrialPruned()
+        trial.set_user_attr("params", params)
+        return float(values[idx].mean())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # grid exhaustion and experimental-feature notices
+        study.optimize(objective, n_trials=trials)
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    if not done:
+        raise ValueError("no trial gave a valid configuration; check the --param ranges")
+    best = max(done, key=lambda t: (t.value, -t.number))
+    return Search(dict(best.user_attrs["params"]), float(best.value), len(study.trials))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the procedure returns for a set of queries."""
+
+    kind: str                 # "tuned" or "default"
+    params: dict              # the search winner (applied only when kind is "tuned")
+    train_mean: float         # the search winner's mean on the queries
+    inner_tuned: float        # pooled inner held-out mean of the search (NaN without a guard)
+    inner_default: float      # the default's mean on the same queries
+
+
+def procedure(scorer: _Scorer, space: tuple[TuneParam, ...], idx: np.ndarray, sampler: str, trials: int,
+              seed: int, inner_folds: int, guard: bool, default: np.ndarray, where: tuple,
+              on_trial: Callable[[], None] | None = None) -> Choice:
+    """The tuning procedure (search + guard) on the queries ``idx``; see the module docstring."""
+    found = search(scorer, space, idx, sampler, trials, _seed(seed, *where, -1), on_trial)
+    default_mean = float(default[idx].mean())
+    if not guard or len(idx) < 2:
+        return Choice("tuned", found.params, found.score, math.nan, default_mean)
+    inner = make_folds(len(idx), min(inner_folds, len(idx)), _seed(seed, *where, -2))
+    held = np.empty(len(idx))
+    for j in range(int(inner.max()) + 1):
+        train, test = idx[inner != j], inner == j
+        winner = search(scorer, space, train, sampler, trials, _seed(seed, *where, j), on_trial)
+        held[test] = scorer.values(winner.params)[idx[test]]
+    inner_tuned = float(held.mean())
+    kind = "tuned" if inner_tuned > default_mean + 1e-12 else "default"
+    return Choice(kind, found.params, found.score, inner_tuned, default_mean)
+
+
+# ---- the result --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OuterFold:
+    fold: int
+    test_ids: tuple[str, ...]
+    kind: str                 # "tuned" or "default"
+    params: dict              # the configuration applied on the held-out fold (the default's values if kind is default)
+    search_params: dict       # the search winner on the training part
+    train_mean: float
+    inner_tuned: float
+    inner_default: float
+    test_mean: float          # the applied configuration on the held-out fold
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    name: str                 # "default rrf", "best single path bm25"
+    pipeline: str
+    mean: float               # held-out queries: the same queries as the estimate
+    delta: float              # estimate − mean
+    p_fisher: float
+    p_student: float
+    p_fisher_holm: float      # Holm over the comparisons of this run
+    p_student_holm: float
+    wins: int
+    ties: int
+    losses: int
+
+
+@dataclass(frozen=True, eq=False)
+class TuneResult:
+    base: PipelineConfig
+    space: tuple[TuneParam, ...]
+    sampler: str
+    trials: int
+    folds: int
+    inner_folds: int
+    guard: bool
+    seed: int
+    metric: str
+    dataset: str
+    fingerprint: str
+    embedder: str
+    pool_depth: int
+    query_ids: tuple[str, ...]           # counted queries, pool order then missing ones
+    outer: tuple[OuterFold, ...]
+    held_out: np.ndarray                 # per counted query: the value it got while held out
+    default_values: np.ndarray           # the default pipeline, per counted query
+    single_values: dict[str, np.ndarray]  # vector and bm25, per counted query
+    best_single: str
+    comparisons: tuple[Comparison, ...]
+    final: Choice
+    final_config: PipelineConfig
+    final_score: float                   # in-sample: the final configuration on all counted queries
+    n_configs: int                       # distinct configurations scored
+    seconds: float
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def held_out_mean(self) -> float:
+        return float(self.held_out.mean())
+
+    @property
+    def default_mean(self) -> float:
+        return float(self.default_values.mean())
+
+    @property
+    def single_mean(self) -> float:
+        return float(self.single_values[self.best_single].mean())
+
+    def tuning_table(self) -> dict:
+        """The ``[tuning]`` table of the exported TOML (ignored by the pipeline loader)."""
+        d, s = self.comparisons  # the default, then the best single path
+        return {
+            "tool": "rwb tune", "dataset": self.dataset, "fingerprint": self.fingerprint,
+            "embedder": self.embedder, "pool_depth": self.pool_depth, "pipeline": self.base.name,
+            "metric": self.metric, "space": [str(p) for p in self.space], "sampler": self.sampler,
+            "trials": self.trials, "folds": self.folds, "inner_folds": self.inner_folds, "guard": self.guard,
+            "seed": self.seed, "n_queries": self.n_queries, "chosen": self.final.kind,
+            "held_out": round(self.held_out_mean, 6), "held_out_default": round(d.mean, 6),
+            "best_single_path": self.best_single, "held_out_best_single_path": round(s.mean, 6),
+            "p_vs_default": round(d.p_fisher, 6), "p_vs_best_single_path": round(s.p_fisher, 6),
+            "in_sample": round(self.final_score, 6),
+        }
+
+    def to_toml(self) -> str:
+        data = to_dict(self.final_config)
+        data["tuning"] = self.tuning_table()
+        head = (f"# tuned by rwb tune on {self.dataset} (fingerprint {self.fingerprint[:12]}, {self.embedder}): "
+                f"{self.sampler}, {self.trials} trials, {self.folds} outer folds × {self.inner_folds} inner, "
+                f"seed {self.seed}\n"
+                f"# nested-CV held-out {self.metric} {self.held_out_mean:.4f} (default {self.default_mean:.4f}, "
+                f"{self.best_single} {self.single_mean:.4f}); on its own tuning queries it is in-sample\n")
+        return head + tomli_w.dumps(data)
+
+    def to_json(self) -> dict:
+        return {
+            **self.tuning_table(),
+            "seconds": round(self.seconds, 3), "n_configs": self.n_configs,
+            "final": {"kind": self.final.kind, "params": self.final.params, "train_mean": self.final.train_mean,
+                      "inner_tuned": self.final.inner_tuned, "inner_default": self.final.inner_default},
+            "outer": [{**dataclasses.asdict(f), "test_ids": list(f.test_ids)} for f in self.outer],
+            "comparisons": [dataclasses.asdict(c) for c in self.comparisons],
+            "per_query": {q: {"held_out": float(h), "default": float(d), **{
+                p: float(v[i]) for p, v in self.single_values.items()}}
+                for i, (q, h, d) in enumerate(zip(self.query_ids, self.held_out, self.default_values))},
+            "toml": self.to_toml(),
+        }
+
+
+def counted_ids(c: Candidates, qrels, judged) -> tuple[str, ...]:
+    """The counted queries in ``query_scores`` order: judged pool queries, then missing ones (sorted)."""
+    present = set(c.query_ids)
+    missing = sorted(q for q, j in qrels.items() if q not in present and any(g > 0 for g in j.values()))
+    return tuple(q for q, m in zip(c.query_ids, judged.judged) if m) + tuple(missing)
+
+
+def _compare(name: str, pipeline: str, tuned: np.ndarray, other: np.ndarray, seed: int) -> dict:
+    from scipy.stats import ttest_rel
+
+    diff = tuned - other
+    if np.allclose(diff, 0.0):
+        p_t = 1.0
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p_t = float(ttest_rel(tuned, other).pvalue)
+        p_t = 1.0 if not math.isfinite(p_t) else p_t
+    return dict(name=name, pipeline=pipeline, mean=float(other.mean()), delta=float(tuned.mean() - other.mean()),
+                p_fisher=randomization_test(other, tuned, PERMUTATIONS, seed), p_student=p_t,
+                wins=int((diff > 1e-12).sum()), ties=int((np.abs(diff) <= 1e-12).sum()),
+                losses=int((diff < -1e-12).sum()))
+
+
+def check_sizes(trials: int, folds: int, inner_folds: int) -> None:
+    for name, value, lo, hi in (("--trials", trials, 1, MAX_TRIALS), ("--folds", folds, 2, MAX_TUNE_FOLDS),
+                                ("--inner-folds", inner_folds, 2, MAX_TUNE_FOLDS)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+        if value < lo:
+            raise ValueError(f"{name} must be ≥ {lo}, got {value}")
+        if value > hi:
+            raise ValueError(f"{name} must be ≤ {hi:,}, got {value:,}")
+    work = (folds + 1) * (inner_folds + 1) * trials
+    if work > MAX_WORK:
+        raise ValueError(f"(folds + 1) × (inner folds + 1) × trials = {work:,} trials exceeds {MAX_WORK:,}; "
+                         "use fewer trials or folds")
+
+
+def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig | str,
+         space: tuple[TuneParam, ...] | None = None, *, trials: int = DEFAULT_TRIALS, folds: int = 5,
+         seed: int = 0, sampler: str = "tpe", metric: str = "ndcg@5", inner_folds: int = DEFAULT_INNER_FOLDS,
+         guard: bool = True, progress: Callable[[int, int], None] | None = None) -> TuneResult:
+    """Nested cross-validation of the tuning procedure, then the procedure on all queries."""
+    base = get_pipeline(base)
+    parse_metric(metric)
+    check_sizes(trials, folds, inner_folds)
+    space = tuple(space) if space else default_space(base)
+    check_space(base, space, sampler, c.pool_depth)
+    for name in SINGLE_PATHS:
+        if get_pipeline(name).path_depth > c.pool_depth:
+            raise ValueError(f"pipeline {name!r} needs pool depth {get_pipeline(name).path_depth}")
+    scorer = _Scorer(c, qrels, base, metric)
+    n = scorer.judged.n_judged
+    if n == 0:
+        raise ValueError("no query has a relevant judgment (grade > 0): nothing to tune on")
+    if folds > n:
+        raise ValueError(f"--folds {folds} exceeds the number of judged queries ({n})")
+    ids = counted_ids(c, qrels, scorer.judged)
+    start_time = time.perf_counter()
+    default = scorer.pipeline(base)
+    per_search = trials if sampler != "grid" else min(trials, math.prod(len(p.grid()) for p in space))
+    total = (folds + 1) * (1 + (inner_folds if guard else 0)) * per_search
+    done = [0]
+
+    def tick() -> None:
+        done[0] += 1
+        if progress:
+            progress(min(done[0], total), total)
+
+    fold_of = make_folds(n, folds, seed)
+    held = np.empty(n)
+    outer = []
+    for k in range(folds):
+        train, test = np.flatnonzero(fold_of != k), np.flatnonzero(fold_of == k)
+        choice = procedure(scorer, space, train, sampler, trials, seed, inner_folds, guard, default, (k,), tick)
+        values = scorer.values(choice.params) if choice.kind == "tuned" else default
+        held[test] = values[test]
+        applied = choice.params if choice.kind == "tuned" else {p.name: get_param(base, p.name) for p in space}
+        outer.append(OuterFold(k, tuple(ids[i] for i in test), choice.kind, applied, choice.params,
+                               choice.train_mean, choice.inner_tuned, choice.inner_default,
+                               float(values[test].mean())))
+    final = procedure(scorer, space, np.arange(n), sampler, trials, seed, inner_folds, guard, default, (folds,),
+                      tick)
+    singles = {name: scorer.pipeline(get_pipeline(name)) for name in SINGLE_PATHS}
+    best_single = max(SINGLE_PATHS, key=lambda name: (singles[name].mean(), -SINGLE_PATHS.index(name)))
+    raw = [_compare(f"default {base.name}", base.name, held, default, seed),
+           _compare(f"best single path {best_single}", best_single, held, singles[best_single], seed)]
+    fisher_holm = holm([r["p_fisher"] for r in raw])
+    student_holm = holm([r["p_student"] for r in raw])
+    comparisons = tuple(Comparison(**r, p_fisher_holm=f, p_student_holm=s)
+                        for r, f, s in zip(raw, fisher_holm, student_holm))
+    if final.kind == "tuned":
+        final_config = apply_params(base, final.params)
+        final_score = float(scorer.values(final.params).mean())
+    else:
+        final_config, final_score = base, float(default.mean())
+    summary = ", ".join(f"{k}={v:g}" for k, v in final.params.items()) if final.kind == "tuned" else "default kept"
+    final_config = dataclasses.replace(final_config, name=f"{base.name}-tuned", description=(
+        f"{base.name} tuned by rwb tune on {c.dataset} ({sampler}, {trials} trials; nested-CV held-out {metric} "
+        f"{held.mean():.4f}): {summary}"))
+    return TuneResult(
+        base=base, space=space, sampler=sampler, trials=trials, folds=folds, inner_folds=inner_folds, guard=guard,
+        seed=seed, metric=metric, dataset=c.dataset, fingerprint=c.fingerprint, embedder=c.embedder,
+        pool_depth=c.pool_depth, query_ids=ids, outer=tuple(outer), held_out=held, default_values=default,
+        single_values=singles, best_single=best_single, comparisons=comparisons, final=final,
+        final_config=final_config, final_score=final_score,
+        n_configs=sum(v is not None for v in scorer.cache.values()), seconds=time.perf_counter() - start_time,
+    )
+
+
+# ---- the exported file -------------------------------------------------------------------------
+
+def tuning_table(path: str | Path) -> dict | None:
+    """The ``[tuning]`` table of a pipeline TOML file, or None (not a file, unreadable, none)."""
+    path = Path(path)
+    if path.suffix != ".toml" or not path.is_file():
+        return None
+    try:
+        table = tomllib.loads(path.read_text("utf-8")).get("tuning")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    return table if isinstance(table, dict) else None
+
+
+def in_sample_warning(pipeline: str, fingerprint: str) -> str | None:
+    """One line when ``pipeline`` is a file tuned on the dataset with this fingerprint."""
+    table = tuning_table(pipeline) if isinstance(pipeline, str) else None
+    if not table or table.get("fingerprint") != fingerprint:
+        return None
+    estimate = table.get("held_out")
+    held = f"; its nested-CV held-out {table.get('metric', '')} was {estimate:.4f}" if isinstance(
+        estimate, (int, float)) else ""
+    return (f"warning: {pipeline} was tuned on this dataset (fingerprint {fingerprint[:12]}): its scores here "
+            f"are in-sample and optimistic{held}")
