@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from retrieval.bm25 import ANALYZER_VERSION
+from retrieval.bm25 import DEFAULT_ANALYZER, get_analyzer
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, PoolCorrupt, build_candidates
 from retrieval.dataset import Dataset
 from retrieval.embedders import DEFAULT_EMBEDDER
@@ -22,34 +22,43 @@ from retrieval.files import safe_component
 from retrieval.index import open_index, rwb_home
 from retrieval.limits import MAX_DEPTH, check_size
 
-POOL_VERSION = 2  # 2: checksummed file layout
+POOL_VERSION = 4  # 2: checksummed file layout; 3: the keyword path's AND list (bm25_all_*), analyzer;
+# 4: created_age (the timeline path's journal-date order)
 
 
 def _stderr_notice(text: str) -> None:
     print(f"rwb: {text}", file=sys.stderr)
 
 
-def pool_path(dataset: Dataset, embedder: str, pool_depth: int) -> Path:
-    key = f"{dataset.fingerprint}|{embedder}|{ANALYZER_VERSION}|{pool_depth}|{POOL_VERSION}"
+def pool_path(dataset: Dataset, embedder: str, pool_depth: int, analyzer: str = DEFAULT_ANALYZER) -> Path:
+    key = f"{dataset.fingerprint}|{embedder}|{get_analyzer(analyzer).version}|{pool_depth}|{POOL_VERSION}"
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return rwb_home() / "candidates" / f"{safe_component(dataset.name)}-{digest}.npz"
 
 
 def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: int = DEFAULT_POOL_DEPTH,
               progress: Callable[[str, int, int], None] | None = None, refresh: bool = False,
-              on_notice: Callable[[str], None] | None = _stderr_notice) -> Candidates:
-    """Candidates for every query of ``dataset``: from the store, or retrieved once and stored."""
+              on_notice: Callable[[str], None] | None = _stderr_notice,
+              analyzer: str = DEFAULT_ANALYZER) -> Candidates:
+    """Candidates for every query of ``dataset``: from the store, or retrieved once and stored.
+
+    ``analyzer`` names the BM25 analyzer (``retrieval.bm25.ANALYZERS``); each has its own index
+    and its own stored pool."""
     pool_depth = check_size("pool_depth", pool_depth, 1, MAX_DEPTH)
+    analyzer = get_analyzer(analyzer).name
     if not dataset.queries:
         raise ValueError(f"dataset {dataset.name!r} has no queries to evaluate")
     notice = on_notice or (lambda text: None)
-    path = pool_path(dataset, embedder, pool_depth)
+    path = pool_path(dataset, embedder, pool_depth, analyzer)
     if path.is_file() and not refresh:
         try:
-            return Candidates.load(path)
+            stored = Candidates.load(path)
+            if stored.analyzer != analyzer:
+                raise PoolCorrupt(f"{path}: retrieved with the {stored.analyzer!r} analyzer, not {analyzer!r}")
+            return stored
         except (OSError, PoolCorrupt) as error:
             notice(f"candidate pool damaged ({error}); retrieving it again")
-    handle = open_index(dataset, embedder, progress=progress, on_notice=on_notice)
+    handle = open_index(dataset, embedder, progress=progress, on_notice=on_notice, analyzer=analyzer)
     candidates = build_candidates(
         handle, dataset.queries, pool_depth,
         progress=(lambda done, total: progress("retrieve", done, total)) if progress else None,

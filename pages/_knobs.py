@@ -22,9 +22,10 @@ from retrieval.pipeline import PipelineConfig, knobs, sweepable_params, with_par
 FUSION_PATH = "fusion"
 GROUPS = {"fusion": "Fusion", "weights": "Path weights", "quality": "Confidence & vitality",
           "ranking": "Candidates & ranking"}
-FUSION_KNOB = Knob("choice", "fusion method", "vector/bm25: one path · rrf: reciprocal rank · weighted: score "
-                   "union · adaptive: seed 001 profiles · salience: seed 000", options=tuple(FUSIONS),
-                   sweepable=False)
+FUSION_KNOB = Knob("choice", "fusion method",
+                   "  \n".join(f"**{name}**: {fusion.summary} ({fusion.source})" for name, fusion in FUSIONS.items()),
+                   options=tuple(FUSIONS), sweepable=False)
+"""The fusion switch: its options and help come from the registry (one line per method)."""
 
 
 def group_of(path: str) -> str:

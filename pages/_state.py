@@ -178,6 +178,23 @@ def get_pool(path: str, stamp: tuple, embedder: str) -> Candidates:
     return pool
 
 
+@st.cache_resource(max_entries=4, show_spinner="Fitting the learned intent router (cross-validated over the labelled queries)…")
+def get_learned_pool(path: str, stamp: tuple, embedder: str) -> Candidates:
+    """The pool with cross-validated learned routes (``eval.learned_router.prepare_pool``): each
+    labelled query routed by a model not trained on it; the pool itself when nothing is labelled."""
+    from eval.learned_router import LEARNED_PIPELINE, prepare_pool
+
+    return prepare_pool(get_pool(path, stamp, embedder), get_dataset(path, stamp).queries, [LEARNED_PIPELINE],
+                        embedder)
+
+
+def pool_for(path: str, stamp: tuple, embedder: str, config: PipelineConfig) -> Candidates:
+    """The pool ``config`` is scored on: with learned routes when it follows the learned router."""
+    from eval.learned_router import uses_learned_router
+
+    return get_learned_pool(path, stamp, embedder) if uses_learned_router(config) else get_pool(path, stamp, embedder)
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
 def get_judged(path: str, stamp: tuple, embedder: str, qrels_rev: tuple) -> tuple[dict, Judged]:
     """Merged qrels (dataset + workbench judgments) and their alignment with the pool."""
@@ -232,7 +249,7 @@ def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,
 def cached_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
                       config: PipelineConfig) -> LiveRun:
     _, judged = get_judged(path, stamp, embedder, qrels_rev)
-    return evaluate_config(get_pool(path, stamp, embedder), judged, config)
+    return evaluate_config(pool_for(path, stamp, embedder, config), judged, config)
 
 
 _LIVE: "OrderedDict[tuple, LiveRun]" = OrderedDict()
@@ -246,7 +263,7 @@ def live_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, co
     hit = _LIVE.get(key)
     if hit is None:
         _, judged = get_judged(path, stamp, embedder, qrels_rev)
-        hit = _LIVE[key] = evaluate_config(get_pool(path, stamp, embedder), judged, config)
+        hit = _LIVE[key] = evaluate_config(pool_for(path, stamp, embedder, config), judged, config)
         while len(_LIVE) > _LIVE_SIZE:
             _LIVE.popitem(last=False)
     else:

@@ -138,7 +138,7 @@ def knob_panel(config, routed: str | None) -> str | None:
             st.caption(f"Documents per {pane} band: high {high} · mid {mid} · low {low} (of {high + mid + low}). "
                        "A factor whose band is empty changes nothing.")
     if config.fusion in ("vector", "bm25"):
-        st.caption("Single-path baseline: no weights to tune. Pick rrf, weighted, adaptive or salience.")
+        st.caption("Single-path baseline: no weights to tune. Pick a fusion method above.")
     return edit_profile
 
 
@@ -206,7 +206,8 @@ def live() -> None:
     rev = ws.qrels_rev
     base_ev = s.live_evaluation(ws.path, ws.stamp, ws.embedder, rev, ws.baseline) if c is not None else None
     qrels, judged = s.get_judged(ws.path, ws.stamp, ws.embedder, rev) if c is not None else ({}, None)
-    ev = s.evaluate_config(c, judged, config) if c is not None else None
+    pool = s.pool_for(ws.path, ws.stamp, ws.embedder, config) if c is not None else None   # learned routes if used
+    ev = s.evaluate_config(pool, judged, config) if c is not None else None
     run_name = f"{config.name}{' (tuned)' if s.is_tuned(config) else ''}"
 
     with right:
@@ -224,7 +225,8 @@ def live() -> None:
                 row["help"] = f"{row['label']}: {row['value']:.4f} vs baseline {row['baseline']:.4f} over {row['n']} queries"
             n = int(judged.n_judged)
             summary = (f"Query set · metrics@5 · <code>{h(run_name)}</code> vs baseline <code>{h(ws.baseline.name)}</code> "
-                       f"over {n} judged queries · p: {test}, Holm-corrected over these {len(rows)} metrics")
+                       f"over {n} judged queries · p: {test} (one configuration vs the baseline: nothing to correct "
+                       "across systems, as in <code>rwb eval</code>)")
         else:
             rows, summary = [], ""
 
@@ -232,8 +234,9 @@ def live() -> None:
         judgments: dict = {}
         intent = ""
         if qi is not None:
-            response = response_for(c, ev.run, qi, ws.dataset.documents)
-            baseline = response_for(c, base_ev.run, qi, ws.dataset.documents)
+            response = response_for(pool, ev.run, qi, ws.dataset.documents)
+            baseline = response_for(s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline), base_ev.run, qi,
+                                    ws.dataset.documents)
             judgments = qrels.get(c.query_ids[qi], {})
             intent = next((q.intent for q in ws.dataset.queries if q.id == c.query_ids[qi]), "")
         elif free_text:

@@ -9,10 +9,27 @@ weight, ``rrf_k`` or the candidate multiplier never touches an index.
 
 Features: ``dense_sim`` (cosine, computed for every row), ``dense_rank`` / ``bm25_rank``
 (0-based, -1 when the path did not return the document), ``bm25_score`` (0 when absent),
-``age_days`` (reference time − updated_at, NaN when undated), ``in_window`` (1/0 whether
+``bm25_all_rank`` / ``bm25_all_score`` (the same for the keyword query in match mode ``all``,
+every query word required — see "Keyword match mode" below),
+``age_days`` (reference time − updated_at, NaN when undated), ``created_age`` (reference time −
+created_at: the journal date the timeline path orders by), ``in_window`` (1/0 whether
 the memory's created_at lies in the window the query names, NaN when it names none),
 ``graph`` (1 when a ``related`` link joins the memory to a top-3 hit of either path),
 ``confidence``, ``vitality``, ``reinforcement``, ``access_count``, ``token_count``.
+
+Keyword match mode (``any`` / ``all``, ``retrieval.bm25.MATCH_MODES``). The BM25 path runs
+twice per query at retrieval time: the ``any`` query (OR of the terms) and the ``all`` query
+(every query word required, as OpenClaw's ``buildFtsQuery`` joins its terms with AND, seed 002);
+the pool holds the top ``pool_depth`` of each, and ``with_keyword_match("all")`` is the table
+seen through the ``all`` list. So the mode is a pipeline parameter that re-scores without an
+index, like every other, and an ``all`` pipeline of depth d sees exactly Tantivy's AND top d.
+The alternative — filtering the stored OR hits by how many query terms they hold — loses every
+AND hit ranked below the OR pool depth (a document holding all words can rank under documents
+holding a few rare ones), and re-ranking the survivors would need their positions in the AND
+list anyway; a second Tantivy query costs ~0.1 ms. Measured with openclaw's depth 24 and pools
+of depth 50, no AND hit lay below the OR list on devmem (15 AND hits in 10 of 120 queries) or
+CMRC2018 (64 in 60 of 3,219), so the two designs score the same there today; only this one is
+exact by construction. The graph feature's anchors stay those of the ``any`` list.
 """
 
 from __future__ import annotations
@@ -23,14 +40,14 @@ import json
 import re
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from retrieval.bm25 import Filters
+from retrieval.bm25 import DEFAULT_ANALYZER, MATCH_MODES, Filters
 from retrieval.dataset import Dataset, Query
 from retrieval.files import atomic_write_bytes
 from retrieval.index import IndexHandle
@@ -44,8 +61,9 @@ GRAPH_ANCHORS = 3
 _TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
 
 ROW_COLUMNS = (
-    "query_idx", "doc_idx", "dense_sim", "dense_rank", "bm25_score", "bm25_rank", "via_fast", "via_timeline",
-    "age_days", "in_window", "graph", "confidence", "vitality", "reinforcement", "access_count", "token_count",
+    "query_idx", "doc_idx", "dense_sim", "dense_rank", "bm25_score", "bm25_rank", "bm25_all_score",
+    "bm25_all_rank", "via_fast", "via_timeline",
+    "age_days", "created_age", "in_window", "graph", "confidence", "vitality", "reinforcement", "access_count", "token_count",
     "tie_key", "line_start",
 )
 
@@ -73,6 +91,8 @@ class Candidates:
     window: tuple[str, ...]      # per query: label of the named time window or ""
     degraded: tuple[tuple[str, ...], ...]
     cols: dict[str, np.ndarray] = field(repr=False)
+    analyzer: str = DEFAULT_ANALYZER  # the BM25 analyzer of the index it was retrieved from
+    learned_route: tuple[str, ...] | None = None  # per query: the learned router's profile (eval.learned_router)
 
     def __getattr__(self, name: str) -> np.ndarray:
         cols = self.__dict__.get("cols")
@@ -87,6 +107,21 @@ class Candidates:
     @property
     def n_queries(self) -> int:
         return len(self.query_ids)
+
+    def with_keyword_match(self, match: str) -> "Candidates":
+        """The table as keyword match mode ``match`` sees it: for ``all`` the BM25 path's
+        ``bm25_rank`` / ``bm25_score`` are those of the AND query (-1 / 0 where it did not
+        return the document); ``any`` is the table itself. Same rows in the same order; the
+        view shares every other column and is made once per table."""
+        if match == "any":
+            return self
+        if match != "all":
+            raise ValueError(f"keyword match must be one of {list(MATCH_MODES)}, got {match!r}")
+        view = _ALL_VIEWS.get(self)
+        if view is None:
+            cols = {**self.cols, "bm25_rank": self.cols["bm25_all_rank"], "bm25_score": self.cols["bm25_all_score"]}
+            view = _ALL_VIEWS[self] = replace(self, cols=cols)
+        return view
 
     def visible(self, depth: int) -> np.ndarray:
         """Rows a pipeline of this per-path depth retrieves."""
@@ -155,6 +190,7 @@ class PoolCorrupt(ValueError):
 
 
 POOL_MAGIC = b"RWBPOOL\x02"
+_ALL_VIEWS: "weakref.WeakKeyDictionary[Candidates, Candidates]" = weakref.WeakKeyDictionary()
 
 
 def _filters(query: Query, scope: str = "", group: str = "", project: str = "") -> tuple[Filters, VectorFilters]:
@@ -217,6 +253,7 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
     with ThreadPoolExecutor(max_workers=2) as pool:
         dense_future = pool.submit(_dense_lists, handle, qvecs, [f[1] for f in filters], pool_depth, degraded)
         sparse_lists = [handle.bm25.search(q.text, pool_depth, f[0]) for q, f in zip(queries, filters)]
+        all_lists = [handle.bm25.search(q.text, pool_depth, f[0], match="all") for q, f in zip(queries, filters)]
         dense_lists = dense_future.result()
     statics = table.features
     neighbours = table.neighbours
@@ -234,7 +271,8 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         windows.append(window.label if window else "")
         dense = {position[d]: (r, s) for r, (d, s) in enumerate(dense_lists[qi])}
         sparse = {position[d]: (r, s) for r, (d, s) in enumerate(sparse_lists[qi])}
-        members = dict.fromkeys([*dense, *sparse])
+        every = {position[d]: (r, s) for r, (d, s) in enumerate(all_lists[qi])}
+        members = dict.fromkeys([*dense, *sparse, *every])
         allowed = table.allowed(filters[qi][0])
         if target:
             members.update(dict.fromkeys(np.flatnonzero((table.path == target) & allowed).tolist()))
@@ -258,12 +296,15 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         rows["dense_rank"].append(np.array([dense[i][0] if i in dense else -1 for i in idx], dtype=np.int32))
         rows["bm25_rank"].append(np.array([sparse[i][0] if i in sparse else -1 for i in idx], dtype=np.int32))
         rows["bm25_score"].append(np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], dtype=np.float32))
+        rows["bm25_all_rank"].append(np.array([every[i][0] if i in every else -1 for i in idx], dtype=np.int32))
+        rows["bm25_all_score"].append(np.array([every[i][1] if i in every else 0.0 for i in idx], dtype=np.float32))
         rows["via_fast"].append((table.path[idx] == target) if target else np.zeros(n, dtype=bool))
         rows["via_timeline"].append(
             table.journal[idx] & (created[idx] >= recent_since.timestamp()) & (created[idx] <= now.timestamp())
             if timeline else np.zeros(n, dtype=bool))
         updated = statics["updated_ts"][idx]
         rows["age_days"].append(np.maximum(0.0, (now.timestamp() - updated) / 86400.0).astype(np.float32))
+        rows["created_age"].append(np.maximum(0.0, (now.timestamp() - created[idx]) / 86400.0).astype(np.float32))
         if window:
             when = created[idx]
             inside = (when >= window.start.timestamp()) & (when < window.end.timestamp())
@@ -285,7 +326,7 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         query_ids=tuple(q.id for q in queries), query_texts=tuple(q.text for q in queries),
         offsets=np.asarray(offsets, dtype=np.int64), fast_target=tuple(fast_targets),
         timeline=np.asarray(timelines, dtype=bool), intent_route=tuple(intents), window=tuple(windows),
-        degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols,
+        degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols, analyzer=handle.analyzer,
     )
 
 

@@ -1,10 +1,14 @@
-"""Build, check and open the indexes of a (dataset, embedder) pair.
+"""Build, check and open the indexes of a (dataset, embedder, analyzer) triple.
 
 Layout under ``$RWB_HOME`` (default ``./.rwb``)::
 
-    indexes/<dataset>-<pathhash>/<embedder>/builds/<key>/   manifest.json, ids.json,
-                                                          vectors.npy, lance/, bm25/
-    indexes/<dataset>-<pathhash>/<embedder>/current -> builds/<key>
+    indexes/<dataset>-<pathhash>/<embedder>/<analyzer>/builds/<key>/   manifest.json, ids.json,
+                                                                     vectors.npy, lance/, bm25/
+    indexes/<dataset>-<pathhash>/<embedder>/<analyzer>/current -> builds/<key>
+
+The BM25 analyzer (``retrieval.bm25.ANALYZERS``) is part of the identity: each analyzer has
+its own folder, so switching analyzers never rebuilds (or serves) the other's index, and the
+vectors come from the embedding cache.
 
 A build is written aside, every file fsynced, verified, and published by atomically
 replacing the ``current`` symlink, so a build killed at any point leaves the previous
@@ -35,7 +39,7 @@ from typing import Callable
 
 import numpy as np
 
-from retrieval.bm25 import ANALYZER_VERSION, BM25Index, IndexedDoc
+from retrieval.bm25 import DEFAULT_ANALYZER, BM25Index, IndexedDoc, analyzer_of_version, get_analyzer
 from retrieval.dataset import Dataset
 from retrieval.embedders import (
     DEFAULT_EMBEDDER, CachedEmbedder, Embedder, EmbedderUnavailable, EmbeddingCache, load_embedder,
@@ -57,9 +61,10 @@ def _slug(text: str) -> str:
     return safe_component(text)
 
 
-def index_dir(dataset: Dataset, embedder_name: str) -> Path:
+def index_dir(dataset: Dataset, embedder_name: str, analyzer: str = DEFAULT_ANALYZER) -> Path:
     where = hashlib.sha1(str(dataset.root.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return rwb_home() / "indexes" / f"{_slug(dataset.name)}-{where}" / _slug(embedder_name)
+    return (rwb_home() / "indexes" / f"{_slug(dataset.name)}-{where}" / _slug(embedder_name)
+            / _slug(get_analyzer(analyzer).name))
 
 
 def doc_rows(dataset: Dataset) -> list[Row]:
@@ -94,6 +99,11 @@ class IndexHandle:
     embedder: Embedder | None
     degraded: list[str] = field(default_factory=list)
 
+    @property
+    def analyzer(self) -> str:
+        """Name of the BM25 analyzer the index was built with."""
+        return self.bm25.analyzer
+
 
 _READ_ONLY = (errno.EACCES, errno.EPERM, errno.EROFS)
 
@@ -117,13 +127,13 @@ def _build_lock(directory: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _wanted_manifest(dataset: Dataset, model_id: str | None) -> dict:
+def _wanted_manifest(dataset: Dataset, model_id: str | None, analyzer: str) -> dict:
     return {
         "format": FORMAT_VERSION,
         "dataset": dataset.name,
         "dataset_fingerprint": dataset.fingerprint,
         "model": model_id,
-        "analyzer": ANALYZER_VERSION,
+        "analyzer": get_analyzer(analyzer).version,
         "documents": len(dataset.documents),
     }
 
@@ -186,7 +196,7 @@ def _check(build: Path, manifest: dict) -> None:
             if not (build / "lance").is_dir():
                 raise IndexCorrupt("the LanceDB folder is missing")
         _verify_files(build, manifest)
-        bm25 = _open_bm25(build / "bm25")
+        bm25 = _open_bm25(build / "bm25", _manifest_analyzer(manifest))
         if bm25.num_docs != len(ids):
             raise IndexCorrupt(f"BM25 index holds {bm25.num_docs} documents, expected {len(ids)}")
         if manifest["model"]:
@@ -203,18 +213,25 @@ def _check(build: Path, manifest: dict) -> None:
         raise IndexCorrupt(f"{type(error).__name__}: {str(error)[:200]}") from error
 
 
-def _open_bm25(path: Path) -> BM25Index:
-    """Open a Tantivy index; on a read-only file system (Tantivy insists on a lock file) open a
-    private copy in a temporary folder, removed when the process exits."""
+def _manifest_analyzer(manifest: dict) -> str:
+    analyzer = analyzer_of_version(manifest.get("analyzer"))
+    if analyzer is None:
+        raise IndexCorrupt(f"the manifest names an unknown analyzer {manifest.get('analyzer')!r}")
+    return analyzer.name
+
+
+def _open_bm25(path: Path, analyzer: str) -> BM25Index:
+    """Open a Tantivy index built with ``analyzer``; on a read-only file system (Tantivy insists
+    on a lock file) open a private copy in a temporary folder, removed when the process exits."""
     try:
-        return BM25Index.open(path)
+        return BM25Index.open(path, analyzer)
     except ValueError as error:
         if "Read-only file system" not in str(error) and "Permission denied" not in str(error):
             raise
     copy = Path(tempfile.mkdtemp(prefix="rwb-bm25-ro-"))
     atexit.register(shutil.rmtree, copy, True)
     shutil.copytree(path, copy / "bm25", ignore=shutil.ignore_patterns("*.lock"))
-    return BM25Index.open(copy / "bm25")
+    return BM25Index.open(copy / "bm25", analyzer)
 
 
 def _publish(directory: Path, build: Path) -> None:
@@ -234,7 +251,8 @@ def _dir_fsync(directory: Path) -> None:
     fsync_dir(directory)
 
 
-def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | None, progress: Progress | None) -> Path:
+def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | None, progress: Progress | None,
+           analyzer: str) -> Path:
     """Write a complete build aside, fsync it, verify it, and rename it to its final name.
     On any failure (a full disk included) the partial build is removed and the error raised."""
     builds = directory / "builds"
@@ -244,7 +262,7 @@ def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | None, p
     build = builds / f"tmp-{uuid.uuid4().hex}"
     build.mkdir()
     try:
-        return _build_into(dataset, builds, build, embedder, progress)
+        return _build_into(dataset, builds, build, embedder, progress, analyzer)
     except BaseException as error:
         shutil.rmtree(build, ignore_errors=True)
         if isinstance(error, Exception) and _disk_full(directory, error):
@@ -267,14 +285,14 @@ def _disk_full(directory: Path, error: Exception) -> bool:
 
 
 def _build_into(dataset: Dataset, builds: Path, build: Path, embedder: CachedEmbedder | None,
-                progress: Progress | None) -> Path:
+                progress: Progress | None, analyzer: str) -> Path:
     docs = dataset.documents
     ids = [d.id for d in docs]
     rows = doc_rows(dataset)
     texts = [index_text(d) for d in docs]
     BM25Index.build(build / "bm25", (
         IndexedDoc(d.id, t, d.scope, d.project, d.group) for d, t in zip(docs, texts)
-    ))
+    ), analyzer)
     if progress:
         progress("bm25", len(docs), len(docs))
     model_id = None
@@ -287,7 +305,7 @@ def _build_into(dataset: Dataset, builds: Path, build: Path, embedder: CachedEmb
             progress("lance", len(docs), len(docs))
     atomic_write_text(build / "ids.json", json.dumps(ids))
     fsync_tree(build)
-    manifest = _wanted_manifest(dataset, model_id) | {"built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    manifest = _wanted_manifest(dataset, model_id, analyzer) | {"built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                                       "files": _checksums(build)}
     atomic_write_text(build / "manifest.json", json.dumps(manifest, indent=2))
     _check(build, manifest)  # verify what is about to be published
@@ -306,18 +324,21 @@ def _embedder(name: str) -> tuple[CachedEmbedder | None, str | None]:
 
 
 def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress: Progress | None = None,
-               rebuild: bool = False, on_notice: Callable[[str], None] | None = None) -> IndexHandle:
-    """Open the current index, building or rebuilding it when missing, stale or corrupt.
+               rebuild: bool = False, on_notice: Callable[[str], None] | None = None,
+               analyzer: str = DEFAULT_ANALYZER) -> IndexHandle:
+    """Open the current index of (dataset, embedder, analyzer), building or rebuilding it when
+    missing, stale or corrupt.
 
     Every file of the build is checked against the manifest's checksums before it is reused
     and after it is built. With a read-only ``$RWB_HOME`` a current, intact index is served;
     one that would need a (re)build raises ``IndexUnwritable`` (an ``OSError``) saying why."""
-    directory = index_dir(dataset, embedder_name)
+    analyzer = get_analyzer(analyzer).name
+    directory = index_dir(dataset, embedder_name, analyzer)
     embedder, embed_error = _embedder(embedder_name)
     degraded = [f"embedder unavailable ({embed_error}): keyword-only"] if embed_error else []
     if embedder is not None and embedder.cache.problem:  # already warned on stderr by the cache
         degraded.append(embedder.cache.problem)
-    wanted = _wanted_manifest(dataset, embedder.model_id if embedder else None)
+    wanted = _wanted_manifest(dataset, embedder.model_id if embedder else None, analyzer)
     with _build_lock(directory) as writable:
         manifest = read_manifest(directory)
         current = directory / "current"
@@ -335,7 +356,7 @@ def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress
             if not writable:
                 raise IndexUnwritable(errno.EROFS, f"the index of {dataset.name!r} is {reason} and "
                                       f"{rwb_home()} is not writable; run `rwb index` where it is")
-            _publish(directory, _build(dataset, directory, embedder, progress))
+            _publish(directory, _build(dataset, directory, embedder, progress, analyzer))
             manifest = read_manifest(directory)
         build = current.resolve()
     return _open_build(dataset, embedder_name, build, manifest, embedder, degraded)
@@ -350,7 +371,7 @@ class IndexUnwritable(OSError):
 
 def _open_build(dataset, embedder_name, build, manifest, embedder, degraded) -> IndexHandle:
     ids = json.loads((build / "ids.json").read_text("utf-8"))
-    bm25 = _open_bm25(build / "bm25")
+    bm25 = _open_bm25(build / "bm25", _manifest_analyzer(manifest))
     vectors = exact = store = None
     if manifest["model"]:
         vectors = np.load(build / "vectors.npy")

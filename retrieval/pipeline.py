@@ -15,19 +15,22 @@ import dataclasses
 import math
 import tomllib
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import tomli_w
 
-from retrieval.candidates import Candidates, build_candidates
+from retrieval.bm25 import MATCH_MODES, Filters
+from retrieval.candidates import ROW_COLUMNS, Candidates, build_candidates, doc_table
 from retrieval.dataset import Query, scrub_text
 from retrieval.fusion import FUSIONS, Scored, get_fusion
 from retrieval.fusion._base import recency_decay
-from retrieval.params import KnobRef, Params, build, flag, integer, number, plain, walk_knobs
+from retrieval.params import KnobRef, Params, build, choice, flag, integer, number, plain, walk_knobs
 from retrieval.profiles import PRESETS, Profile, QualityFactors, preset
-from retrieval.ranking import Ranking, rank_rows
+from retrieval.ranking import Ranking, rank_rows, visible_rows
+from retrieval.routing import TIMELINE_DAYS, fast_path_target, route_intent, triggers_timeline
 
 ROUTES = ("fast", "timeline", "hybrid")
 MAX_DEPTH = 10_000
@@ -48,10 +51,17 @@ class PipelineConfig(Params):
                                 lo=1, hi=200, min=1, max=MAX_DEPTH)
     min_score: float | None = number(None, "min score", "drop results scoring below this",
                                      lo=0.0, hi=1.0, step=0.01)
+    min_similarity: float | None = number(
+        None, "min similarity", "relevance floor: drop a candidate whose cosine to the query is below this, "
+        "whichever path found it, so an unrelated query gets an empty answer (Lingxi's 0–3, seed 004); "
+        "not applied when the query has no vector (keyword-only)", lo=0.0, hi=1.0, step=0.01, min=-1.0, max=1.0)
     token_budget: int | None = integer(None, "token budget", "stop adding results past this many tokens",
                                        lo=100, hi=8000, step=100, min=1, max=100_000_000)
     fast_path: bool = flag(False, "fast path", "a query naming a memory file reads that file (seed 000)")
     timeline_path: bool = flag(False, "timeline path", "a 'what did we do lately' query reads the journal (seed 000)")
+    keyword_match: str = choice("any", MATCH_MODES, "keyword match",
+                                "BM25 path: any = a memory holding some query word (OR); all = every query word "
+                                "(AND, as OpenClaw's FTS query, seed 002). Both lists are in the candidate pool.")
     params: Params | None = None
 
     def check(self) -> None:
@@ -89,24 +99,41 @@ PIPELINES: dict[str, PipelineConfig] = {p.name: p for p in (
     PipelineConfig("adaptive", "adaptive", "Seed 001 fusion with one fixed profile (concept)."),
     PipelineConfig(
         "seed-salience", "salience",
-        "Seed 000: fast path → timeline path → hybrid RRF → salience → 1500-token budget.",
+        "Seed 000: a file-naming query gets that whole file (one result); a 'recent' query the journal of the "
+        "last 7 days, newest date first, up to 1500 tokens (no search); else hybrid RRF → salience → top 10 "
+        "within 1500 tokens.",
         fast_path=True, timeline_path=True, token_budget=1500),
     PipelineConfig(
         "seed-adaptive", "adaptive",
-        "Seed 001: intent router picks a profile; relevance × confidence × vitality multipliers.",
+        "Seed 001: intent router picks debug/concept/timeline/brainstorm; (Σ w·S) × F_conf × F_vit with "
+        "strong/weak/medium/none penalties (see penalty strengths).",
         candidate_multiplier=3.0, params=_adaptive(intent_router=True)),
+    PipelineConfig(
+        "seed-adaptive-learned", "adaptive",
+        "Seed 001 fusion, profile chosen by a learned intent router (logistic regression on the query "
+        "embedding, cross-validated on labelled intents; the rules where nothing is labelled).",
+        candidate_multiplier=3.0, params=_adaptive(intent_router=True, router="learned")),
     PipelineConfig(
         "openclaw", "weighted",
         "OpenClaw: 0.7 vector / 0.3 BM25-rank, candidate multiplier 4, min score 0.35, max 6.",
-        max_results=6, candidate_multiplier=4.0, min_score=0.35),
+        max_results=6, candidate_multiplier=4.0, min_score=0.35, keyword_match="all"),
     PipelineConfig(
         "vector-threshold", "vector",
-        "Seed 003: vector top-3 with a 0.85 cosine similarity threshold.",
+        "Seed 003's similar-pattern lookup alone, over every memory: vector top-3 at cosine ≥ 0.85.",
         max_results=3, candidate_multiplier=1.0, min_score=0.85),
     PipelineConfig(
         "lingxi", "weighted",
-        "Lingxi: 10 candidates per path, weighted union 0.7/0.3, top 3, keyword-only when vectors fail.",
-        max_results=3, depth=10),
+        "Lingxi (seed 004): 10 candidates per path, weighted union 0.7/0.3, top 0–3 over a cosine floor "
+        "of 0.3 (nothing relevant → empty), keyword-only when vectors fail.",
+        max_results=3, depth=10, min_similarity=0.3),
+    PipelineConfig("wsum", "wsum", "ranx wsum: 0.5·minmax(cos) + 0.5·minmax(BM25), each path normalised per query."),
+    PipelineConfig("combsum", "combsum", "CombSUM (Fox & Shaw): minmax(cos) + minmax(BM25)."),
+    PipelineConfig("combmnz", "combmnz", "CombMNZ (Fox & Shaw): (minmax(cos) + minmax(BM25)) × paths that found it."),
+    PipelineConfig("dbsf", "combsum", "Qdrant DBSF: each path's mean ± 3σ mapped to [0, 1], then summed.",
+                   params=get_fusion("combsum").params(norm="dbsf")),
+    PipelineConfig("opensearch", "mean", "OpenSearch normalization processor: min-max, arithmetic mean 0.5/0.5."),
+    PipelineConfig("relative-score", "relative_score",
+                   "Weaviate relative score fusion: 0.75·minmax(cos) + 0.25·minmax(BM25)."),
 )}
 
 
@@ -129,6 +156,8 @@ def _params_table(config: PipelineConfig) -> dict:
         return plain(params)
     out = {"intent_router": params.intent_router, "half_life_days": params.half_life_days,
            "profile": _profile_table(params.profile)}
+    if params.router != "rules":
+        out["router"] = params.router
     if params.profiles != PRESETS:
         out["profiles"] = {p.name: {k: v for k, v in plain(p, _PRESET_NAMES.get(p.name)).items() if k != "name"}
                            for p in params.profiles if _PRESET_NAMES.get(p.name) != p}
@@ -214,6 +243,9 @@ def from_dict(data: dict, where: str = "pipeline") -> PipelineConfig:
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a table")
     data = dict(data)
+    # [tuning]: how `rwb tune` found this file (eval.tune); a record, not a setting
+    if not isinstance(data.pop("tuning", {}), dict):
+        raise ValueError(f"{where}: tuning must be a table (the record `rwb tune` writes)")
     base_name = data.pop("base", None)
     if base_name is not None and not isinstance(base_name, str):
         raise ValueError(f"{where}: base must be a pipeline name, got {base_name!r}")
@@ -366,9 +398,12 @@ class PipelineRun:
     profile: tuple[str, ...]   # per query ("" when no profile applies)
 
 
-def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
-    """Route, fuse and rank every query of a candidate table."""
-    visible = c.visible(config.path_depth)
+def run_pipeline(c: Candidates, config: PipelineConfig, ranker=rank_rows) -> PipelineRun:
+    """Route, fuse and rank every query of a candidate table. ``ranker`` takes ``rank_rows``'s
+    arguments (``eval.sweep`` passes one that collects them, to rank many configurations in
+    one compiled pass)."""
+    c = c.with_keyword_match(config.keyword_match)  # the BM25 path's OR or AND list
+    visible = visible_rows(c, config.path_depth)
     route = np.full(c.n_queries, 2, dtype=np.int8)  # 0 fast, 1 timeline, 2 hybrid
     if config.fast_path:
         has = np.bincount(c.query_idx[c.via_fast], minlength=c.n_queries) > 0
@@ -382,6 +417,7 @@ def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
     scored = fusion.score(c, visible & hybrid_rows, config.path_depth, config.params)
     score = scored.score
     components = dict(scored.components)
+    max_results, budget = config.max_results, config.token_budget
     if (route < 2).any():
         fast = (row_route == 0) & c.via_fast
         timeline = (row_route == 1) & c.via_timeline
@@ -390,16 +426,39 @@ def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
         last_line = np.zeros(c.n_queries)
         np.maximum.at(last_line, c.query_idx[fast], c.line_start[fast])
         file_order = 1.0 - c.line_start / (1.0 + last_line[c.query_idx])
-        newest = recency_decay(c.age_days, 30.0)
+        newest = recency_decay(created_age(c), 30.0)  # newest DATE first, not edit time
         score = np.where(fast, file_order, np.where(timeline, newest, score))
         components = {k: np.where(hybrid_rows, v, 0.0) for k, v in components.items()}
         components["fast"] = np.where(fast, file_order, 0.0)
         components["timeline"] = np.where(timeline, newest, 0.0)
         scored = Scored(score, components, scored.multipliers)
-    ranking = rank_rows(c, score, config.max_results, config.min_score, config.token_budget, keep=~hybrid_rows)
+        # seed 000: the fast path returns the whole file (no cap, no budget); the timeline
+        # path reads the journal until the token budget is full (no cap)
+        widest = int(np.diff(c.offsets).max(initial=1)) or 1
+        max_results = np.where(route == 2, config.max_results, widest)
+        if budget is not None:
+            budget = np.where(route == 0, -1, budget)
+    if config.min_similarity is not None:
+        with_vector = np.array([not _keyword_only(notes) for notes in c.degraded], dtype=bool)
+        below = hybrid_rows & (c.dense_sim < config.min_similarity) & with_vector[c.query_idx]
+        score = np.where(below, -np.inf, score)
+    ranking = ranker(c, score, max_results, config.min_score, budget, keep=~hybrid_rows)
     routes = tuple(np.array([ROUTES[0], ROUTES[1], fusion.route], dtype=object)[route].tolist())
+    if fusion.route == "hybrid" and any(c.degraded):
+        # no query vector (embedder or vectors unavailable): only the keyword path answered
+        routes = tuple("keyword-only" if r == "hybrid" and _keyword_only(notes) else r
+                       for r, notes in zip(routes, c.degraded))
     profiles = fusion.profile_names(c, config.params) if fusion.profile_names else ("",) * c.n_queries
     return PipelineRun(config, ranking, scored, routes, profiles)
+
+
+def created_age(c: Candidates) -> np.ndarray:
+    """Days since each row's memory was created (its journal date), the timeline path's order."""
+    return c.cols["created_age"]
+
+
+def _keyword_only(notes: tuple[str, ...]) -> bool:
+    return any(note.endswith("keyword-only") for note in notes)
 
 
 # ---- one query -------------------------------------------------------------------------
@@ -413,6 +472,8 @@ class Result:
     path: str
     text: str
     title: str = ""
+    token_count: int = 0
+    members: tuple[str, ...] = ()  # a whole-file result (fast path): its memories in line order
 
 
 @dataclass(frozen=True)
@@ -438,20 +499,89 @@ def response_for(c: Candidates, run: PipelineRun, qi: int, documents) -> Respons
         doc = documents[int(c.doc_idx[row])]
         parts = {k: float(v[row]) for k, v in run.scored.components.items() if v[row] != 0.0}
         parts.update({f"x {k}": float(v[row]) for k, v in run.scored.multipliers.items()})
-        results.append(Result(doc.id, rank, float(run.scored.score[row]), parts, doc.path, doc.text, doc.title))
+        results.append(Result(doc.id, rank, float(run.scored.score[row]), parts, doc.path, doc.text, doc.title,
+                              int(c.token_count[row])))
     total = int(run.ranking.total_tokens[qi])
     budget = run.config.token_budget
+    degraded = list(c.degraded[qi])
+    params = run.config.params
+    if getattr(params, "router", None) == "learned" and params.intent_router and c.learned_route is None:
+        # the learned router is fitted on a labelled query set (eval.learned_router); a table
+        # without its routes (a free-text query, a set without intents) follows the rules
+        degraded.append("learned router not fitted for this query: seed 001's rule router chose the profile")
     return Response(
         query=c.query_texts[qi], pipeline=run.config.name, route=run.route[qi], profile=run.profile[qi],
-        degraded=list(c.degraded[qi]), total_tokens=total,
+        degraded=degraded, total_tokens=total,
         budget_remaining=(budget - total) if budget is not None else None, results=results,
     )
 
 
+def whole_file(response: Response) -> Response:
+    """A fast-path response as seed 000 returns it: ONE result, the whole target file (its
+    memories in line order, joined by newlines) with its token count; other routes unchanged."""
+    if response.route != ROUTES[0] or not response.results:
+        return response
+    first = response.results[0]
+    tokens = sum(r.token_count for r in response.results)
+    result = Result(first.path, 0, 1.0, {"fast": 1.0}, first.path, "\n".join(r.text for r in response.results),
+                    "", tokens, tuple(r.id for r in response.results))
+    return dataclasses.replace(response, results=[result])
+
+
+def _routed_without_search(handle, query: Query, config: PipelineConfig, scope: str, group: str,
+                           project: str) -> Candidates | None:
+    """The candidate table of a query the fast or timeline path answers, built from the memory
+    store alone — no embedding, no vector or BM25 search (seed 000: "零搜索开销", "不触发向量搜索").
+    None when neither path applies, so the query is searched."""
+    target = fast_path_target(query.text) if config.fast_path else None
+    timeline = config.timeline_path and triggers_timeline(query.text)
+    if not target and not timeline:
+        return None
+    dataset = handle.dataset
+    table = doc_table(dataset)
+    allowed = table.allowed(Filters(scope or query.scope, project, group or query.group))
+    now = dataset.query_reference_time(query)
+    created = table.features["created_ts"]
+    via_fast = (table.path == target) & allowed if target else np.zeros(len(allowed), dtype=bool)
+    since = (now - timedelta(days=TIMELINE_DAYS)).timestamp()
+    via_timeline = (table.journal & (created >= since) & (created <= now.timestamp()) & allowed
+                    if timeline else np.zeros(len(allowed), dtype=bool))
+    if via_fast.any():
+        via_timeline = np.zeros(len(allowed), dtype=bool)  # the fast path answered: stop there
+    idx = np.flatnonzero(via_fast | via_timeline)
+    if not len(idx):
+        return None
+    n, f = len(idx), table.features
+    known = {
+        "query_idx": np.zeros(n, np.int32), "doc_idx": idx.astype(np.int32),
+        "dense_rank": np.full(n, -1, np.int32), "bm25_rank": np.full(n, -1, np.int32),
+        "via_fast": via_fast[idx], "via_timeline": via_timeline[idx],
+        "age_days": np.maximum(0.0, (now.timestamp() - f["updated_ts"][idx]) / 86400.0).astype(np.float32),
+        "created_age": np.maximum(0.0, (now.timestamp() - created[idx]) / 86400.0).astype(np.float32),
+        "in_window": np.full(n, np.nan, np.float32),
+        **{name: f[name][idx] for name in ("confidence", "vitality", "reinforcement", "access_count",
+                                           "token_count", "tie_key", "line_start")},
+    }
+    cols = {name: known.get(name, np.full(n, -1, np.int32) if name.endswith("_rank") else np.zeros(n, np.float32))
+            for name in ROW_COLUMNS}
+    return Candidates(
+        dataset=dataset.name, fingerprint=dataset.fingerprint, embedder="none (no search)",
+        pool_depth=config.path_depth, doc_ids=tuple(handle.doc_ids), query_ids=(query.id,),
+        query_texts=(query.text,), offsets=np.array([0, n], dtype=np.int64), fast_target=(target or "",),
+        timeline=np.array([timeline]), intent_route=(route_intent(query.text),), window=("",),
+        degraded=(tuple(handle.degraded),), cols=cols)
+
+
 def search(handle, text: str, config: PipelineConfig | str = "rrf", scope: str = "", group: str = "",
            project: str = "") -> Response:
-    """Answer one free-text query with a pipeline (retrieval + scoring)."""
+    """Answer one free-text query with a pipeline (retrieval + scoring).
+
+    A query the fast or timeline path answers is read from the memory store without any
+    search; a fast-path answer is one result, the whole file (``whole_file``)."""
     config = get_pipeline(config)
     query = Query(id="query", text=scrub_text(text))
-    c = build_candidates(handle, [query], pool_depth=config.path_depth, scope=scope, group=group, project=project)
-    return response_for(c, run_pipeline(c, config), 0, handle.dataset.documents)
+    c = _routed_without_search(handle, query, config, scope, group, project)
+    if c is None:
+        c = build_candidates(handle, [query], pool_depth=config.path_depth, scope=scope, group=group,
+                             project=project)
+    return whole_file(response_for(c, run_pipeline(c, config), 0, handle.dataset.documents))

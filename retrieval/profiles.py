@@ -9,9 +9,19 @@
                 vit_low_factor    if V < vit_low            (default 30 → 0.8)
                 vit_mid_factor    otherwise                 (30 ≤ V ≤ 80 → 1.0)
 
-The penalty strengths named in seed 001's table map to confidence factors
-(high, mid, low): strong (1.0, 0.8, 0.5), medium (1.0, 0.85, 0.65), weak (1.0, 0.9, 0.8),
-none (1, 1, 1, and no vitality factor either).
+Penalty strengths. Seed 001's preset table (§4, column 惩罚策略) gives each profile a strength —
+debug 强惩罚 (strong, "严禁幻觉"), concept 弱惩罚 (weak), timeline 中等 (medium), brainstorm 无惩罚
+(none, "鼓励发散") — and §2.2 quantifies only the strong one: C ≥ 0.9 → 1.0, C < 0.6 → 0.5
+("大幅降权"). The seed is silent on 0.6 ≤ C < 0.9 and on the weaker strengths, so this module
+fixes them (``PENALTIES``, F_conf high / mid / low):
+
+    strong  1.0 / 0.80 / 0.50   the seed's own factors (§2.2); the mid 0.8 is ours
+    medium  1.0 / 0.85 / 0.65   low factor: 0.35 cut instead of 0.5
+    weak    1.0 / 0.90 / 0.80   low factor: a 0.2 cut — what the concept profile uses (弱惩罚)
+    none    1.0 / 1.00 / 1.00   and F_vit = 1 too: no quality multiplier at all
+
+F_vit (V > 80 → 1.2, V < 30 → 0.8) is the same for every strength but none. ``Profile()``
+with no quality given is the concept profile's: weights 0.8 / 0.2 / 0.1 and the weak penalty.
 """
 
 from __future__ import annotations
@@ -33,16 +43,20 @@ class QualityFactors(Params):
                               lo=0.0, hi=1.0, step=0.05, min=0.0, max=1.0)
     conf_low: float = number(0.6, "confidence: low below", "C < this gets the low factor (LLM inferred)",
                              lo=0.0, hi=1.0, step=0.05, min=0.0, max=1.0)
-    conf_high_factor: float = _factor(1.0, "F_conf high", "multiplier for C ≥ conf_high")
-    conf_mid_factor: float = _factor(0.8, "F_conf mid", "multiplier for conf_low ≤ C < conf_high")
-    conf_low_factor: float = _factor(0.5, "F_conf low", "multiplier for C < conf_low")
+    conf_high_factor: float = _factor(1.0, "F_conf high", "multiplier for C ≥ conf_high (every strength: 1.0)")
+    conf_mid_factor: float = _factor(0.8, "F_conf mid", "multiplier for conf_low ≤ C < conf_high; seed 001 is "
+                                     "silent here: strong 0.8, medium 0.85, weak 0.9, none 1.0")
+    conf_low_factor: float = _factor(0.5, "F_conf low", "multiplier for C < conf_low; seed 001 §2.2: 0.5 "
+                                     "(强惩罚 strong, debug); medium 0.65 (timeline), weak 0.8 (concept), "
+                                     "none 1.0 (brainstorm)")
     vit_high: float = number(80.0, "vitality: high above", "V > this gets the high factor",
                              lo=0.0, hi=100.0, step=5.0, min=0.0, max=100.0)
     vit_low: float = number(30.0, "vitality: low below", "V < this gets the low factor",
                             lo=0.0, hi=100.0, step=5.0, min=0.0, max=100.0)
-    vit_high_factor: float = _factor(1.2, "F_vit high", "multiplier for V > vit_high")
+    vit_high_factor: float = _factor(1.2, "F_vit high", "multiplier for V > vit_high (seed 001: 1.2; "
+                                     "penalty none: 1.0)")
     vit_mid_factor: float = _factor(1.0, "F_vit mid", "multiplier for vit_low ≤ V ≤ vit_high")
-    vit_low_factor: float = _factor(0.8, "F_vit low", "multiplier for V < vit_low")
+    vit_low_factor: float = _factor(0.8, "F_vit low", "multiplier for V < vit_low (seed 001: 0.8; penalty none: 1.0)")
 
     def check(self) -> None:
         if not self.conf_low <= self.conf_high:
@@ -72,13 +86,25 @@ class Profile(Params):
     w_sparse: float = _weight(0.2, "w_sparse", "weight of BM25 / the query's best BM25")
     w_time: float = _weight(0.1, "w_time", "weight of the time score (in the named window, else recency)")
     w_graph: float = _weight(0.0, "w_graph", "weight of a related-link to a top-3 hit")
-    quality: QualityFactors = field(default_factory=QualityFactors)
+    quality: QualityFactors = field(default_factory=lambda: PENALTIES["weak"])
 
     def check(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"profile name must be a non-empty string, got {self.name!r}")
         if not isinstance(self.quality, QualityFactors):
             raise ValueError(f"quality must be a table of factors, got {self.quality!r}")
+
+
+def penalty_table() -> list[str]:
+    """One line per penalty strength: the factors it sets and the profiles that use it."""
+    lines = []
+    for name, q in PENALTIES.items():
+        users = [p.name for p in PRESETS if p.quality == q]
+        lines.append(f"{name:<7} F_conf {q.conf_high_factor:g} / {q.conf_mid_factor:g} / {q.conf_low_factor:g}"
+                     f" (C ≥ {q.conf_high:g} / between / C < {q.conf_low:g}), F_vit {q.vit_high_factor:g} / "
+                     f"{q.vit_mid_factor:g} / {q.vit_low_factor:g} (V > {q.vit_high:g} / between / V < "
+                     f"{q.vit_low:g}) — {', '.join(users) or 'no preset'}")
+    return lines
 
 
 PRESETS: tuple[Profile, ...] = (

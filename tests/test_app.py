@@ -240,9 +240,23 @@ def test_data_grade_history_undo_never_touches_dataset(app, home):
 
 def test_evaluate_table_and_drilldown(app):
     at = goto(app, "pages/evaluate.py")
-    table = at.dataframe[0].value
-    assert table["pipeline"].iloc[0] == "vector (baseline)"
-    assert {"rrf", "seed-adaptive"} <= set(table["pipeline"])
+    means = at.dataframe[0].value                                   # a row per metric, a column per pipeline
+    assert list(means.columns[:2]) == ["metric", "vector (baseline)"]
+    assert {"rrf", "seed-adaptive"} <= set(means.columns)
+    assert list(means["metric"]) == [f"{m}@{k}" for m in ("ndcg", "recall", "mrr", "precision", "hit_rate")
+                                     for k in (1, 3, 5, 10, 20)] + ["map"]
+    stats = frame_with(at, "pipeline", "95% CI", "p (raw)", "p (holm)", "W/T/L")
+    assert stats["pipeline"].iloc[0] == "vector (baseline)" and len(stats) == len(means.columns) - 1
+    caption = " ".join(texts(at)).replace("\\", "")                   # Markdown escapes removed
+    assert "linear gain rel / log2(rank + 1)" in caption and "scores descending, then document id ascending" in caption
+    assert "10,000 resamples" in caption and "correction per metric across the" in caption
+    assert frame_with(at, "pipeline", "debug (2)", "timeline (1)") is not None          # per-intent table
+    at = run(at.selectbox(key="eval_correction").set_value("bonferroni"))
+    assert frame_with(at, "pipeline", "p (raw)", "p (bonferroni)") is not None
+    at = run(at.segmented_control(key="eval_gain").set_value("exponential"))
+    at = run(at.multiselect(key="eval_cutoffs").set_value([5]))
+    assert list(at.dataframe[0].value["metric"]) == ["ndcg_burges@5", "recall@5", "mrr@5", "precision@5",
+                                                     "hit_rate@5", "map"]
     at = run(at.selectbox(key="eval_query").set_value("q3"))
     assert any("Candidate" in m.value for m in at.markdown)
 
@@ -300,7 +314,9 @@ def test_reports_generate(app):
     at = run(next(b for b in at.button if b.label == "Generate").click())
     report = at.session_state["reports_file"]
     assert report["html"].endswith("report.html") and Path(report["html"]).is_file()
-    assert "Metrics" in Path(report["md"]).read_text("utf-8")
+    text = Path(report["md"]).read_text("utf-8")
+    assert "## Metrics" in text and "## Method" in text and "## Statistics against vector" in text
+    assert "| metric | pipeline | mean | 95% CI |" in text and "p (holm)" in text
 
 
 def test_reports_compare_two_snapshots(app):
@@ -351,3 +367,21 @@ def test_user_strings_are_escaped_in_markdown(home, monkeypatch, tmp_path):
         for t in shown:                                                # …but never as an image or a link
             assert "![b](" not in t and "[l](" not in t, (page, t)
     st.cache_resource.clear()
+
+
+def test_sweep_optimise_mode_shows_the_held_out_estimate_and_offers_the_toml(app):
+    at = goto(app, "pages/sweep.py")
+    at = run(at.segmented_control(key="sweep_page_mode").set_value("Optimise"))
+    at = run(at.number_input(key="opt_trials").set_value(4))
+    assert at.number_input(key="opt_folds").value == 4             # min(5, the tiny set's 4 judged queries)
+    at = run(at.number_input(key="opt_folds").set_value(2))
+    at = run(at.button(key="opt_run").click())
+    result = at.session_state["opt_result"]
+    labels = [m.label for m in at.metric]
+    assert labels[0] == "tuned · held-out nDCG@5"
+    assert at.metric[0].value == f"{result.held_out_mean:.3f}"
+    assert any(label == "vs default rrf" for label in labels)
+    assert any(label.startswith("vs best single path ") for label in labels)
+    assert sorted(q for f in result.outer for q in f.test_ids) == ["q1", "q2", "q3", "q4"]  # each held out once
+    button = at.get("download_button")[0]
+    assert button.proto.label == "Download TOML"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.bm25 import BM25Index, Filters, IndexedDoc, query_terms
+from retrieval.bm25 import ANALYZERS, BM25Index, Filters, IndexedDoc, han_bigrams, query_terms
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_whole_identifier_outranks_its_parts(small_bm25):
 def test_query_terms_split_identifiers_and_han_characters():
     assert query_terms("ERR_CONN_REFUSED") == [
         ("words", "err"), ("words", "conn"), ("words", "refused"), ("idents", "err_conn_refused")]
-    assert query_terms("深色主题") == [("words", "深"), ("words", "色"), ("words", "主"), ("words", "题")]
+    assert query_terms("深色主题", "unigram") == [("words", "深"), ("words", "色"), ("words", "主"), ("words", "题")]
     assert ("idents", "utils/retry.py") in query_terms("see utils/retry.py")
 
 
@@ -101,3 +101,57 @@ def test_filters_are_exact_prefilters(small_bm25, tiny_index):
 def test_depth_limits_the_hits(tiny_index):
     assert len(tiny_index.bm25.search("the", 2)) == 2
     assert tiny_index.bm25.search("the", 0) == []
+
+
+# ---- analyzers: Han unigrams, or unigrams plus character bigrams ------------------------------
+
+def test_han_bigrams_are_pairs_within_each_run_of_han_text():
+    assert han_bigrams("深色主题") == ["深色", "色主", "主题"]
+    assert han_bigrams("用户API深色，主题") == ["用户", "深色", "主题"]  # never across Latin text or punctuation
+    assert han_bigrams("dark theme 深") == []
+
+
+def test_the_bigram_analyzer_adds_bigram_terms_after_the_words():
+    assert query_terms("深色主题", "bigram") == [("words", "深"), ("words", "色"), ("words", "主"), ("words", "题"),
+                                              ("bigrams", "深色"), ("bigrams", "色主"), ("bigrams", "主题")]
+    assert query_terms("ERR_CONN_REFUSED", "bigram") == query_terms("ERR_CONN_REFUSED", "unigram")
+    with pytest.raises(ValueError, match=r"unknown analyzer 'trigram'; choose from \['bigram', 'unigram'\]"):
+        query_terms("x", "trigram")
+
+
+def _pair(tmp_path, docs):
+    out = {}
+    for name in ANALYZERS:
+        BM25Index.build(tmp_path / name, docs, name)
+        out[name] = BM25Index.open(tmp_path / name, name)
+    return out
+
+
+def test_bigrams_rank_the_characters_in_query_order_first(tmp_path):
+    """Both memories hold 深 色 主 题 once in four characters, so unigram scores tie; only
+    'in-order' holds the bigrams 深色 色主 主题 (the other holds 题主 主色 色深)."""
+    index = _pair(tmp_path, [IndexedDoc("in-order", "深色主题"), IndexedDoc("reversed", "题主色深"),
+                             IndexedDoc("other", "天空很蓝")])
+    unigram, bigram = index["unigram"].search("深色主题", 10), index["bigram"].search("深色主题", 10)
+    assert sorted(ids(unigram)) == ["in-order", "reversed"] and unigram[0][1] == pytest.approx(unigram[1][1])
+    assert ids(bigram) == ["in-order", "reversed"] and bigram[0][1] > bigram[1][1]
+
+
+def test_english_scores_are_the_same_under_both_analyzers(tmp_path):
+    docs = [IndexedDoc("e1", "KeyError: 'user_id' when loading accounts"),
+            IndexedDoc("e2", "The user profile page shows the id of each account"),
+            IndexedDoc("e3", "Connection refused by the cache server")]
+    index = _pair(tmp_path, docs)
+    for query in ("user_id", "user profile", "cache connection refused", "accounts"):
+        unigram, bigram = index["unigram"].search(query, 10), index["bigram"].search(query, 10)
+        assert ids(unigram) == ids(bigram)
+        assert [s for _, s in unigram] == pytest.approx([s for _, s in bigram], rel=1e-6)
+
+
+def test_an_index_is_opened_only_with_the_analyzer_it_was_built_with(tmp_path):
+    index = _pair(tmp_path, [IndexedDoc("z", "深色主题")])
+    assert (index["unigram"].analyzer, index["bigram"].analyzer) == ("unigram", "bigram")
+    with pytest.raises(ValueError, match="was not built with the 'bigram' analyzer"):
+        BM25Index.open(tmp_path / "unigram", "bigram")
+    with pytest.raises(ValueError, match="was not built with the 'unigram' analyzer"):
+        BM25Index.open(tmp_path / "bigram", "unigram")

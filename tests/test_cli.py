@@ -100,7 +100,7 @@ def test_index_twice_encodes_nothing_the_second_time(tiny_copy, tmp_path, monkey
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
     assert main("index", str(tiny_copy), "--quiet") == 0
     first = capsys.readouterr().out
-    assert "10 documents indexed" in first and "(model minilm, analyzer bilingual-v1, 10 texts encoded)" in first
+    assert "10 documents indexed" in first and "(model minilm, analyzer bigram (bilingual-bigram-v1), 10 texts encoded)" in first
     assert main("index", str(tiny_copy), "--quiet") == 0
     assert "0 texts encoded" in capsys.readouterr().out
 
@@ -129,7 +129,9 @@ def test_search_text_output(tiny_index, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("route=fast profile=- tokens=") and "budget_remaining=" in out[0]
     rank, _score, doc_id, path = out[1].split()[:4]
-    assert (rank, doc_id, path) == ("1.", "d01", "user/preferences.md")
+    # seed 000's fast path: one result, the whole file, then the memories it holds (lines 3, 5)
+    assert (rank, doc_id, path) == ("1.", "user/preferences.md", "user/preferences.md")
+    assert out[2:] == ["    memories: d01, d02"]
 
 
 def test_validate_is_the_loader(tmp_path):

@@ -336,7 +336,7 @@ def test_index_on_a_full_disk_fails_with_one_line_and_leaves_no_partial_build(wo
     data, home = workspace
     home.mkdir()
     script = (f"mount -t tmpfs -o size={size_kb}k tmpfs {home} && {sys.executable} -m eval.cli index {data} "
-              f"--quiet; echo rc=$? >&2; ls -a {home}/indexes/*/minilm/builds 2>/dev/null || true")
+              f"--quiet; echo rc=$? >&2; find {home} -name 'tmp-*' 2>/dev/null || true")
     proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, env=_env(home),
                           cwd=ROOT, timeout=300)
     assert "rc=2" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]

@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
+from eval.pool import load_pool, pool_path
 from retrieval.bm25 import ANALYZER_VERSION
 from retrieval.dataset import load_dataset
 from retrieval.index import index_dir, open_index, read_manifest
@@ -110,3 +111,53 @@ def test_unavailable_embedder_gives_a_keyword_only_index(home, tiny_copy, tmp_pa
     assert response.degraded
     assert response.results[0].id == "d03"
     assert response.results[0].components == pytest.approx({"sparse": 1 / (60 + 0 + 1)})
+
+
+def test_each_analyzer_has_its_own_index_and_switching_back_rebuilds_nothing(home, tiny_copy):
+    dataset = load_dataset(tiny_copy)
+    unigram = open_index(dataset, analyzer="unigram")
+    bigram = open_index(dataset, analyzer="bigram")
+    assert (unigram.analyzer, bigram.analyzer) == ("unigram", "bigram")
+    assert (unigram.manifest["analyzer"], bigram.manifest["analyzer"]) == ("bilingual-v1", "bilingual-bigram-v1")
+    assert index_dir(dataset, "minilm", "unigram") != index_dir(dataset, "minilm", "bigram")
+    assert bigram.embedder.encoded == 0  # the vectors come from the embedding cache
+    again = open_index(dataset, analyzer="unigram")
+    assert again.path == unigram.path and again.analyzer == "unigram"  # not rebuilt, not the bigram index
+    assert read_manifest(index_dir(dataset, "minilm", "bigram")) == bigram.manifest
+    # 深色主题 is in d01 only; both analyzers find it, the bigram one with three more matching terms
+    found = [[d for d, _ in handle.bm25.search("深色主题", 3)] for handle in (unigram, bigram)]
+    assert found == [["d01"], ["d01"]]
+    assert bigram.bm25.search("深色主题", 1)[0][1] > unigram.bm25.search("深色主题", 1)[0][1]
+
+
+def test_a_build_of_another_analyzer_is_never_served(home, tiny_copy):
+    """A manifest in the bigram folder that names the unigram analyzer (a stale build) is
+    rebuilt, not opened."""
+    dataset = load_dataset(tiny_copy)
+    first = open_index(dataset, analyzer="bigram")
+    manifest_path = first.path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text("utf-8"))
+    manifest["analyzer"] = "bilingual-v1"
+    manifest_path.write_text(json.dumps(manifest), "utf-8")
+    second = open_index(dataset, analyzer="bigram")
+    assert second.path != first.path and second.manifest["analyzer"] == "bilingual-bigram-v1"
+    assert second.analyzer == "bigram"
+
+
+def test_an_unknown_analyzer_is_refused(home, tiny_copy):
+    with pytest.raises(ValueError, match=r"unknown analyzer 'stem'; choose from \['bigram', 'unigram'\]"):
+        open_index(load_dataset(tiny_copy), analyzer="stem")
+
+
+def test_each_analyzer_has_its_own_candidate_pool(home, tiny_copy):
+    dataset = load_dataset(tiny_copy)
+    unigram = load_pool(dataset, pool_depth=10, analyzer="unigram")
+    bigram = load_pool(dataset, pool_depth=10, analyzer="bigram")
+    assert (unigram.analyzer, bigram.analyzer) == ("unigram", "bigram")
+    paths = {pool_path(dataset, "minilm", 10, name) for name in ("unigram", "bigram")}
+    assert len(paths) == 2 and all(p.is_file() for p in paths)
+    # a pool of the other analyzer found under this analyzer's name is retrieved again, not used
+    shutil.copyfile(pool_path(dataset, "minilm", 10, "unigram"), pool_path(dataset, "minilm", 10, "bigram"))
+    notices = []
+    again = load_pool(dataset, pool_depth=10, analyzer="bigram", on_notice=notices.append)
+    assert again.analyzer == "bigram" and "retrieved with the 'unigram' analyzer" in notices[0]

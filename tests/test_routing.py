@@ -101,12 +101,14 @@ def test_timeline_route_orders_newest_first(tiny, tiny_index):
 
 
 def test_seed_salience_fast_path_returns_the_file_in_file_order(tiny_index):
+    """One result, the whole file (seed 000 "返回单个 SearchResult，包含完整文件内容"), its
+    memories in file order (lines 3, 5)."""
     response = search(tiny_index, "我的偏好是什么", "seed-salience")
     assert response.route == "fast"
-    assert [(r.id, r.path) for r in response.results] == [("d01", "user/preferences.md"),
-                                                         ("d02", "user/preferences.md")]  # lines 3, 5
+    assert [(r.id, r.path, r.members) for r in response.results] == [
+        ("user/preferences.md", "user/preferences.md", ("d01", "d02"))]
     english = search(tiny_index, "what are my preferences", "seed-salience")
-    assert [r.id for r in english.results] == ["d01", "d02"]
+    assert [r.members for r in english.results] == [("d01", "d02")]
 
 
 def test_fast_path_without_memories_in_that_file_falls_back_to_search(tiny_index):

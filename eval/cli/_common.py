@@ -9,6 +9,7 @@ from pathlib import Path
 
 from eval.pool import load_pool
 from eval.progress import Progress
+from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates
 from retrieval.dataset import Dataset, load_dataset
 from retrieval.embedders import DEFAULT_EMBEDDER
@@ -38,10 +39,17 @@ def add_embedder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="minilm, use-multilingual or a model path")
 
 
+def add_analyzer(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--analyzer", default=DEFAULT_ANALYZER, choices=sorted(ANALYZERS),
+                   help="BM25 analyzer: " + "; ".join(f"{a.name} = {a.summary}" for a in ANALYZERS.values())
+                        + f" (default {DEFAULT_ANALYZER}); each has its own index and candidate pool")
+
+
 def add_pool_options(p: argparse.ArgumentParser) -> None:
-    """DATASET, --embedder, --pool-depth, --quiet: what every pool-based command takes."""
+    """DATASET, --embedder, --analyzer, --pool-depth, --quiet: what every pool-based command takes."""
     p.add_argument("dataset", help="dataset folder")
     add_embedder(p)
+    add_analyzer(p)
     p.add_argument("--pool-depth", type=int, default=DEFAULT_POOL_DEPTH,
                    help=f"candidates per path retrieved once per query (default {DEFAULT_POOL_DEPTH})")
     add_quiet(p)
@@ -54,7 +62,7 @@ def load_with_pool(args) -> tuple[Dataset, Candidates]:
     if not dataset.qrels:
         raise ValueError(f"dataset {dataset.name!r} has no qrels (qrels/test.tsv): nothing to evaluate")
     with Progress("doc") as progress:
-        pool = load_pool(dataset, args.embedder, args.pool_depth, progress=progress)
+        pool = load_pool(dataset, args.embedder, args.pool_depth, progress=progress, analyzer=args.analyzer)
     for text in dict.fromkeys(n for notes in pool.degraded for n in notes):
         note(f"degraded: {text}")
     return dataset, pool

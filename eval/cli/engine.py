@@ -8,26 +8,28 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from eval.cli._common import add_embedder, add_quiet, bounded, note
+from eval.cli._common import add_analyzer, add_embedder, add_quiet, bounded, note
 from eval.progress import Progress
+from retrieval.bm25 import DEFAULT_ANALYZER
 from retrieval.dataset import DatasetError, load_dataset
 from retrieval.fusion import FUSIONS
 from retrieval.index import open_index
 from retrieval.pipeline import PIPELINES, describe, get_pipeline, search, to_dict
+from retrieval.profiles import penalty_table
 
 
-def _open(path: str, embedder: str, rebuild: bool = False):
+def _open(path: str, embedder: str, analyzer: str = DEFAULT_ANALYZER, rebuild: bool = False):
     dataset = load_dataset(path)
     with Progress("doc") as progress:
-        handle = open_index(dataset, embedder, progress=progress, rebuild=rebuild, on_notice=note)
+        handle = open_index(dataset, embedder, progress=progress, rebuild=rebuild, on_notice=note, analyzer=analyzer)
     return dataset, handle
 
 
 def cmd_index(args) -> int:
-    dataset, handle = _open(args.dataset, args.embedder, args.rebuild)
+    dataset, handle = _open(args.dataset, args.embedder, args.analyzer, rebuild=args.rebuild)
     encoded = handle.embedder.encoded if handle.embedder else 0
     print(f"{dataset.name}: {len(dataset.documents)} documents indexed at {handle.path} "
-          f"(model {handle.manifest['model'] or 'none'}, analyzer {handle.manifest['analyzer']}, "
+          f"(model {handle.manifest['model'] or 'none'}, analyzer {handle.analyzer} ({handle.manifest['analyzer']}), "
           f"{encoded} texts encoded)")
     for text in handle.degraded:
         print(f"degraded: {text}")
@@ -38,7 +40,7 @@ def cmd_search(args) -> int:
     config = get_pipeline(args.pipeline)
     if args.top_k is not None:
         config = replace(config, max_results=bounded("--top-k", args.top_k))
-    _, handle = _open(args.dataset, args.embedder)
+    _, handle = _open(args.dataset, args.embedder, args.analyzer)
     response = search(handle, args.query, config, scope=args.scope or "", group=args.group or "",
                       project=args.project or "")
     if args.json:
@@ -52,6 +54,8 @@ def cmd_search(args) -> int:
     for r in response.results:
         text = r.text.replace("\n", " ")
         print(f"{r.rank + 1:>2}. {r.score:8.4f}  {r.id:<12} {r.path:<24} {text[:80]}")
+        if r.members:
+            print(f"    memories: {', '.join(r.members)}")
     return 0
 
 
@@ -59,12 +63,87 @@ def cmd_pipelines(args) -> int:
     if args.json:
         print(json.dumps({name: to_dict(p) for name, p in PIPELINES.items()}, ensure_ascii=False, indent=2))
         return 0
+    width = max(map(len, PIPELINES)) + 1
     for name, p in PIPELINES.items():
-        print(f"{name:<17} {describe(p)}")
+        print(f"{name:<{width}} {describe(p)}")
+    print("\nseed 003's retriever (`rwb context`; three lookups over memory_type-tagged memories, not a "
+          "re-scoring pipeline):\n  similar patterns (vector top-3 ≥ 0.85) ‖ site profile (exact host, else parent) ‖ "
+          "known failures (top-5 ≥ 0.8, confidence > 0.5) → one context; L1 per request, L2 300 s by query.")
     print("\nfusion methods (retrieval/fusion/):")
     for name, fusion in FUSIONS.items():
         print(f"  {name:<15} {fusion.summary}  ({fusion.source})")
+    print("\npenalty strengths (seed 001 §4 惩罚策略; §2.2 quantifies only strong; see retrieval/profiles.py):")
+    for line in penalty_table():
+        print(f"  {line}")
     return 0
+
+
+def cmd_context(args) -> int:
+    """Seed 003's retriever: one query's context, a replay of the query log, or a calibration."""
+    from eval.calibration import calibrate
+    from eval.replay import replay_log
+    from retrieval.seed003 import MemoryRetriever, Seed003Params
+
+    embedders = args.embedder or ["minilm"]
+    if args.calibrate:
+        dataset = load_dataset(args.dataset)
+        out = []
+        for name in embedders:
+            _, handle = _open(args.dataset, name, args.analyzer)
+            cal = calibrate(handle, dataset.queries, dataset.qrels)
+            out.append(cal.to_json())
+            print(f"{name}: {cal.n_queries} judged queries; best cosine per query {_quantiles(cal.best)}")
+            print(f"  relevant pairs {_quantiles(cal.relevant)}; other top-10 pairs {_quantiles(cal.other)}")
+            print(f"  seed threshold {cal.seed_threshold:g}: {cal.answered['seed']} queries answered, F1 "
+                  f"{cal.f1['seed']:.3f} · calibrated {cal.threshold:.4f}: {cal.answered['calibrated']} answered, "
+                  f"F1 {cal.f1['calibrated']:.3f}")
+        if args.json:
+            print(json.dumps(out, ensure_ascii=False, indent=2))
+        return 0
+    if len(embedders) > 1:
+        raise ValueError("give one --embedder (several only with --calibrate)")
+    dataset, handle = _open(args.dataset, embedders[0], args.analyzer)
+    threshold = args.threshold
+    if threshold == "calibrated":
+        threshold = calibrate(handle, dataset.queries, dataset.qrels).threshold
+    else:
+        try:
+            threshold = float(threshold)
+        except ValueError:
+            raise ValueError(f"--threshold must be a number or 'calibrated', got {threshold!r}") from None
+    retriever = MemoryRetriever(handle, Seed003Params(threshold=threshold))
+    if args.replay:
+        log = replay_log(retriever, dataset)
+        if args.json:
+            print(json.dumps(log.to_json(), ensure_ascii=False, indent=2))
+            return 0
+        print(f"{dataset.name}: {len(log.query_ids)} queries replayed in reference_time order (threshold "
+              f"{threshold:g}, L2 TTL {retriever.params.ttl_s:g} s on the queries' clock)")
+        print(f"  L2 hits {log.l2['hits']} / misses {log.l2['misses']} (hit rate {log.l2_hit_rate:.1%}); time saved "
+              f"{log.l2['saved_s'] * 1000:.1f} ms of {log.wall_s * 1000:.1f} ms; L1 hits {log.l1['hits']} / misses "
+              f"{log.l1['misses']}")
+        answered = sum(1 for c in log.contexts if c.ids)
+        print(f"  {answered} of {len(log.contexts)} queries got a non-empty context")
+        return 0
+    if not args.query:
+        raise ValueError("give a QUERY, or --replay / --calibrate")
+    context = retriever.retrieve(args.query)
+    if args.json:
+        print(json.dumps(context.to_json(), ensure_ascii=False, indent=2))
+        return 0
+    print(f"site key {context.site_key or '-'} · cache L1 {context.cache['l1']['hits']} hits / "
+          f"{context.cache['l1']['misses']} misses, L2 {context.cache['l2']['hits']} / {context.cache['l2']['misses']}")
+    for label, hits in (("similar patterns", context.similar_tasks),
+                        ("site profile", [context.site_profile] if context.site_profile else []),
+                        ("known failures", context.known_issues)):
+        print(f"{label}:" + ("" if hits else " (none)"))
+        for h in hits:
+            print(f"  {h.score:6.3f}  {h.id:<12} {h.text.replace(chr(10), ' ')[:80]}")
+    return 0
+
+
+def _quantiles(values: dict) -> str:
+    return " ".join(f"{k} {v:.3f}" for k, v in values.items())
 
 
 def _line_range(text: str | None) -> tuple[int, int | None]:
@@ -117,6 +196,7 @@ def register(sub) -> None:
     p = sub.add_parser("index", help="build or refresh a dataset's indexes")
     p.add_argument("dataset")
     add_embedder(p)
+    add_analyzer(p)
     p.add_argument("--rebuild", action="store_true", help="rebuild even if the index is current")
     add_quiet(p)
     p.set_defaults(func=cmd_index)
@@ -130,6 +210,7 @@ def register(sub) -> None:
     p.add_argument("--group")
     p.add_argument("--project")
     add_embedder(p)
+    add_analyzer(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
@@ -142,6 +223,26 @@ def register(sub) -> None:
     p = sub.add_parser("pipelines", help="list the named pipelines and the fusion methods")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_pipelines)
+
+    p = sub.add_parser("context", help="seed 003's retriever: three parallel lookups, L1/L2 caches",
+                       description="Similar patterns (memory_type pattern, vector top-3 over the threshold), the "
+                                   "site profile (memory_type site-profile keyed by title: exact host, else its "
+                                   "parent) and known failures (error-fix/failure, top-5 over 0.8, confidence > "
+                                   "0.5), run in parallel into one context; L2 cache 300 s keyed by the query.")
+    p.add_argument("dataset")
+    p.add_argument("query", nargs="?")
+    p.add_argument("--threshold", default="0.85", help="pattern cosine threshold: a number (seed 003: 0.85) or "
+                                                        "'calibrated' (fitted on the dataset's labels)")
+    p.add_argument("--replay", action="store_true",
+                   help="answer the dataset's queries in reference_time order: L2 hit rate and time saved")
+    p.add_argument("--calibrate", action="store_true",
+                   help="similarity distribution per --embedder and a threshold calibrated on the labels")
+    p.add_argument("--embedder", action="append", help="minilm, use-multilingual or a model path (repeat with "
+                                                       "--calibrate)")
+    add_analyzer(p)
+    add_quiet(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_context)
 
     p = sub.add_parser("validate", help="check a dataset folder: every problem as file:line: field: …",
                        description="Load DATASET with the loader's own checks. Every problem is printed as "

@@ -1,0 +1,75 @@
+"""A similarity threshold calibrated on labelled queries, next to a seed's literal one.
+
+Seed 003 keeps a similar memory when its cosine is ≥ 0.85 — a value for OpenAI's
+text-embedding-3-small. Cosine scales differ by model (all-MiniLM-L6-v2 rarely passes 0.85), so
+``calibrate`` shows, per embedder: the distribution of each query's best cosine, of the cosines
+of relevant (query, memory) pairs and of unjudged ones among each query's top ``depth``; and the
+threshold that maximises F1 of "cosine ≥ t" as a relevance test over those top-``depth`` pairs
+(relevant = graded > 0; ties: the larger t). Queries answered (≥ 1 memory over t) are reported at
+the seed's threshold and at the calibrated one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+QUANTILES = (0, 10, 25, 50, 75, 90, 100)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    embedder: str
+    n_queries: int
+    best: dict[str, float]            # percentile → cosine of each query's best memory
+    relevant: dict[str, float]        # … of relevant pairs within the top depth
+    other: dict[str, float]           # … of the other pairs within the top depth
+    seed_threshold: float
+    threshold: float                  # calibrated
+    f1: dict[str, float]              # "seed" / "calibrated" → F1
+    answered: dict[str, int]          # "seed" / "calibrated" → queries with ≥ 1 memory over it
+
+    def to_json(self) -> dict:
+        return self.__dict__.copy()
+
+
+def _percentiles(values: np.ndarray) -> dict[str, float]:
+    if not len(values):
+        return {}
+    return {f"p{q}": round(float(v), 4) for q, v in zip(QUANTILES, np.percentile(values, QUANTILES))}
+
+
+def _f1(sims: np.ndarray, relevant: np.ndarray, t: float) -> float:
+    predicted = sims >= t
+    tp = float((predicted & relevant).sum())
+    if tp == 0:
+        return 0.0
+    return 2 * tp / (predicted.sum() + relevant.sum())
+
+
+def calibrate(handle, queries, qrels: dict[str, dict[str, int]], seed_threshold: float = 0.85,
+              depth: int = 10) -> Calibration:
+    """The calibration above for one index (its embedder and vectors); only judged queries count."""
+    if handle.embedder is None or handle.vectors is None:
+        raise ValueError("calibration needs vectors: the index has no embedder")
+    judged = [q for q in queries if any(g > 0 for g in qrels.get(q.id, {}).values())]
+    if not judged:
+        raise ValueError("no query has a relevant judgment: nothing to calibrate on")
+    vectors = handle.embedder.encode([q.text for q in judged])
+    sims_all = vectors @ handle.vectors.T                              # (queries, memories)
+    top = np.argsort(-sims_all, axis=1, kind="stable")[:, :depth]
+    pair_sims = np.take_along_axis(sims_all, top, axis=1)
+    relevant = np.array([[qrels[q.id].get(handle.doc_ids[d], 0) > 0 for d in row] for q, row in zip(judged, top)])
+    best = sims_all.max(axis=1)
+    flat_sims, flat_rel = pair_sims.ravel(), relevant.ravel()
+    candidates = np.unique(np.round(flat_sims, 4))
+    scores = [(_f1(flat_sims, flat_rel, t), t) for t in candidates]
+    f1, threshold = max(scores) if scores else (0.0, seed_threshold)
+    return Calibration(
+        embedder=handle.embedder.model_id, n_queries=len(judged), best=_percentiles(best),
+        relevant=_percentiles(flat_sims[flat_rel]), other=_percentiles(flat_sims[~flat_rel]),
+        seed_threshold=seed_threshold, threshold=round(float(threshold), 4),
+        f1={"seed": round(float(_f1(flat_sims, flat_rel, seed_threshold)), 4), "calibrated": round(float(f1), 4)},
+        answered={"seed": int((best >= seed_threshold).sum()), "calibrated": int((best >= threshold).sum())},
+    )
