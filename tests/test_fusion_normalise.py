@@ -168,3 +168,22 @@ def test_properties_of_every_norm(dense, sparse, misses):
                 assert (value[~hit] <= value[hit].min() + 1e-12).all(), (path, norm)
                 order = np.argsort(-raw[hit], kind="stable")  # the path's own order
                 assert (np.diff(value[hit][order]) <= 1e-12).all(), (path, norm)
+
+
+def test_segment_max_and_min_per_query_over_visible_rows_only():
+    from retrieval.fusion._base import segment_max, segment_min
+
+    # q0: rows 3, 7, 5 (row 7 hidden) · q1: no rows at all · q2: one row, hidden · q3: -2, 4
+    c = make_candidates([[{"id": "a"}, {"id": "b"}, {"id": "c"}], [], [{"id": "d"}], [{"id": "e"}, {"id": "f"}]])
+    values = np.array([3.0, 7.0, 5.0, 9.0, -2.0, 4.0])
+    visible = np.array([True, False, True, False, True, True])
+    assert segment_max(c, values, visible).tolist() == [5.0, 5.0, 5.0, 0.0, 4.0, 4.0]
+    assert segment_min(c, values, visible).tolist() == [3.0, 3.0, 3.0, 0.0, -2.0, -2.0]
+    rng = np.random.default_rng(7)                    # against a per-query Python loop
+    rows = [[{"id": f"d{j}"} for j in range(rng.integers(0, 6))] for _ in range(40)]
+    c = make_candidates(rows)
+    values, visible = rng.normal(size=c.n_rows), rng.random(c.n_rows) < 0.7
+    for fn, pick in ((segment_max, max), (segment_min, min)):
+        expected = [pick((values[r] for r in range(c.n_rows) if c.query_idx[r] == q and visible[r]), default=0.0)
+                    for q in c.query_idx]
+        assert fn(c, values, visible).tolist() == expected

@@ -59,20 +59,29 @@ def in_path(ranks: np.ndarray, depth: int) -> np.ndarray:
     return (ranks >= 0) & (ranks < depth)
 
 
-def segment_max(c: Candidates, values: np.ndarray, visible: np.ndarray) -> np.ndarray:
-    """Per-row maximum of ``values`` over the visible rows of the same query (0 if none)."""
-    out = np.full(c.n_queries, -np.inf)
-    np.maximum.at(out, c.query_idx[visible], values[visible])
+def _segment_reduce(c: Candidates, values: np.ndarray, visible: np.ndarray, ufunc: np.ufunc,
+                    fill: float) -> np.ndarray:
+    """``ufunc`` (maximum / minimum) of ``values`` over the visible rows of each query, per row;
+    0 for a query without visible rows. A table's rows are grouped by query (``offsets``), so
+    one ``reduceat`` over the non-empty groups does it (``ufunc.at`` was ~10× slower)."""
+    masked = np.where(visible, values, fill)
+    out = np.full(c.n_queries, fill)
+    starts = c.offsets[:-1]
+    nonempty = c.offsets[1:] > starts
+    if nonempty.any():
+        out[nonempty] = ufunc.reduceat(masked, starts[nonempty])
     out[~np.isfinite(out)] = 0.0
     return out[c.query_idx]
+
+
+def segment_max(c: Candidates, values: np.ndarray, visible: np.ndarray) -> np.ndarray:
+    """Per-row maximum of ``values`` over the visible rows of the same query (0 if none)."""
+    return _segment_reduce(c, values, visible, np.maximum, -np.inf)
 
 
 def segment_min(c: Candidates, values: np.ndarray, visible: np.ndarray) -> np.ndarray:
     """Per-row minimum of ``values`` over the visible rows of the same query (0 if none)."""
-    out = np.full(c.n_queries, np.inf)
-    np.minimum.at(out, c.query_idx[visible], values[visible])
-    out[~np.isfinite(out)] = 0.0
-    return out[c.query_idx]
+    return _segment_reduce(c, values, visible, np.minimum, np.inf)
 
 
 def recency_decay(age_days: np.ndarray, half_life_days: float) -> np.ndarray:
