@@ -115,23 +115,3 @@ def batch_values(scores, order, offsets, tops, limits, use_min, min_scores, keep
             out[b, q] = finish(kind, k, hits, dcg, rr, ap, idcg[q], safe_rel[q], judged[q])
 
 
-def warm() -> None:
-    """Load (or, on a fresh install, compile) every kernel now, on a two-row table, so that
-    the first ranking a page shows does not wait for it."""
-    from retrieval.kernels import rank
-
-    order = np.arange(2, dtype=np.int64)
-    offsets = np.array([0, 2], dtype=np.int64)
-    tokens = np.ones(2, dtype=np.int64)
-    for array in (order, offsets, tokens):
-        array.flags.writeable = False
-    score = np.array([1.0, 2.0])
-    rows, qidx, ranks, _ = rank(score, order, offsets, 2, tokens)
-    zeros = [np.zeros(1) for _ in range(4)]
-    grade = np.ones(2)
-    cut_stats(rows, qidx, ranks, grade, grade, 5, np.log2(np.arange(2) + 2.0), *zeros)
-    finish_all(0, 5, *zeros, np.ones(1), np.ones(1), np.ones(1, dtype=np.bool_), np.empty(1))
-    batch_values(score[None, :], order, offsets, np.array([2]), np.array([[2]]), np.zeros(1, dtype=np.bool_),
-                 np.zeros(1), np.zeros((1, 0), dtype=np.bool_), np.array([-1]), tokens, np.zeros(1, dtype=np.bool_),
-                 np.zeros((1, 1), dtype=np.int64), 0, 5, grade, grade, np.log2(np.arange(2) + 2.0), np.ones(1),
-                 np.ones(1), np.ones(1, dtype=np.bool_), np.empty((1, 1)))

@@ -23,8 +23,7 @@ from eval.experiment import Experiment, ExperimentOptions, run_experiment
 from eval.report import fmt_p
 from eval.sweep import ParamSpec, Space, SweepResult
 from eval.sweep import sweep as harness_sweep
-from pages._state import (METRICS, LiveRun, Workspace, get_dataset, get_judged, get_pool, metric_label,
-                          resolve_config)
+from pages._state import METRICS, LiveRun, Workspace, get_dataset, get_judged, get_pool, metric_label
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig, get_param
 
@@ -160,7 +159,3 @@ def import_dataset(kind: str, source: str, dest: str, *, force: bool = False, na
     if kind == "markdown":
         return importers.import_markdown(source, dest, **options)
     raise ValueError(f"unknown import kind {kind!r}; choose from {sorted(IMPORT_KINDS)}")
-
-
-def config_of(label: str) -> PipelineConfig:
-    return resolve_config(label)

@@ -20,8 +20,6 @@ from retrieval.params import Knob, KnobRef
 from retrieval.pipeline import PipelineConfig, knobs, sweepable_params, with_param
 
 FUSION_PATH = "fusion"
-GROUPS = {"fusion": "Fusion", "weights": "Path weights", "quality": "Confidence & vitality",
-          "ranking": "Candidates & ranking"}
 FUSION_KNOB = Knob("choice", "fusion method",
                    "  \n".join(f"**{name}**: {fusion.summary} ({fusion.source})" for name, fusion in FUSIONS.items()),
                    options=tuple(FUSIONS), sweepable=False)

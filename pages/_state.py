@@ -271,12 +271,6 @@ def live_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, co
     return hit
 
 
-def clear_caches() -> None:
-    _LIVE.clear()
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
 # ---- the workspace: what a page works on ----------------------------------------------------
 
 @dataclass(frozen=True, eq=False)
@@ -315,10 +309,6 @@ class Workspace:
     def evaluation(self, config: PipelineConfig) -> LiveRun:
         """Cached: for baselines and lists of pipelines (Tune times its own, uncached)."""
         return cached_evaluation(self.path, self.stamp, self.embedder, self.qrels_rev, config)
-
-    def evaluate_now(self, config: PipelineConfig) -> LiveRun:
-        _, judged = self.judged()
-        return evaluate_config(self.pool(), judged, config)
 
     def free_text(self, text: str) -> Candidates:
         return free_text_candidates(self.path, self.stamp, self.embedder, text)

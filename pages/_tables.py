@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import time
-from typing import Any, Sequence
+from typing import Sequence
 
 import pandas as pd
 
@@ -267,24 +267,6 @@ def per_query_frame(evaluation, baseline: str, candidate: str, metric: str = PRI
     return frame
 
 
-def ranking_frame(response: Response, judgments: dict[str, int] | None,
-                  baseline: Response | None = None) -> pd.DataFrame:
-    """One row per result (for the Evaluate drill-down): rank, movement, doc, grade, score, text."""
-    judgments = judgments or {}
-    ids = [r.id for r in response.results]
-    moves = movement(ids, [r.id for r in baseline.results]) if baseline is not None else [""] * len(ids)
-    rows = [{"#": r.rank + 1, "Δ": move, "doc": r.id, "grade": grade_stars(judgments.get(r.id)), "score": r.score,
-             "text": (r.title + " — " if r.title else "") + r.text.replace("\n", " ")}
-            for r, move in zip(response.results, moves)]
-    return pd.DataFrame(rows, columns=["#", "Δ", "doc", "grade", "score", "text"])
-
-
-def style_movement(frame: pd.DataFrame):
-    if "Δ" not in frame.columns or frame.empty:
-        return frame
-    return frame.style.map(lambda v: f"color: {move_colour(str(v))}; font-weight: 600", subset=["Δ"])
-
-
 def sweep_frame(result) -> pd.DataFrame:
     frame = pd.DataFrame(result.points, columns=list(result.space.names))
     frame[result.metric] = result.scores
@@ -384,5 +366,3 @@ def query_label(c, qi: int) -> str:
     return f"{c.query_ids[qi]} · {text[:70]}{'…' if len(text) > 70 else ''}"
 
 
-def records_by_label(records: list[dict]) -> dict[str, Any]:
-    return {f"experiment #{i} · {r.get('name', '')} · {r.get('time', '')}": r for i, r in enumerate(records)}

@@ -160,7 +160,7 @@ with st.container(border=True):
     # changed button lost the click that followed the typing
     go_clicked = r[2].button("Run sweep", type="primary", icon=":material/play_arrow:", key="sweep_run",
                              use_container_width=True, disabled=same_axis)
-    st.caption(f":orange[Pick two different knobs.]" if same_axis else
+    st.caption(":orange[Pick two different knobs.]" if same_axis else
                f"{n_settings:,} settings × {int(folds)} folds")
 
 if go_clicked:

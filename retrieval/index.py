@@ -247,10 +247,6 @@ def _publish(directory: Path, build: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _dir_fsync(directory: Path) -> None:
-    fsync_dir(directory)
-
-
 def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | None, progress: Progress | None,
            analyzer: str) -> Path:
     """Write a complete build aside, fsync it, verify it, and rename it to its final name.

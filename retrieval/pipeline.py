@@ -356,14 +356,6 @@ def with_param(config: PipelineConfig, path: str, value) -> PipelineConfig:
         raise ValueError(path + message[len(leaf):] if message.startswith(f"{leaf} ") else f"{path}: {message}") from None
 
 
-def with_fusion(config: PipelineConfig, fusion: str) -> PipelineConfig:
-    """``config`` switched to another fusion, with that fusion's default parameters (the
-    routing, ranking and budget settings are kept)."""
-    if fusion == config.fusion:
-        return config
-    return dataclasses.replace(config, fusion=get_fusion(fusion).name, params=FUSIONS[fusion].params())
-
-
 def describe(config: PipelineConfig) -> str:
     """One line: what the pipeline does, then its settings (a profile by name)."""
     values = [f"{k.path}={_fmt(k.value)}" for k in walk_knobs(config)

@@ -14,7 +14,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +23,12 @@ from eval.importers import MARKER, import_beir, write_atomically
 from eval.pool import load_pool, pool_path
 from eval.store import JudgmentStore
 from retrieval.access import AccessDenied, check_server_address, confine, data_root, is_loopback
-from retrieval.bm25 import BM25Index
 from retrieval.candidates import Candidates, PoolCorrupt, build_candidates
 from retrieval.dataset import DatasetError, load_dataset
 from retrieval.files import atomic_write_text, path_under, safe_component
 from retrieval.index import index_dir, open_index, read_manifest
 from retrieval.limits import MAX_DEPTH
 from retrieval.pipeline import search
-from retrieval.vector_store import ExactSearch, VectorStore
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "tiny"

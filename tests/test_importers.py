@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from eval import importers
 from eval.cli import main
 from eval.importers import (
     chunk_markdown,

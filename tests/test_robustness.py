@@ -12,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from eval.store import ExperimentStore, JudgmentStore
