@@ -9,7 +9,8 @@ status widget (until its exit transition starts), a spinner, or an element marke
 from the project root so both read the same ``.streamlit/config.toml``, in the same run: the
 headline is the ratio, which holds across machines of different speed.
 
-Two sessions of the workbench: a **first session** on a fresh ``RWB_HOME`` (the serving process
+Two sessions of the workbench (``--full``; quick mode runs the first one with fewer moves): a
+**first session** on a fresh ``RWB_HOME`` (the serving process
 builds the index and the candidate pool of devmem, as a new user's does) and one **after a
 restart** (same home, a new process). Each moves every kind of knob — ``rrf_k``, a path weight,
 a preset switch, a confidence factor — and reports p50/p95 per kind next to the engine's own
@@ -227,9 +228,11 @@ def _open(browser, url: str, ready: str, timeout_ms: int):
     return pg, time.perf_counter() - started
 
 
-def measure_session(browser, ref_url: str, url: str, n: int, shot: Path | None = None) -> dict:
+def measure_session(browser, ref_url: str, url: str, n: int, presets: int, shot: Path | None = None) -> dict:
     """One Tune session, every move followed by a reference-page move (interleaved, so a change of
-    load on this shared machine hits both alike)."""
+    load on this shared machine hits both alike): ``n`` rrf_k moves, ``max(6, n // 2)`` BM25-weight
+    and confidence-factor moves, ``presets`` timed preset switches (0: one untimed switch to an
+    adaptive profile, which the confidence pane needs)."""
     ref, _ = _open(browser, ref_url, '[data-testid="stMetric"]', 120_000)
     pg, first_load_s = _open(browser, url, ".rwb-card", FIRST_LOAD_MS)
     ref_sliders = [Slider(ref, "rrf_k"), Slider(ref, "weight")]
@@ -246,9 +249,11 @@ def measure_session(browser, ref_url: str, url: str, n: int, shot: Path | None =
             kinds[kind].append(slider.move())
             ref_move()
     kinds["preset switch"] = []
-    for i in range(max(6, n // 2)):
+    for i in range(presets):
         kinds["preset switch"].append(_preset_move(pg, i))
         ref_move()
+    if not presets:
+        _preset_move(pg, 0)                  # untimed: the confidence pane needs an adaptive profile
     # the last switch left an adaptive profile: open its confidence pane (not timed)
     pg.get_by_test_id("stMain").get_by_role("radio", name="F_conf", exact=True).click()
     pg.get_by_test_id("stSlider").filter(has_text="F_conf low").first.wait_for(timeout=60_000)
@@ -279,7 +284,11 @@ def run(ctx) -> Section:
         return section
     from playwright.sync_api import sync_playwright
 
-    n = ctx.pick(12, 24, smoke=4)
+    # quick: the first session only (the slower one), 6 moves per slider, no timed preset switch —
+    # about a minute, so make bench-quick stays near its 2-minute budget; full: both sessions
+    n = ctx.pick(6, 24, smoke=4)
+    presets = ctx.pick(0, 12, smoke=0)
+    sessions = ("first", "restart") if ctx.full else ("first",)
     work = Path(tempfile.mkdtemp(prefix="rwb-browser-"))
     home = work / "home"                       # fresh: the first session builds index and pool
     reference = work / "reference" / "streamlit_reference_page.py"
@@ -288,26 +297,30 @@ def run(ctx) -> Section:
     env = {"RWB_HOME": str(home), "RWB_DATASET": str(DEVMEM), "LANCEDB_LOG": "error", "HF_HUB_OFFLINE": "1"}
     shots = ROOT / "artifacts"
     shots.mkdir(exist_ok=True)
+    measured: dict[str, dict] = {}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             with serve(reference, env, work / "reference.log") as ref_url:
-                with serve(ROOT / "app.py", env, work / "app.log") as url:
-                    log("browser: Tune, first session on a fresh RWB_HOME (interleaved with the reference page)")
-                    first = measure_session(browser, ref_url, url, n, shots / "bench-tune-first.png")
-                with serve(ROOT / "app.py", env, work / "app.log") as url:
-                    log("browser: Tune after a restart (interleaved with the reference page)")
-                    restart = measure_session(browser, ref_url, url, n, shots / "bench-tune-restart.png")
+                for session in sessions:
+                    with serve(ROOT / "app.py", env, work / "app.log") as url:
+                        log("browser: Tune, " + ("first session on a fresh RWB_HOME" if session == "first"
+                                                 else "after a restart") + " (interleaved with the reference page)")
+                        measured[session] = measure_session(browser, ref_url, url, n, presets,
+                                                            shots / f"bench-tune-{session}.png")
             browser.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    first, restart = measured["first"], measured.get("restart")
     section.figures = {"moves_per_kind": n, "tune_first_session": first, "tune_after_restart": restart}
-    all_tune = first["slider"]["settled_ms"] + restart["slider"]["settled_ms"]
-    section.ratios = {"knob_to_page_p50_ms": round(median(all_tune), 1),
-                      "knob_ratio_vs_reference": max(first["ratio"], restart["ratio"]),
-                      "knob_ratio_first_session": first["ratio"], "knob_ratio_after_restart": restart["ratio"],
-                      "reference_page_p50_ms": round(median(first["reference"]["settled_ms"]
-                                                            + restart["reference"]["settled_ms"]), 1)}
+    done = [m for m in (first, restart) if m is not None]
+    section.ratios = {"knob_to_page_p50_ms": round(median([v for m in done for v in m["slider"]["settled_ms"]]), 1),
+                      "knob_ratio_vs_reference": max(m["ratio"] for m in done),
+                      "knob_ratio_first_session": first["ratio"]}
+    if restart is not None:
+        section.ratios["knob_ratio_after_restart"] = restart["ratio"]
+    section.ratios["reference_page_p50_ms"] = round(median([v for m in done for v in m["reference"]["settled_ms"]]), 1)
     section.notes.append("ratio: Tune's slider moves (rrf_k, path weight, confidence factor) p50 over the p50 of the "
-                         "reference page's moves interleaved with them; headline = the worse of the two sessions")
+                         "reference page's moves interleaved with them; headline = the worse session "
+                         "(quick mode: the first session only; --full adds the session after a restart)")
     return section
