@@ -14,7 +14,8 @@ Two sessions of the workbench (``--full``; quick mode runs the first one with fe
 builds the index and the candidate pool of devmem, as a new user's does) and one **after a
 restart** (same home, a new process). Each moves every kind of knob — ``rrf_k``, a path weight,
 a preset switch, a confidence factor — and reports p50/p95 per kind next to the engine's own
-time (read from Tune's footer). Nothing here asserts a time.
+time (read from Tune's footer). ``--full`` adds a session on LoCoMo (1,982 queries, the
+benchmark home's copy), for the 2,000-query figure. Nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench.common import Section, loadavg, log, median, percentile, ratio
+from bench.data import bench_home, locomo_grouped
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -308,17 +310,28 @@ def run(ctx) -> Section:
                                                  else "after a restart") + " (interleaved with the reference page)")
                         measured[session] = measure_session(browser, ref_url, url, n, presets,
                                                             shots / f"bench-tune-{session}.png")
+                locomo = locomo_grouped() if ctx.full else None
+                if locomo is not None:      # a 2,000-query set: the benchmark home keeps its index and pool
+                    big = {**env, "RWB_HOME": str(bench_home()), "RWB_DATASET": str(locomo)}
+                    with serve(ROOT / "app.py", big, work / "app-locomo.log") as url:
+                        log("browser: Tune on LoCoMo (1,982 queries; interleaved with the reference page)")
+                        measured["locomo"] = measure_session(browser, ref_url, url, 12, 0,
+                                                             shots / "bench-tune-locomo.png")
             browser.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     first, restart = measured["first"], measured.get("restart")
-    section.figures = {"moves_per_kind": n, "tune_first_session": first, "tune_after_restart": restart}
+    section.figures = {"moves_per_kind": n, "tune_first_session": first, "tune_after_restart": restart,
+                       "tune_locomo": measured.get("locomo")}
     done = [m for m in (first, restart) if m is not None]
     section.ratios = {"knob_to_page_p50_ms": round(median([v for m in done for v in m["slider"]["settled_ms"]]), 1),
                       "knob_ratio_vs_reference": max(m["ratio"] for m in done),
                       "knob_ratio_first_session": first["ratio"]}
     if restart is not None:
         section.ratios["knob_ratio_after_restart"] = restart["ratio"]
+    if "locomo" in measured:
+        section.ratios["knob_to_page_p50_ms_locomo"] = measured["locomo"]["slider"]["settled_p50_ms"]
+        section.ratios["knob_ratio_locomo"] = measured["locomo"]["ratio"]
     section.ratios["reference_page_p50_ms"] = round(median([v for m in done for v in m["reference"]["settled_ms"]]), 1)
     section.notes.append("ratio: Tune's slider moves (rrf_k, path weight, confidence factor) p50 over the p50 of the "
                          "reference page's moves interleaved with them; headline = the worse session "

@@ -37,8 +37,9 @@ def group_of(path: str) -> str:
     return "fusion"
 
 
-PANES = {"fusion": "Fusion", "confidence": "F_conf", "vitality": "F_vit", "ranking": "Ranking"}
-"""Tune's knob panes and their tab labels (seed 001 names the factors F_conf and F_vit)."""
+PANES = {"fusion": "Fusion", "confidence": "F_conf", "vitality": "F_vit", "ranking": "Limits"}
+"""Tune's knob panes and their tab labels (seed 001 names the factors F_conf and F_vit; Limits: candidates,
+max results, min score, token budget)."""
 
 
 def pane_of(path: str) -> str | None:
