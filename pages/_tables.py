@@ -36,6 +36,8 @@ CSS = """<style>
 .rwb-t details[open] summary{white-space:normal}
 .rwb-t details div{white-space:pre-wrap;color:#24292f;padding:4px 0}
 .rwb-t .num{text-align:right;font-variant-numeric:tabular-nums}
+.rwb-t tr.rwb-r td{border-bottom:none}
+.rwb-t tr.rwb-x td{padding-top:0;color:#24292f;font-size:0.8rem}
 .rwb-bar{display:flex;height:8px;border-radius:2px;overflow:hidden;background:#f6f8fa;margin-top:5px}
 .rwb-cards{display:flex;gap:8px}
 .rwb-card{flex:1;border:1px solid #d0d7de;border-radius:8px;padding:6px 10px;min-width:0}
@@ -99,7 +101,7 @@ def ranking_html(response: Response, judgments: dict[str, int] | None, baseline:
     head += ['<th style="width:72px">doc</th>', '<th style="width:44px" title="judged grade">grade</th>',
              '<th style="width:70px" class="num">score</th>']
     head += [f'<th style="width:46px" class="num">×{h(m[2:6])}</th>' for m in multipliers]
-    head.append("<th>text</th>")
+    head.append("<th></th>")                       # the text runs under each row, across the table
     rows = []
     for i, r in enumerate(response.results):
         cells = [f"<td>{r.rank + 1}</td>"]
@@ -113,9 +115,12 @@ def ranking_html(response: Response, judgments: dict[str, int] | None, baseline:
         doc_title = f"<b>{h(r.title)}</b> — " if r.title else ""
         full = h(r.text)
         path = f"<br><span style='color:{GREY}'>{h(r.path)}</span>" if r.path else ""
-        cells.append(f"<td><details><summary>{doc_title}{h(' '.join(r.text.split())[:160])}</summary>"
-                     f"<div>{full}{path}</div></details></td>")
-        rows.append(f"<tr>{''.join(cells)}</tr>")
+        cells.append("<td></td>")
+        rows.append(f"<tr class=\"rwb-r\">{''.join(cells)}</tr>")
+        # the text on its own line, the table's full width (a column of its own was a few
+        # characters wide beside the scores); click to read all of it, path included
+        rows.append(f'<tr class="rwb-x"><td></td><td colspan="{len(head) - 1}"><details><summary>{doc_title}'
+                    f"{h(' '.join(r.text.split())[:160])}</summary><div>{full}{path}</div></details></td></tr>")
     if not rows:
         rows.append(f'<tr><td colspan="{len(head)}" style="color:{GREY}">no result passes the thresholds</td></tr>')
     caption = f'<div class="rwb-h">{_title(title)}</div>' if title else ""

@@ -28,7 +28,7 @@ def test_ranking_shows_movement_grade_and_full_text_escaped():
     current = _response(Result("m1", 0, 0.5, {"dense": 0.5}, "notes/a.md", long_text),
                         Result("m3", 1, 0.4, {"dense": 0.4}, "", "new one"))
     page = ranking_html(current, {"m1": 3}, baseline)
-    cells = re.findall(r"<tr><td>(\d+)</td><td[^>]*>([^<]+)</td>", page)
+    cells = re.findall(r"<tr class=\"rwb-r\"><td>(\d+)</td><td[^>]*>([^<]+)</td>", page)
     assert cells == [("1", "▲1"), ("2", "new")]                         # m1 rose from 2nd to 1st; m3 is new
     assert "★★★" in page                                                # m1 judged 3
     assert "<img" not in page and "&lt;img src=x&gt;" in page           # data is text, never markup
