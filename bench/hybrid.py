@@ -2,12 +2,12 @@
 
 Ours: ``retrieval.pipeline.search(handle, text, "rrf")`` — dense top-20 from the vector store
 (below the ANN threshold its exact in-memory scan over the LanceDB table's own vectors; at
-≥ 100k rows LanceDB's IVF_PQ index) and BM25 top-20 from Tantivy (concurrently, in
+≥ 100k rows LanceDB's ANN index, ``retrieval.vector_store.ann_index``) and BM25 top-20 from Tantivy (concurrently, in
 ``build_candidates``), every candidate feature, RRF
 (k 60) and ranking to 10 results with their texts. Peer: ``table.search(query_type="hybrid")
 .vector(v).text(t).distance_type("cosine").limit(20).rerank(RRFReranker())`` (k 60) on the
-*same LanceDB table* (same vectors; at ≥ 100k rows the same IVF_PQ index, nprobes 20 for
-both) with a native FTS index on its text column. Query embedding is excluded from both
+*same LanceDB table* (same vectors; at ≥ 100k rows the same ANN index, searched with the same
+``SEARCH_KNOBS`` — partitions probed, re-rank factor — for both) with a native FTS index on its text column. Query embedding is excluded from both
 (vectors are computed first) and reported on its own.
 
 Corpus: real texts (SciFact, CoSQA and LoCoMo documents, then sentences and windows of them);
@@ -75,7 +75,7 @@ def build(root: Path, texts: list[str], vectors: np.ndarray, queries: dict[str, 
     from retrieval.bm25 import BM25Index, IndexedDoc
     from retrieval.dataset import Dataset, Document
     from retrieval.index import IndexHandle, doc_rows
-    from retrieval.vector_store import ANN_THRESHOLD, TABLE, ExactSearch, VectorStore
+    from retrieval.vector_store import ANN_THRESHOLD, TABLE, ExactSearch, VectorStore, ann_index
 
     n, dim = vectors.shape
     ids = [f"s{i:07d}" for i in range(n)]
@@ -101,9 +101,8 @@ def build(root: Path, texts: list[str], vectors: np.ndarray, queries: dict[str, 
     ann = n >= ANN_THRESHOLD
     if ann:  # exactly VectorStore.build's index
         start = now()
-        table.create_index(metric="cosine", num_partitions=max(16, int(np.sqrt(n))),
-                           num_sub_vectors=max(1, dim // 16), index_type="IVF_PQ")
-        seconds["ivf_pq_build"] = now() - start
+        table.create_index("vector", config=ann_index(n, dim))
+        seconds["ann_build"] = now() - start
     handle = IndexHandle(dataset, MODEL, root, {"model": MODEL, "documents": n}, ids, bm25, vectors,
                          ExactSearch(ids, vectors, rows), VectorStore(table), Precomputed(queries), [])
     return Built(handle, table, ann, seconds)
@@ -117,13 +116,30 @@ def fts_index(table, variant: str) -> float:
     return now() - start
 
 
+def ann_label() -> str:
+    from retrieval.vector_store import SEARCH_KNOBS, ann_index
+
+    return f"{type(ann_index(1, 1)).__name__} {SEARCH_KNOBS}"
+
+
+def with_search_knobs(query):
+    """A LanceDB vector or hybrid query with the engine's ANN search settings (``SEARCH_KNOBS``:
+    partitions probed, re-rank factor; ``ef`` only applies to HNSW indexes, which are not built)."""
+    from retrieval.vector_store import SEARCH_KNOBS
+
+    for knob in ("nprobes", "refine_factor"):
+        if SEARCH_KNOBS.get(knob) is not None:
+            query = getattr(query, knob)(SEARCH_KNOBS[knob])
+    return query
+
+
 def peer_query(table, vector, text: str, ann: bool):
     from lancedb.rerankers import RRFReranker
 
     query = (table.search(query_type="hybrid").vector(vector).text(text).distance_type("cosine")
              .limit(DEPTH).rerank(RRFReranker(K=60)).select(["id"]))
     if ann:
-        query = query.nprobes(20)
+        query = with_search_knobs(query)
     return query.to_arrow().column("id").to_pylist()
 
 
@@ -178,7 +194,7 @@ def _breakdown(built: Built, texts: list[str], qvec: dict[str, np.ndarray]) -> d
         parts["ours_score_rank_respond"].append(now() - t)
         vq = table.search(v).distance_type("cosine").limit(DEPTH).select(["id", "_distance"])
         if built.ann:
-            vq = vq.nprobes(20)
+            vq = with_search_knobs(vq)
         t = now(); vq.to_arrow(); parts["peer_vector_leg"].append(now() - t)
         t = now(); table.search(text, query_type="fts").limit(DEPTH).select(["id", "_score"]).to_arrow()
         parts["peer_fts_leg"].append(now() - t)
@@ -255,7 +271,7 @@ def run(ctx: Context) -> Section:
             built = build(root, texts, vectors, qvec)
             variants = ("default", "nostem", "ngram") if (ctx.full and n <= 10_000) else ("default",)
             entry = {"documents": n, "real_vectors": n_real, "perturbed_vectors": n_perturbed,
-                     "ann_index": "IVF_PQ nprobes 20" if built.ann else "none (flat)",
+                     "ann_index": ann_label() if built.ann else "none (flat)",
                      "build_s": {k: round(v, 2) for k, v in built.seconds.items()}, "peer": {}}
             for variant in variants:
                 entry["build_s"][f"lance_fts_{variant}"] = round(fts_index(built.table, variant), 2)

@@ -2,9 +2,12 @@
 
 Quick (``make bench-quick``, < 2 min with a warm embedding cache): indexing (2 × 500 short
 docs), re-scoring and sweep on devmem, hybrid latency at 10k documents, quality on devmem
-(MiniLM). Full (``make bench``): adds LoCoMo to re-scoring and sweeps, 2,100 docs for
+(MiniLM), and Tune's knob loop in headless Chromium against the reference page (first session).
+Full (``make bench``): adds LoCoMo to re-scoring and sweeps, 2,100 docs for
 indexing, hybrid latency at 10k and 100k, quality on every shared dataset with both
-embedders, and the 1M-vector scale run.
+embedders, the 1M-vector scale run, and the scaling table (re-score time against queries and
+pool depth, sweep rate against Ray workers); the browser run adds a session after a restart and
+one on LoCoMo.
 
 The last line of stdout is ``key=value`` pairs, one per headline ratio. The whole result
 (every repeat's time, machine, versions, load average) is written as JSON under
@@ -25,7 +28,7 @@ from bench.common import Section, fmt, loadavg, log, machine, now
 from bench.context import Context
 
 QUICK = ("indexing", "rescore", "sweep", "hybrid", "quality", "browser")
-FULL = ("indexing", "rescore", "sweep", "quality", "hybrid", "scale", "browser")
+FULL = ("indexing", "rescore", "sweep", "quality", "hybrid", "scale", "scaling", "browser")
 SMOKE = ("indexing", "rescore", "sweep", "hybrid", "quality", "scale")
 KEYS = ("rescore_speedup_vs_ranx", "sweep_speedup_vs_ranx", "sweep_configs_per_s", "hybrid_latency_ratio_vs_lancedb",
         "indexing_throughput_vs_encode", "indexing_cpu_ratio_vs_encode", "reindex_speedup_vs_first_build",

@@ -1,14 +1,15 @@
 """Benchmark 5 (full mode) — a 1M-row vector store with an ANN index.
 
-``VectorStore.build`` on 1,000,000 unit vectors (384-d): a LanceDB table plus the IVF_PQ
-index it builds above ``ANN_THRESHOLD`` (√n partitions, dim/16 sub-vectors, cosine). Then
-``VectorStore.search`` top-10 latency (nprobes 20, its default), recall@10 against exact
-search (``ExactSearch``, numpy brute force over the same vectors) and its latency, and two
-variants on the same table (nprobes 50; nprobes 20 with refine_factor 10) to show the
-recall/latency trade-off. Peak memory: the child process's ``ru_maxrss`` (the build runs in
-its own process so the figure is its own), next to its RSS before the build (the vectors and
-row objects it is given). A calibration run applies the same index rule to the real
-embeddings alone (≈ 17k rows) to read the synthetic recall against real data.
+``VectorStore.build`` on 1,000,000 unit vectors (384-d): a LanceDB table plus the index it
+builds above ``ANN_THRESHOLD`` (``retrieval.vector_store.ann_index``). Then
+``VectorStore.search`` top-10 latency (its ``SEARCH_KNOBS``), recall@10 against exact search
+(``ExactSearch``, numpy brute force over the same vectors) and its latency, and variants on the
+same table (each knob halved and doubled, no refine) to show the recall/latency trade-off.
+Peak memory: the child process's ``ru_maxrss`` (the build runs in its own process so the
+figure is its own), next to its RSS before the build (the vectors and the metadata columns it
+is given: Arrow arrays, no per-row objects) and as a multiple of the vectors' size. A
+calibration run applies the same index rule and knobs to the real embeddings alone to read
+the synthetic recall against real data.
 
 Vectors: blends of two real MiniLM embeddings of SciFact / CoSQA / LoCoMo documents plus
 Gaussian noise, unit-normalised (``bench.data.blend``); queries: real MiniLM query embeddings.
@@ -46,61 +47,91 @@ def _dir_mib(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
 
 
+def _knobs_query(table, q: np.ndarray, knobs: dict):
+    """A top-10 query on ``table`` with the given search knobs (nprobes, refine_factor, ef)."""
+    query = table.search(q).distance_type("cosine").limit(10).select(["id", "_distance"])
+    for name, value in knobs.items():
+        if value is not None:
+            query = getattr(query, name)(value)
+    return query
+
+
 def _real_calibration(work: Path, base: np.ndarray, queries: np.ndarray) -> dict:
-    """The same index rule (√n partitions, dim/16 sub-vectors, nprobes 20) on the real
-    embeddings alone, so the synthetic 1M figure can be read against real data."""
+    """The same index rule (``ann_index``) and search knobs on the real embeddings alone, so the
+    synthetic 1M figure can be read against real data."""
     import lancedb
     import pyarrow as pa
 
-    from retrieval.vector_store import ExactSearch, Row
+    from retrieval.vector_store import SEARCH_KNOBS, ann_index
 
     n, dim = base.shape
-    ids = [f"r{i}" for i in range(n)]
     table = lancedb.connect(str(work / "calibration")).create_table("real", pa.table({
-        "id": ids, "vector": pa.FixedSizeListArray.from_arrays(pa.array(base.ravel()), dim)}))
+        "id": pa.array(np.arange(n)), "vector": pa.FixedSizeListArray.from_arrays(pa.array(base.reshape(-1)), dim)}))
     start = time.perf_counter()
-    table.create_index(metric="cosine", num_partitions=max(16, int(np.sqrt(n))), num_sub_vectors=max(1, dim // 16),
-                       index_type="IVF_PQ")
+    table.create_index("vector", config=ann_index(n, dim))
     build_s = time.perf_counter() - start
-    exact = ExactSearch(ids, base, [Row(i, "global", "", "", float("nan")) for i in ids])
+    truth = [set(np.argpartition(-(base @ q), 9)[:10].tolist()) for q in queries]
     out = {"rows": n, "build_s": round(build_s, 2)}
-    for label, refine in (("nprobes 20", None), ("nprobes 20 + refine 10", 10)):
-        rec = []
-        for q in queries:
-            query = table.search(q).distance_type("cosine").nprobes(20).limit(10).select(["id", "_distance"])
-            if refine:
-                query = query.refine_factor(refine)
-            got = set(query.to_arrow().column("id").to_pylist())
-            rec.append(len(got & {d for d, _ in exact.search(q, 10)}) / 10)
+    for label, knobs in (("engine's knobs", SEARCH_KNOBS), ("without refine", SEARCH_KNOBS | {"refine_factor": None})):
+        rec = [len(set(_knobs_query(table, q, knobs).to_arrow().column("id").to_pylist()) & t) / 10
+               for q, t in zip(queries, truth)]
         out[f"recall@10 {label}"] = round(float(np.mean(rec)), 4)
     return out
 
 
+def _variants() -> list[tuple[str, dict]]:
+    """The engine's search knobs and their neighbours, on the same table: the trade-off."""
+    from retrieval.vector_store import SEARCH_KNOBS
+
+    out = [("engine's knobs (table directly)", SEARCH_KNOBS)]
+    for knob, value in SEARCH_KNOBS.items():
+        if value is None:
+            continue
+        for other in (value // 2, value * 2):
+            out.append((f"{knob} {other}", SEARCH_KNOBS | {knob: other}))
+        if knob == "refine_factor":
+            out.append(("no refine", SEARCH_KNOBS | {knob: None}))
+    return out
+
+
+def _ids(rows: int):
+    """``v0000000``, ``v0000001``, …: an Arrow string column built without Python strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    digits = pc.utf8_lpad(pc.cast(pa.array(np.arange(rows)), pa.string()), 7, "0")
+    return pc.binary_join_element_wise("v", digits, "")
+
+
 def child(work: Path, rows: int, seed: int = 0) -> dict:
     """Runs in its own process: build, search, measure; returns the figures."""
+    import pyarrow as pa
+
     from bench.data import blend
-    from retrieval.vector_store import ANN_THRESHOLD, ExactSearch, Row, VectorStore
+    from retrieval.vector_store import ANN_THRESHOLD, SEARCH_KNOBS, ExactSearch, RowColumns, VectorStore, ann_index
 
     base = np.load(work / "base.npy")
     queries = np.load(work / "queries.npy")
     rng = np.random.default_rng(seed)
     start = time.perf_counter()
     vectors = np.empty((rows, base.shape[1]), dtype=np.float32)
-    for lo in range(0, rows, 100_000):
-        hi = min(rows, lo + 100_000)
+    for lo in range(0, rows, 25_000):  # small chunks: the generator's temporaries stay far below the build's peak
+        hi = min(rows, lo + 25_000)
         vectors[lo:hi] = blend(base, hi - lo, rng)
-    ids = [f"v{i:07d}" for i in range(rows)]
-    meta = [Row(i, "global", "", "", float("nan")) for i in ids]
+    # the metadata as Arrow columns: no per-row Python objects
+    meta = RowColumns(_ids(rows), pa.repeat("global", rows), pa.repeat("", rows), pa.repeat("", rows),
+                      np.full(rows, np.nan))
     generate_s = time.perf_counter() - start
     import lancedb  # noqa: F401  (imported here so the build time does not include the import)
 
     rss_before = _rss_mib()
+    peak_before = _peak_mib()
     start = time.perf_counter()
     VectorStore.build(work / "lance", meta, vectors)
     build_s = time.perf_counter() - start
     peak_after_build = _peak_mib()
     store = VectorStore.open(work / "lance")
-    exact = ExactSearch(ids, vectors, meta)
+    exact = ExactSearch(meta.id.to_pylist(), vectors, meta)
     for q in queries[:5]:  # warm-up: index pages, thread pools
         store.search(q, 10)
         exact.search(q, 10)
@@ -116,28 +147,30 @@ def child(work: Path, rows: int, seed: int = 0) -> dict:
     recall = [len(g & t) / 10 for g, t in zip(got_sets, truth_sets)]
     table = store._table
     variants = {}
-    for label, nprobes, refine in (("nprobes 20 (table directly)", 20, None), ("nprobes 50", 50, None),
-                                   ("nprobes 20 + refine 10", 20, 10)):
+    for label, knobs in _variants():
         times, rec = [], []
         for q, truth in zip(queries, truth_sets):
-            query = table.search(q).distance_type("cosine").nprobes(nprobes).limit(10).select(["id", "_distance"])
-            if refine:
-                query = query.refine_factor(refine)
+            query = _knobs_query(table, q, knobs)
             t = time.perf_counter(); got = query.to_arrow().column("id").to_pylist(); times.append(time.perf_counter() - t)
             rec.append(len(set(got) & truth) / 10)
         variants[label] = {"p50_ms": round(float(np.median(times)) * 1000, 3), "recall@10": round(float(np.mean(rec)), 4)}
     calibration = _real_calibration(work, base, queries) if len(base) >= 5000 else None
+    indexed = rows >= ANN_THRESHOLD
+    config = ann_index(rows, base.shape[1]) if indexed else None
     return {
         "real_vectors_calibration": calibration,
-        "rows": rows, "dim": int(base.shape[1]), "ann_index": "IVF_PQ" if rows >= ANN_THRESHOLD else "none (flat)",
-        "partitions": max(16, int(np.sqrt(rows))) if rows >= ANN_THRESHOLD else 0,
-        "sub_vectors": max(1, base.shape[1] // 16), "base_vectors": int(len(base)), "queries": int(len(queries)),
+        "rows": rows, "dim": int(base.shape[1]),
+        "ann_index": repr(config) if indexed else "none (in-memory exact scan)", "index_type": store.index_type,
+        "search_knobs": SEARCH_KNOBS if indexed else None,
+        "base_vectors": int(len(base)), "queries": int(len(queries)),
         "generate_s": round(generate_s, 2), "build_s": round(build_s, 2),
         "ann_p50_ms": round(float(np.median(ann_s)) * 1000, 3), "ann_p95_ms": round(float(np.percentile(ann_s, 95)) * 1000, 3),
         "exact_numpy_p50_ms": round(float(np.median(exact_s)) * 1000, 3),
         "recall@10": round(float(np.mean(recall)), 4), "variants": variants,
-        "rss_before_build_mib": round(rss_before, 0), "peak_rss_mib": round(peak_after_build, 0),
+        "rss_before_build_mib": round(rss_before, 0), "peak_rss_before_build_mib": round(peak_before, 0),
+        "peak_rss_mib": round(peak_after_build, 0),
         "vectors_mib": round(vectors.nbytes / 2**20, 0),
+        "peak_over_vectors": round(peak_after_build / (vectors.nbytes / 2**20), 2),
         "disk_mib": round(_dir_mib(work / "lance"), 0),
     }
 

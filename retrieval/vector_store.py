@@ -2,13 +2,19 @@
 
 Prefilters are built from validated values only: strings are quoted with ``'`` doubled,
 so a value such as ``' OR '1'='1`` is compared as a literal and matches nothing.
-Above ``ANN_THRESHOLD`` rows an IVF_PQ index is built and LanceDB searches it. Below it
-search is exact, and it runs in memory: the table's own vectors are read once per store into
-a float32 matrix (unit rows) and scanned with one matrix-vector product (0.3–1 ms at 10k rows,
+Above ``ANN_THRESHOLD`` rows an ANN index is built (``ann_index``: IVF_SQ, √n partitions,
+through ``create_index("vector", config=…)``) and LanceDB searches it with ``SEARCH_KNOBS``
+(60 partitions probed, 5 × limit candidates re-ranked on the stored vectors). IVF_SQ keeps one
+byte per dimension, so its distances are close to exact. On the 1M-row benchmark
+(``bench/scale.py``, 1,000 partitions) it finds 0.985 of the exact top 10 at ~6 ms p50; IVF_PQ
+with dim/16 sub-vectors found 0.33 (0.82 with refine 10), and at 200k rows IVF_PQ trained 3.6×
+(dim/16) to 7× (dim/8) slower than IVF_SQ while reaching less (0.93 / 0.96 with refine 40).
+Below the threshold search is exact, and it runs in memory: the table's own vectors are read
+once per store into a float32 matrix (unit rows) and scanned with one matrix-vector product (0.3–1 ms at 10k rows,
 where LanceDB's flat search takes ~8 ms). The scan applies the prefilters with LanceDB's own
 semantics (an undated row, NaN ``created_ts``, passes ``created_after`` as DataFusion orders NaN
 above every number, and fails ``created_before``) and returns the same top ``depth``
-(``tests/test_vector_store.py``); equal similarities keep table order.
+(``tests/test_vector_store.py``); equal similarities keep table order, at the cut too.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from retrieval.limits import MAX_DEPTH, check_size
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 ANN_THRESHOLD = 100_000
+WRITE_BATCH_ROWS = 65_536
 TABLE = "memories"
 
 
@@ -72,38 +79,84 @@ class Row:
     created_ts: float  # NaN when undated
 
 
+@dataclass(frozen=True)
+class RowColumns:
+    """The rows' metadata as columns: a NumPy or Arrow array (or a list) per field, all of one
+    length. A large build passes this instead of one ``Row`` object per row."""
+
+    id: object
+    scope: object
+    project: object
+    group: object
+    created_ts: object  # float64 epoch seconds, NaN when undated
+
+    @classmethod
+    def of(cls, rows: Sequence[Row]) -> "RowColumns":
+        return cls([r.id for r in rows], [r.scope for r in rows], [r.project for r in rows],
+                   [r.group for r in rows], np.array([r.created_ts for r in rows], dtype=np.float64))
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+
+# LanceDB query-builder calls made on an indexed table: partitions probed, candidates
+# re-ranked on the stored float32 vectors (× limit), HNSW candidate list (HNSW indexes only)
+SEARCH_KNOBS = {"nprobes": 60, "refine_factor": 5, "ef": None}
+HNSW_TYPES = ("IvfHnswSq", "IvfHnswPq", "IvfHnswFlat")
+
+
+def ann_index(rows: int, dim: int):
+    """The ANN index built from ``ANN_THRESHOLD`` rows (LanceDB's ``create_index`` config)."""
+    from lancedb.index import IvfSq
+
+    return IvfSq(distance_type="cosine", num_partitions=max(16, int(np.sqrt(rows))))
+
+
 class VectorStore:
     """LanceDB table of unit vectors plus metadata columns used for prefilters."""
 
     def __init__(self, table):
         self._table = table
         try:
-            self.indexed = bool(table.list_indices())
+            vector_indices = [i for i in table.list_indices() if list(i.columns) == ["vector"]]
         except Exception:  # an unreadable index list means: search it as a flat table
-            self.indexed = False
+            vector_indices = []
+        self.indexed = bool(vector_indices)
+        self.index_type: str | None = vector_indices[0].index_type if vector_indices else None  # e.g. "IvfPq"
         self._scan: _Scan | None = None
         self._scan_lock = threading.Lock()
 
     @classmethod
-    def build(cls, path: Path, rows: Sequence[Row], vectors: np.ndarray) -> "VectorStore":
+    def build(cls, path: Path, rows: "Sequence[Row] | RowColumns", vectors: np.ndarray,
+              ann_threshold: int = ANN_THRESHOLD) -> "VectorStore":
+        """Write the table (and, from ``ann_threshold`` rows, its ANN index, ``ann_index``).
+
+        The vector column is an Arrow view of ``vectors`` (no copy when they are C-ordered
+        float32, as embedders return them); ``rows`` may be ``RowColumns`` so that a large
+        build holds no per-row Python objects. ``ann_threshold`` exists for tests."""
         import lancedb
         import pyarrow as pa
 
-        db = lancedb.connect(str(path))
-        dim = vectors.shape[1]
+        columns = rows if isinstance(rows, RowColumns) else RowColumns.of(rows)
+        matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[0] != len(columns):
+            raise ValueError(f"{len(columns)} rows but vectors of shape {matrix.shape}")
+        count, dim = matrix.shape
         data = pa.table({
-            "id": [r.id for r in rows],
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.astype(np.float32).ravel()), dim),
-            "scope": [r.scope for r in rows],
-            "project": [r.project for r in rows],
-            "grp": [r.group for r in rows],
-            "created_ts": pa.array([r.created_ts for r in rows], type=pa.float64()),
+            "id": pa.array(columns.id, type=pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), dim),
+            "scope": pa.array(columns.scope, type=pa.string()),
+            "project": pa.array(columns.project, type=pa.string()),
+            "grp": pa.array(columns.group, type=pa.string()),
+            "created_ts": pa.array(columns.created_ts, type=pa.float64()),
         })
-        table = db.create_table(TABLE, data, mode="overwrite")
-        if len(rows) >= ANN_THRESHOLD:
-            partitions = max(16, int(np.sqrt(len(rows))))
-            table.create_index(metric="cosine", num_partitions=partitions,
-                               num_sub_vectors=max(1, dim // 16), index_type="IVF_PQ")
+        # handed over as a stream of zero-copy slices: given the pa.Table itself, create_table
+        # holds two more copies of it (peak 4.7 GiB for 1.5 GiB of vectors, 2.1 GiB streamed)
+        stream = pa.RecordBatchReader.from_batches(data.schema, data.to_batches(max_chunksize=WRITE_BATCH_ROWS))
+        table = lancedb.connect(str(path)).create_table(TABLE, stream, mode="overwrite")
+        del data, stream
+        if count >= ann_threshold:
+            table.create_index("vector", config=ann_index(count, dim), replace=True)
         return cls(table)
 
     @classmethod
@@ -119,7 +172,7 @@ class VectorStore:
         return self._table.count_rows()
 
     def search(self, vector: np.ndarray, depth: int, filters: VectorFilters = VectorFilters(),
-               nprobes: int = 20) -> list[tuple[str, float]]:
+               nprobes: int | None = None) -> list[tuple[str, float]]:
         """Top ``depth`` (doc id, cosine similarity), best first: the in-memory scan below the
         ANN threshold, LanceDB's index above it."""
         depth = check_size("depth", depth, 0, MAX_DEPTH)
@@ -133,8 +186,9 @@ class VectorStore:
         return self.lance_search(vector, depth, filters, nprobes, where)
 
     def lance_search(self, vector: np.ndarray, depth: int, filters: VectorFilters = VectorFilters(),
-                     nprobes: int = 20, where: str | None = None) -> list[tuple[str, float]]:
-        """LanceDB's own search (flat, or the IVF_PQ index), whatever the table's size."""
+                     nprobes: int | None = None, where: str | None = None) -> list[tuple[str, float]]:
+        """LanceDB's own search (flat, or the ANN index with ``SEARCH_KNOBS``; ``nprobes``
+        overrides theirs), whatever the table's size."""
         depth = check_size("depth", depth, 0, MAX_DEPTH)
         if depth == 0:
             return []
@@ -144,9 +198,9 @@ class VectorStore:
             if where:
                 query = query.where(where, prefilter=True)
             if self.indexed:
-                # IVF_PQ distances are approximate: re-rank 10× the candidates exactly
-                # (recall@10 0.33 → 0.82 on the 1M-row benchmark, ~1 ms more)
-                query = query.nprobes(nprobes).refine_factor(10)
+                for knob, value in (SEARCH_KNOBS | ({"nprobes": nprobes} if nprobes is not None else {})).items():
+                    if value is not None and (knob != "ef" or self.index_type in HNSW_TYPES):
+                        query = getattr(query, knob)(value)
             result = query.limit(depth).select(["id", "_distance"]).to_arrow()
         except (ValueError, TypeError):
             raise
@@ -176,6 +230,18 @@ def _read_columns(table, columns: tuple[str, ...]):
         return table.to_lance().to_table(columns=list(columns))
     except Exception:  # no Lance dataset behind it (a remote table): read it whole
         return table.to_arrow().select(list(columns))
+
+
+def _top_rows(sims: np.ndarray, depth: int) -> np.ndarray:
+    """Positions of the ``depth`` highest ``sims``, best first, equal values in position order —
+    also at the cut: every value tied with the last one kept competes (``argpartition`` alone
+    keeps an arbitrary one of them, so a depth-50 and a depth-100 search could disagree)."""
+    if depth < len(sims):
+        kth = sims[np.argpartition(-sims, depth - 1)[depth - 1]]
+        top = np.flatnonzero(sims >= kth)
+    else:
+        top = np.arange(len(sims))
+    return top[np.lexsort((top, -sims[top]))][:depth]
 
 
 class _Scan:
@@ -221,8 +287,7 @@ class _Scan:
         depth = min(depth, len(sims))
         if depth <= 0:
             return []
-        top = np.argpartition(-sims, depth - 1)[:depth] if depth < len(sims) else np.arange(len(sims))
-        top = top[np.lexsort((top, -sims[top]))]
+        top = _top_rows(sims, depth)
         rows = candidates[top] if candidates is not None else top
         # LanceDB reports 1 − cosine distance in float32: the same rounding here
         return [(self.ids[r], float(1.0 - np.float32(1.0 - s))) for r, s in zip(rows.tolist(), sims[top].tolist())]
@@ -231,13 +296,14 @@ class _Scan:
 class ExactSearch:
     """Brute-force cosine search over the same vectors (OpenClaw's in-memory fallback)."""
 
-    def __init__(self, ids: Sequence[str], vectors: np.ndarray, rows: Sequence[Row]):
+    def __init__(self, ids: Sequence[str], vectors: np.ndarray, rows: "Sequence[Row] | RowColumns"):
+        columns = rows if isinstance(rows, RowColumns) else RowColumns.of(rows)
         self.ids = list(ids)
         self.vectors = vectors
-        self._scope = np.array([r.scope for r in rows], dtype=object)
-        self._project = np.array([r.project for r in rows], dtype=object)
-        self._group = np.array([r.group for r in rows], dtype=object)
-        self._created = np.array([r.created_ts for r in rows], dtype=np.float64)
+        self._scope = np.asarray(columns.scope, dtype=object)
+        self._project = np.asarray(columns.project, dtype=object)
+        self._group = np.asarray(columns.group, dtype=object)
+        self._created = np.asarray(columns.created_ts, dtype=np.float64)
 
     def mask(self, filters: VectorFilters) -> np.ndarray:
         keep = np.ones(len(self.ids), dtype=bool)
@@ -259,6 +325,5 @@ class ExactSearch:
         depth = min(depth, int(np.isfinite(sims).sum()))
         if depth <= 0:
             return []
-        top = np.argpartition(-sims, depth - 1)[:depth]
-        top = top[np.lexsort((top, -sims[top]))]
+        top = _top_rows(sims, depth)
         return [(self.ids[i], float(sims[i])) for i in top]
