@@ -13,6 +13,7 @@ import streamlit as st
 os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from eval import configs as cfg  # noqa: E402
 from pages import _harness as hx  # noqa: E402
 from pages import _state as sh  # noqa: E402
 from pages._markup import md  # noqa: E402
@@ -56,7 +57,7 @@ def sidebar() -> None:
             st.text_input("Dataset folder", key=sh.K_DATASET_TYPED, placeholder="path/to/dataset")
         st.selectbox("Embedder", sh.EMBEDDERS, key=sh.K_EMBEDDER,
                      help="minilm: all-MiniLM-L6-v2 (English) · use-multilingual: USE v3 (Chinese too)")
-        labels = sh.config_labels()
+        labels = cfg.config_labels()
         if st.session_state[sh.K_BASELINE] not in labels:
             st.session_state[sh.K_BASELINE] = "vector"
         st.selectbox("Baseline", labels, key=sh.K_BASELINE, format_func=sh.format_label,

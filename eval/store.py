@@ -168,6 +168,21 @@ class ExperimentStore:
             atomic_write_text(self.path, json.dumps(records, ensure_ascii=False, indent=1))
         return entry
 
+    def log(self, config: PipelineConfig, means: dict[str, float], source: str, dataset: Dataset,
+            dataset_path: str, embedder: str, queries: int, baseline: PipelineConfig | None = None,
+            baseline_means: dict[str, float] | None = None) -> dict:
+        """Add one evaluation: the config as TOML, the dataset and its fingerprint, the embedder,
+        the means (and the baseline's, when given) over ``queries`` judged queries."""
+        record = {
+            "name": config.name, "source": source, "dataset": dataset.name, "dataset_path": dataset_path,
+            "fingerprint": dataset.fingerprint, "embedder": embedder, "config": to_toml(config),
+            "metrics": {k: round(float(v), 6) for k, v in means.items()}, "queries": int(queries),
+        }
+        if baseline is not None and baseline_means is not None:
+            record["baseline"] = baseline.name
+            record["baseline_metrics"] = {k: round(float(v), 6) for k, v in baseline_means.items()}
+        return self.add(record)
+
     def list(self) -> list[dict]:
         records = _read_json(self.path, [])
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):

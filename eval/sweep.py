@@ -104,16 +104,23 @@ class SumConstraint:
         return f"{'+'.join(self.names)}={self.total:g}"
 
 
+def numeric_param(name: str, config: PipelineConfig, verb: str = "swept") -> str:
+    """``name`` when it is one of ``config``'s numeric (sweepable) parameters; otherwise a
+    ``ValueError`` naming the fusion it belongs to, or listing the ones that can be ``verb``."""
+    valid = sweepable_params(config)
+    if name not in valid:
+        get_param(config, name)  # names the fusion the parameter belongs to, or lists the valid ones
+        kind = {"swept": "sweepable", "tuned": "tunable"}.get(verb, verb)
+        raise ValueError(f"{name!r} cannot be {verb} (not a number); {kind}: {', '.join(valid)}")
+    return name
+
+
 def parse_param(text: str, config: PipelineConfig) -> ParamSpec:
     """``name=lo:hi:step`` for a sweepable parameter of ``config``."""
     match = _SPEC.match(text)
     if not match:
         raise ValueError(f"bad --param {text!r}: expected name=lo:hi:step, e.g. rrf.rrf_k=10:100:10")
-    name = match.group(1)
-    valid = sweepable_params(config)
-    if name not in valid:
-        get_param(config, name)  # names the fusion the parameter belongs to, or lists the valid ones
-        raise ValueError(f"{name!r} cannot be swept (not a number); sweepable: {', '.join(valid)}")
+    name = numeric_param(match.group(1), config)
     try:
         lo, hi, step = (float(match.group(i)) for i in (2, 3, 4))
     except ValueError:

@@ -56,7 +56,7 @@ import tomli_w
 
 from eval.compare import holm, randomization_test
 from eval.fast import judge, parse_metric
-from eval.sweep import make_folds, query_scores
+from eval.sweep import make_folds, numeric_param, query_scores
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PipelineConfig, get_param, get_pipeline, knobs, sweepable_params, to_dict, with_param
 
@@ -123,11 +123,7 @@ def parse_tune_param(text: str, config: PipelineConfig) -> TuneParam:
     match = _SPEC.match(text)
     if not match:
         raise ValueError(f"bad --param {text!r}: expected name=lo:hi[:step], e.g. rrf.rrf_k=10:100:10")
-    name = match.group(1)
-    valid = sweepable_params(config)
-    if name not in valid:
-        get_param(config, name)  # names the fusion the parameter belongs to, or lists the valid ones
-        raise ValueError(f"{name!r} cannot be tuned (not a number); tunable: {', '.join(valid)}")
+    name = numeric_param(match.group(1), config, "tuned")
     try:
         lo, hi = float(match.group(2)), float(match.group(3))
         step = float(match.group(4)) if match.group(4) is not None else None

@@ -23,7 +23,8 @@ from eval.experiment import Experiment, ExperimentOptions, run_experiment
 from eval.report import fmt_p
 from eval.sweep import ParamSpec, Space, SweepResult
 from eval.sweep import sweep as harness_sweep
-from pages._state import METRICS, LiveRun, Workspace, get_dataset, get_judged, get_pool, metric_label
+from eval.live import LiveRun
+from pages._state import METRICS, Workspace, get_dataset, get_judged, get_pool, metric_label
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig, get_param
 

@@ -13,20 +13,21 @@ import gc
 import os
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import streamlit as st
 
-from eval.fast import DEFAULT_METRICS, Judged, judge, per_query
+from eval.configs import resolve_config
+from eval.fast import DEFAULT_METRICS, Judged, judge
+from eval.live import LiveRun, evaluate_config
 from eval.pool import load_pool, pool_path
-from eval.store import ExperimentStore, JudgmentStore, ProfileStore, check_name
+from eval.store import ExperimentStore, JudgmentStore
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
 from retrieval.dataset import Dataset, DatasetError, Query, load_dataset, qrels_path
 from retrieval.index import IndexHandle, open_index, rwb_home
-from retrieval.pipeline import PIPELINES, PipelineConfig, from_toml, run_pipeline, to_toml
-from retrieval.profiles import PRESETS
+from retrieval.pipeline import PipelineConfig, from_toml
 
 import numpy as np
 
@@ -217,34 +218,6 @@ def doc_quality(path: str, stamp: tuple) -> tuple[np.ndarray, np.ndarray]:
             np.array([d.vitality for d in docs], dtype=np.float64))
 
 
-@dataclass(frozen=True, eq=False)
-class LiveRun:
-    """One pipeline re-scored over the whole query set with ``eval.fast`` (Tune's hot path)."""
-
-    config: PipelineConfig
-    run: object                     # retrieval.pipeline.PipelineRun
-    judged: Judged
-    values: dict[str, np.ndarray]   # metric → per-query value (NaN where the query has no judgments)
-    means: dict[str, float]         # over the counted queries (judged; missing ones count 0)
-    seconds: float                  # re-score + rank + metrics
-
-    def counted(self, metric: str) -> np.ndarray:
-        """Per-query values over the counted queries (judged ones, missing ones as 0), as eval.sweep."""
-        values = self.values[metric][self.judged.judged]
-        return np.concatenate([values, np.zeros(self.judged.n_missing)]) if self.judged.n_missing else values
-
-
-def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,
-                    metrics: tuple[str, ...] = METRICS) -> LiveRun:
-    """Re-score, rank and evaluate a whole query set (timed with ``perf_counter``)."""
-    start = time.perf_counter()
-    run = run_pipeline(c, config)
-    values = per_query(c, judged, run.ranking, tuple(metrics))
-    n = judged.n_judged
-    means = {name: (float(np.nansum(v)) / n if n else 0.0) for name, v in values.items()}
-    return LiveRun(config, run, judged, values, means, time.perf_counter() - start)
-
-
 @st.cache_resource(max_entries=128, show_spinner=False)
 def cached_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
                       config: PipelineConfig) -> LiveRun:
@@ -305,6 +278,12 @@ class Workspace:
 
     def qrels(self) -> dict:
         return self.judgments.qrels()
+
+    def log_experiment(self, config: PipelineConfig, means: dict[str, float], source: str,
+                       baseline_means: dict[str, float] | None = None) -> dict:
+        """Store ``config``'s means on this dataset (and the baseline's) in the experiment log."""
+        return ExperimentStore().log(config, means, source, self.dataset, self.path, self.embedder,
+                                     self.judged()[1].n_judged, self.baseline, baseline_means)
 
     def evaluation(self, config: PipelineConfig) -> LiveRun:
         """Cached: for baselines and lists of pipelines (Tune times its own, uncached)."""
@@ -378,66 +357,12 @@ def home_dir() -> Path:
 
 # ---- configs: pipelines, profiles, saved -----------------------------------------------------
 
-def profile_pipeline(name: str) -> PipelineConfig:
-    """One of seed 001's presets as a pipeline: adaptive fusion with that fixed profile."""
-    from retrieval.fusion import get_fusion
-
-    profile = next(p for p in PRESETS if p.name == name)
-    return PipelineConfig(f"profile-{name}", "adaptive", f"Adaptive fusion with the {name} profile.",
-                          params=get_fusion("adaptive").params(profile=profile))
-
-
-def config_labels() -> list[str]:
-    """Choices for any "pipeline or profile" picker: built-ins, presets, saved profiles."""
-    return [*PIPELINES, *(f"profile:{p.name}" for p in PRESETS), *(f"saved:{n}" for n in ProfileStore().names())]
-
-
-def resolve_config(label: str) -> PipelineConfig:
-    if label.startswith("profile:"):
-        return profile_pipeline(label.split(":", 1)[1])
-    if label.startswith("saved:"):
-        return ProfileStore().load(label.split(":", 1)[1])
-    if label in PIPELINES:
-        return PIPELINES[label]
-    raise ValueError(f"unknown pipeline or profile {label!r}")
-
-
 def format_label(label: str) -> str:
     if label.startswith("profile:"):
         return f"◆ profile · {label[8:]}"
     if label.startswith("saved:"):
         return f"★ saved · {label[6:]}"
     return f"▸ {label}"
-
-
-ORIGIN_PREFIX = "from: "
-
-
-def origin_of(config: PipelineConfig) -> str | None:
-    """The pipeline or preset label a saved profile was derived from (kept in its description)."""
-    for line in config.description.splitlines():
-        if line.startswith(ORIGIN_PREFIX):
-            return line[len(ORIGIN_PREFIX):].strip()
-    return None
-
-
-def default_for(config: PipelineConfig) -> PipelineConfig:
-    """What a config is compared with: the preset it was saved from, the same-named built-in,
-    else a fresh config of its fusion."""
-    origin = origin_of(config)
-    if origin:
-        try:
-            return resolve_config(origin)
-        except ValueError:
-            pass
-    if config.name in PIPELINES:
-        return PIPELINES[config.name]
-    if config.name.startswith("profile-") and any(p.name == config.name[8:] for p in PRESETS):
-        return profile_pipeline(config.name[8:])
-    base = config.name.rsplit("-custom", 1)[0]
-    if base in PIPELINES:
-        return PIPELINES[base]
-    return PipelineConfig(config.name, config.fusion)
 
 
 def parse_toml(text: str) -> PipelineConfig:
@@ -468,58 +393,3 @@ def is_tuned(config: PipelineConfig) -> bool:
 
 
 # ---- stores: profiles and experiments -------------------------------------------------------
-
-def profile_exists(name: str) -> bool:
-    return name in ProfileStore().names()
-
-
-def save_profile(name: str, config: PipelineConfig, origin: str | None = None) -> Path:
-    """Save under ``name`` (the config is renamed to it; ``origin`` — the pipeline or preset
-    label it came from — is kept in its description for the diff on the Profiles page)."""
-    check_name(name)
-    description = "\n".join(line for line in config.description.splitlines() if not line.startswith(ORIGIN_PREFIX))
-    if origin and not origin.startswith("saved:"):
-        description = f"{description}\n{ORIGIN_PREFIX}{origin}".strip()
-    elif origin and origin.startswith("saved:"):
-        inherited = origin_of(config)
-        if inherited:
-            description = f"{description}\n{ORIGIN_PREFIX}{inherited}".strip()
-    return ProfileStore().save(name, replace(config, name=name, description=description))
-
-
-def delete_profile(name: str) -> None:
-    path = ProfileStore().root / f"{check_name(name)}.toml"
-    if not path.is_file():
-        raise ValueError(f"no saved profile named {name!r}")
-    path.unlink()
-
-
-def rename_profile(old: str, new: str) -> Path:
-    if profile_exists(new):
-        raise ValueError(f"a profile named {new!r} exists already")
-    config = ProfileStore().load(old)
-    path = ProfileStore().save(new, replace(config, name=check_name(new)))
-    delete_profile(old)
-    return path
-
-
-def log_experiment(ws: Workspace, config: PipelineConfig, means: dict[str, float], source: str,
-                   baseline: PipelineConfig | None = None, baseline_means: dict[str, float] | None = None) -> dict:
-    record = {
-        "name": config.name, "source": source, "dataset": ws.dataset.name, "dataset_path": ws.path,
-        "fingerprint": ws.fingerprint(), "embedder": ws.embedder, "config": to_toml(config),
-        "metrics": {k: round(float(v), 6) for k, v in means.items()},
-        "queries": int(ws.judged()[1].n_judged),
-    }
-    if baseline is not None and baseline_means is not None:
-        record["baseline"] = baseline.name
-        record["baseline_metrics"] = {k: round(float(v), 6) for k, v in baseline_means.items()}
-    return ExperimentStore().add(record)
-
-
-def experiments() -> list[dict]:
-    return ExperimentStore().list()
-
-
-def experiment_record(index: int) -> dict:
-    return ExperimentStore().list()[index]

@@ -9,6 +9,7 @@ from eval.compare import CORRECTION_NAMES, CORRECTIONS
 from eval.evaluate import DEFAULT_CUTOFFS, GAINS
 from eval.experiment import ExperimentOptions
 from eval.report import SHORT_NOTE, legend, method_lines, short_notes
+from eval import configs as cfg
 from pages import _charts as ch
 from pages import _harness as hx
 from pages import _state as sh
@@ -23,7 +24,7 @@ c = sh.require_pool(ws)
 st.html(tb.CSS)
 st.title("Evaluate")
 
-options = sh.config_labels()
+options = cfg.config_labels()
 if sh.TUNE_CONFIG in st.session_state:
     options.insert(0, TUNE_LABEL)
 st.session_state.setdefault("eval_pipelines", [x for x in ("rrf", "weighted", "seed-adaptive", "seed-salience")
@@ -36,7 +37,7 @@ st.session_state.setdefault("eval_last_selection", None)
 
 
 def resolve(label: str):
-    return st.session_state[sh.TUNE_CONFIG] if label == TUNE_LABEL else sh.resolve_config(label)
+    return st.session_state[sh.TUNE_CONFIG] if label == TUNE_LABEL else cfg.resolve_config(label)
 
 
 def fmt(label: str) -> str:
@@ -100,8 +101,7 @@ with stats_col:
 if st.button("Log these as experiments", icon=":material/science:", disabled=not picked):
     for label, config in configs.items():
         if label in evaluation.results:
-            sh.log_experiment(ws, config, evaluation.results[label], "evaluate", ws.baseline,
-                              evaluation.results[base_label])
+            ws.log_experiment(config, evaluation.results[label], "evaluate", evaluation.results[base_label])
     st.toast(f"Logged {len(configs)} experiment(s); see Reports.")
 
 chart_col, scatter_col = st.columns(2, gap="large")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from eval import configs as cfg
 from pages import _state as sh
 from pages import _tables as tb
 from pages._markup import code, md
@@ -44,19 +45,19 @@ with overview:
         ("timeline" if p.timeline_path else "") or "—", "description": p.description,
     } for p in PIPELINES.values()]), hide_index=True, key="profiles_pipelines",
         column_config={"description": st.column_config.TextColumn(width="large")})
-    saved = [label[6:] for label in sh.config_labels() if label.startswith("saved:")]
+    saved = [label[6:] for label in cfg.config_labels() if label.startswith("saved:")]
     st.caption(f"{len(saved)} saved profile(s) under {code(sh.home_dir() / 'profiles')}"
                + (": " + ", ".join(md(n) for n in saved) if saved else "."))
 
 
 def on_save(label: str, overwrite: bool = False) -> None:
     name = st.session_state.get("profiles_name", "").strip()
-    if sh.profile_exists(name) and not overwrite:
+    if cfg.profile_exists(name) and not overwrite:
         st.session_state["profiles_overwrite"] = name      # ask first
         return
     try:
         config = sh.parse_toml(st.session_state[f"profiles_toml_{label}"])
-        sh.save_profile(name, config, label)
+        cfg.save_profile(name, config, label)
     except ValueError as error:
         st.session_state["profiles_flash"] = f":red[{md(error)}]"
         return
@@ -77,13 +78,13 @@ def on_open_in_tune(label: str) -> None:
 
 
 def on_revert(label: str) -> None:
-    st.session_state[f"profiles_toml_{label}"] = to_toml(sh.resolve_config(label))
+    st.session_state[f"profiles_toml_{label}"] = to_toml(cfg.resolve_config(label))
 
 
 def on_delete(label: str) -> None:
     name = label.split(":", 1)[1]
     try:
-        sh.delete_profile(name)
+        cfg.delete_profile(name)
     except ValueError as error:
         st.session_state["profiles_flash"] = f":red[{md(error)}]"
         return
@@ -95,7 +96,7 @@ def on_delete(label: str) -> None:
 def on_rename(label: str) -> None:
     old, new = label.split(":", 1)[1], st.session_state.get("profiles_rename_to", "").strip()
     try:
-        sh.rename_profile(old, new)
+        cfg.rename_profile(old, new)
     except ValueError as error:
         st.session_state["profiles_flash"] = f":red[{md(error)}]"
         return
@@ -105,13 +106,13 @@ def on_rename(label: str) -> None:
 
 
 with editor:
-    labels = sh.config_labels()
+    labels = cfg.config_labels()
     if st.session_state["profiles_pick"] not in labels:
         st.session_state["profiles_pick"] = labels[0]
     top = st.columns([2, 1.2], vertical_alignment="bottom")
     label = top[0].selectbox("Profile or pipeline", labels, key="profiles_pick", format_func=sh.format_label)
     upload = top[1].file_uploader("Load a TOML file", type=["toml"], key="profiles_upload")
-    original = sh.resolve_config(label)
+    original = cfg.resolve_config(label)
     key = f"profiles_toml_{label}"
     if upload is not None and st.session_state.get("profiles_upload_seen") != upload.file_id:
         st.session_state["profiles_upload_seen"] = upload.file_id
@@ -132,8 +133,8 @@ with editor:
             with st.expander(f"Parameters this profile uses ({edited.fusion})", expanded=False):
                 st.dataframe(tb.params_frame(edited), hide_index=True, key="profiles_params")
     with right:
-        default = sh.default_for(edited or original)
-        origin = sh.origin_of(edited or original)
+        default = cfg.default_for(edited or original)
+        origin = cfg.origin_of(edited or original)
         st.markdown(f"**Diff against {'its origin' if origin else 'defaults'}** · {code(default.name)}")
         if edited is not None:
             diff = tb.diff_configs(default, edited)

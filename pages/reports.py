@@ -10,6 +10,8 @@ import streamlit as st
 import numpy as np
 import pandas as pd
 
+from eval import configs as cfg
+from eval.store import ExperimentStore
 from pages import _harness as hx
 from pages import _state as sh
 from pages import _tables as tb
@@ -30,14 +32,14 @@ st.session_state.setdefault("reports_flash", "")
 def snapshot_choices(records: list[dict]) -> dict[str, str]:
     """label → display: every logged experiment, then pipelines, presets and saved profiles."""
     out = {f"exp:{i}": f"experiment #{i} · {r.get('name', '')} · {r.get('time', '')}" for i, r in enumerate(records)}
-    out.update({label: sh.format_label(label) for label in sh.config_labels()})
+    out.update({label: sh.format_label(label) for label in cfg.config_labels()})
     return out
 
 
 def snapshot_config(label: str, records: list[dict]):
     if label.startswith("exp:"):
         return sh.parse_toml(records[int(label[4:])]["config"])
-    return sh.resolve_config(label)
+    return cfg.resolve_config(label)
 
 
 def compare_snapshots() -> None:
@@ -48,7 +50,7 @@ def compare_snapshots() -> None:
         st.info("Comparing needs a query set.")
         return
     c = sh.require_pool(ws)
-    records = sh.experiments()
+    records = ExperimentStore().list()
     choices = snapshot_choices(records)
     keys = list(choices)
     st.session_state.setdefault("reports_snap_a", "rrf" if "rrf" in keys else keys[0])
@@ -110,7 +112,7 @@ with st.container(border=True):
     st.markdown("**Offline report** · the harness's `report.html` (self-contained), `report.md` and `report.json`: "
                 "method, every metric at the Evaluate page's cutoffs with significance, confidence intervals, raw "
                 "and corrected p, per intent, per query, token budget, intent router, fingerprint")
-    options = sh.config_labels()
+    options = cfg.config_labels()
     st.session_state["reports_pipelines"] = [x for x in st.session_state["reports_pipelines"] if x in options]
     row = st.columns([3, 1.1, 1], vertical_alignment="bottom")
     picked = row[0].multiselect("Pipelines in the report", options, key="reports_pipelines",
@@ -128,7 +130,7 @@ with st.container(border=True):
                     cutoffs=tuple(st.session_state.get("eval_cutoffs") or ()) or hx.ExperimentOptions().cutoffs,
                     gain=st.session_state.get("eval_gain") or "linear",
                     correction=st.session_state.get("eval_correction") or "holm")
-                paths = hx.build_report(ws, {label: sh.resolve_config(label) for label in picked},
+                paths = hx.build_report(ws, {label: cfg.resolve_config(label) for label in picked},
                                         last_sweep if with_sweep else None, options)
             st.session_state["reports_file"] = {kind: str(path) for kind, path in paths.items()}
         except ValueError as error:
@@ -149,7 +151,7 @@ with st.container(border=True):
 
 compare_snapshots()
 st.subheader("Past experiments")
-records = sh.experiments()
+records = ExperimentStore().list()
 experiments = tb.experiments_frame(records)
 if experiments.empty:
     st.info("No experiments yet: use **Log experiment** on Tune, Evaluate or Sweep.", icon=":material/science:")
@@ -169,7 +171,7 @@ if not rows:
     st.stop()
 
 index = int(shown.iloc[rows[0]]["#"])
-record = sh.experiment_record(index)
+record = ExperimentStore().list()[index]
 left, right = st.columns([1.2, 1], gap="large")
 with left:
     st.markdown(f"**{md(record.get('name'))}** · {md(record.get('time'))} · from {md(record.get('source'))}")
@@ -187,7 +189,7 @@ with right:
         except ValueError as error:
             st.session_state["reports_flash"] = f":red[{md(error)}]"
             return
-        sh.set_tune_config(config, config.name if config.name in sh.config_labels() else None)
+        sh.set_tune_config(config, config.name if config.name in cfg.config_labels() else None)
         st.session_state["reports_flash"] = "Opened in Tune."
 
     b = st.columns(3)

@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from eval import tune as tune_mod
+from eval import configs as cfg
 from pages import _charts as ch
 from pages import _harness as hx
 from pages import _knobs as kn
@@ -22,7 +23,7 @@ st.title("Sweep")
 st.caption(f"**{md(ws.dataset.name)}** · search two knobs of a pipeline over the query set; k-fold cross-validation "
            "shows how much of the gain survives on held-out queries.")
 
-options = sh.config_labels()
+options = cfg.config_labels()
 if sh.TUNE_CONFIG in st.session_state:
     options.insert(0, TUNE_LABEL)
 st.session_state.setdefault("sweep_base", TUNE_LABEL if TUNE_LABEL in options else "rrf")
@@ -36,7 +37,7 @@ st.session_state.setdefault("sweep_rrfk", None)
 
 
 def resolve(label: str):
-    return st.session_state[sh.TUNE_CONFIG] if label == TUNE_LABEL else sh.resolve_config(label)
+    return st.session_state[sh.TUNE_CONFIG] if label == TUNE_LABEL else cfg.resolve_config(label)
 
 
 def fmt(label: str) -> str:
@@ -220,7 +221,7 @@ def on_apply() -> None:
 def on_save() -> None:
     name = st.session_state.get("sweep_profile_name", "").strip()
     try:
-        sh.save_profile(name, result.best_config, st.session_state["sweep_base"]
+        cfg.save_profile(name, result.best_config, st.session_state["sweep_base"]
                         if st.session_state["sweep_base"] != TUNE_LABEL else st.session_state.get(sh.TUNE_SOURCE))
         st.session_state["sweep_flash"] = f"Saved profile **{name}**."
     except ValueError as error:
@@ -233,7 +234,7 @@ with actions[1].popover("Save as profile", icon=":material/save:", use_container
     st.text_input("Profile name", key="sweep_profile_name", placeholder="e.g. rrf-swept")
     st.button("Save", on_click=on_save, type="primary", key="sweep_save")
 if actions[2].button("Log experiment", icon=":material/science:", use_container_width=True):
-    sh.log_experiment(ws, best_cfg, best_ev.means, "sweep", ws.baseline, base_ev.means)
+    ws.log_experiment(best_cfg, best_ev.means, "sweep", base_ev.means)
     st.toast("Logged the winner; see Reports.")
 if st.session_state.get("sweep_flash"):
     st.toast(st.session_state.pop("sweep_flash"))

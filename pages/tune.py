@@ -10,6 +10,8 @@ import time
 
 import streamlit as st
 
+from eval import configs as cfg
+from eval.live import evaluate_config
 from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as s
@@ -36,13 +38,13 @@ ERROR_KEY = "tune_error"
 
 def on_source() -> None:
     label = st.session_state["tune_source_pick"]
-    s.set_tune_config(s.resolve_config(label), label)
+    s.set_tune_config(cfg.resolve_config(label), label)
     st.session_state[ERROR_KEY] = None
 
 
 def on_reset() -> None:
     label = st.session_state[s.TUNE_SOURCE]
-    s.set_tune_config(s.resolve_config(label), label)
+    s.set_tune_config(cfg.resolve_config(label), label)
     st.session_state[ERROR_KEY] = None
     st.session_state["tune_flash"] = f"Knobs reset to {s.format_label(label)}."
 
@@ -50,17 +52,17 @@ def on_reset() -> None:
 def on_save_profile(overwrite: bool = False) -> None:
     st.session_state[ERROR_KEY] = None
     name = st.session_state.get("tune_profile_name", "").strip()
-    if s.profile_exists(name) and not overwrite:
+    if cfg.profile_exists(name) and not overwrite:
         st.session_state["tune_overwrite"] = name       # ask first (a button appears)
         return
     try:
-        s.save_profile(name, st.session_state[s.TUNE_CONFIG], st.session_state[s.TUNE_SOURCE])
+        cfg.save_profile(name, st.session_state[s.TUNE_CONFIG], st.session_state[s.TUNE_SOURCE])
     except ValueError as error:
         st.session_state["tune_flash"] = f":red[{md(error)}]"
         return
     st.session_state["tune_overwrite"] = ""
     label = f"saved:{name}"
-    s.set_tune_config(s.resolve_config(label), label)
+    s.set_tune_config(cfg.resolve_config(label), label)
     st.session_state["tune_flash"] = f"Saved profile **{md(name)}**."
 
 
@@ -98,7 +100,7 @@ def grade_row(prefix: str, qid: str, result, grade, width) -> None:
 
 def header() -> None:
     """Starting point, reset, and (with an intent router) the profile being edited."""
-    labels = s.config_labels()
+    labels = cfg.config_labels()
     st.session_state["tune_source_pick"] = st.session_state[s.TUNE_SOURCE]
     if st.session_state["tune_source_pick"] not in labels:
         labels.append(st.session_state["tune_source_pick"])
@@ -207,7 +209,7 @@ def live() -> None:
     base_ev = s.live_evaluation(ws.path, ws.stamp, ws.embedder, rev, ws.baseline) if c is not None else None
     qrels, judged = s.get_judged(ws.path, ws.stamp, ws.embedder, rev) if c is not None else ({}, None)
     pool = s.pool_for(ws.path, ws.stamp, ws.embedder, config) if c is not None else None   # learned routes if used
-    ev = s.evaluate_config(pool, judged, config) if c is not None else None
+    ev = evaluate_config(pool, judged, config) if c is not None else None
     run_name = f"{config.name}{' (tuned)' if s.is_tuned(config) else ''}"
 
     with right:
@@ -294,7 +296,7 @@ def live() -> None:
                                               on_click=on_grade_all, args=(c.query_ids[qi], [r.id for r in unjudged]))
 
         if log_clicked and ev is not None:
-            entry = s.log_experiment(ws, config, ev.means, "tune", ws.baseline, base_ev.means)
+            entry = ws.log_experiment(config, ev.means, "tune", base_ev.means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
         if st.session_state["tune_flash"]:
             st.toast(st.session_state["tune_flash"])

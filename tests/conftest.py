@@ -129,3 +129,14 @@ def tiny_copy(tmp_path) -> Path:
     target = tmp_path / "tiny"
     shutil.copytree(TINY, target)
     return target
+
+
+def two_path_table():
+    """One query, the score-fusion tests' table: dense returns A 0.75, B 0.5, C 0.25; BM25 returns
+    B 10, D 6, A 2 (C only dense, D only BM25)."""
+    return make_candidates([[
+        {"id": "A", "dense_rank": 0, "dense_sim": 0.75, "bm25_rank": 2, "bm25_score": 2.0},
+        {"id": "B", "dense_rank": 1, "dense_sim": 0.5, "bm25_rank": 0, "bm25_score": 10.0},
+        {"id": "C", "dense_rank": 2, "dense_sim": 0.25},
+        {"id": "D", "dense_sim": 0.125, "bm25_rank": 1, "bm25_score": 6.0},
+    ]])

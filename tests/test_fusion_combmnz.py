@@ -6,21 +6,11 @@ import pytest
 
 from retrieval.fusion.combmnz import CombMnzParams, combmnz
 from retrieval.pipeline import PIPELINES, run_pipeline
-from tests.conftest import everything_visible, make_candidates, ranked_ids, score_of
-
-
-def table():
-    """Dense returns A 0.75, B 0.5, C 0.25; BM25 returns B 10, D 6, A 2."""
-    return make_candidates([[
-        {"id": "A", "dense_rank": 0, "dense_sim": 0.75, "bm25_rank": 2, "bm25_score": 2.0},
-        {"id": "B", "dense_rank": 1, "dense_sim": 0.5, "bm25_rank": 0, "bm25_score": 10.0},
-        {"id": "C", "dense_rank": 2, "dense_sim": 0.25},
-        {"id": "D", "dense_sim": 0.125, "bm25_rank": 1, "bm25_score": 6.0},
-    ]])
+from tests.conftest import everything_visible, ranked_ids, score_of, two_path_table
 
 
 def test_combmnz_of_minmax_scores_with_the_overlap_multiplier():
-    c = table()
+    c = two_path_table()
     scored = combmnz(c, everything_visible(c), 20, CombMnzParams())
     assert [score_of(c, scored.score, d) for d in "ABCD"] == pytest.approx(
         [(1 + 0) * 2, ((0.5 - 0.25) / 0.5 + 1) * 2, (0 + 0) * 1, (0 + (6 - 2) / 8) * 1])
@@ -31,14 +21,14 @@ def test_combmnz_of_minmax_scores_with_the_overlap_multiplier():
 
 
 def test_combmnz_of_rank_scores():
-    c = table()
+    c = two_path_table()
     score = combmnz(c, everything_visible(c), 20, CombMnzParams(norm="rank")).score
     assert [score_of(c, score, d) for d in "ABCD"] == pytest.approx(
         [(1 / 1 + 1 / 3) * 2, (1 / 2 + 1 / 1) * 2, (1 / 3) * 1, (1 / 2) * 1])
 
 
 def test_the_combmnz_pipeline():
-    c = table()
+    c = two_path_table()
     assert ranked_ids(c, run_pipeline(c, PIPELINES["combmnz"]).ranking) == ["B", "A", "D", "C"]  # 3, 2, 0.5, 0
 
 

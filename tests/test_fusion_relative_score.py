@@ -7,21 +7,11 @@ import pytest
 from retrieval.fusion.relative_score import RelativeScoreParams, relative_score
 from retrieval.fusion.wsum import WsumParams, wsum
 from retrieval.pipeline import PIPELINES, run_pipeline
-from tests.conftest import everything_visible, make_candidates, ranked_ids, score_of
-
-
-def table():
-    """Dense returns A 0.75, B 0.5, C 0.25; BM25 returns B 10, D 6, A 2."""
-    return make_candidates([[
-        {"id": "A", "dense_rank": 0, "dense_sim": 0.75, "bm25_rank": 2, "bm25_score": 2.0},
-        {"id": "B", "dense_rank": 1, "dense_sim": 0.5, "bm25_rank": 0, "bm25_score": 10.0},
-        {"id": "C", "dense_rank": 2, "dense_sim": 0.25},
-        {"id": "D", "dense_sim": 0.125, "bm25_rank": 1, "bm25_score": 6.0},
-    ]])
+from tests.conftest import everything_visible, make_candidates, ranked_ids, score_of, two_path_table
 
 
 def test_weaviate_default_alpha_0_75():
-    c = table()
+    c = two_path_table()
     score = relative_score(c, everything_visible(c), 20, RelativeScoreParams()).score
     assert [score_of(c, score, d) for d in "ABCD"] == pytest.approx(
         [0.75 * 1 + 0.25 * 0, 0.75 * (0.5 - 0.25) / 0.5 + 0.25 * 1, 0.75 * 0 + 0.25 * 0, 0.75 * 0 + 0.25 * 4 / 8])
@@ -30,7 +20,7 @@ def test_weaviate_default_alpha_0_75():
 
 
 def test_alpha_1_is_the_vector_path_and_0_the_keyword_path():
-    c = table()
+    c = two_path_table()
     vector = relative_score(c, everything_visible(c), 20, RelativeScoreParams(alpha=1.0)).score
     keyword = relative_score(c, everything_visible(c), 20, RelativeScoreParams(alpha=0.0)).score
     assert [score_of(c, vector, d) for d in "ABCD"] == pytest.approx([1, 0.5, 0, 0])
@@ -51,7 +41,7 @@ def test_a_single_or_tied_path_gives_its_hits_the_full_weight():
 
 @pytest.mark.parametrize("alpha", [0.0, 0.3, 0.75, 1.0])
 def test_relative_score_is_wsum_of_minmax_with_alpha_and_one_minus_alpha(alpha):
-    c = table()
+    c = two_path_table()
     visible = everything_visible(c)
     assert relative_score(c, visible, 20, RelativeScoreParams(alpha=alpha)).score.tolist() == pytest.approx(
         wsum(c, visible, 20, WsumParams(w_dense=alpha, w_sparse=1 - alpha, norm="minmax")).score.tolist())

@@ -9,23 +9,13 @@ import pytest
 
 from retrieval.fusion.wsum import WsumParams, wsum
 from retrieval.pipeline import PIPELINES, run_pipeline
-from tests.conftest import everything_visible, make_candidates, ranked_ids, score_of
+from tests.conftest import everything_visible, ranked_ids, score_of, two_path_table
 
 R = math.sqrt(3 / 2)  # |z| of the outer two of three evenly spaced scores
 
 
-def table():
-    """Dense returns A 0.75, B 0.5, C 0.25; BM25 returns B 10, D 6, A 2."""
-    return make_candidates([[
-        {"id": "A", "dense_rank": 0, "dense_sim": 0.75, "bm25_rank": 2, "bm25_score": 2.0},
-        {"id": "B", "dense_rank": 1, "dense_sim": 0.5, "bm25_rank": 0, "bm25_score": 10.0},
-        {"id": "C", "dense_rank": 2, "dense_sim": 0.25},
-        {"id": "D", "dense_sim": 0.125, "bm25_rank": 1, "bm25_score": 6.0},
-    ]])
-
-
 def test_default_is_half_minmax_cosine_plus_half_minmax_bm25():
-    c = table()
+    c = two_path_table()
     scored = wsum(c, everything_visible(c), 20, WsumParams())
     expected = {"A": 0.5 * 1 + 0.5 * 0, "B": 0.5 * (0.5 - 0.25) / 0.5 + 0.5 * 1,
                 "C": 0.5 * 0 + 0.5 * 0, "D": 0.5 * 0 + 0.5 * (6 - 2) / (10 - 2)}
@@ -37,7 +27,7 @@ def test_default_is_half_minmax_cosine_plus_half_minmax_bm25():
 
 
 def test_weights_with_zscores_and_a_miss_at_the_lowest_z():
-    c = table()
+    c = two_path_table()
     scored = wsum(c, everything_visible(c), 20, WsumParams(w_dense=0.7, w_sparse=0.3, norm="zscore"))
     assert score_of(c, scored.score, "A") == pytest.approx(0.7 * R + 0.3 * -R)
     assert score_of(c, scored.score, "B") == pytest.approx(0.7 * 0 + 0.3 * R)
@@ -46,7 +36,7 @@ def test_weights_with_zscores_and_a_miss_at_the_lowest_z():
 
 
 def test_weights_with_dbsf_and_rank_norms():
-    c = table()
+    c = two_path_table()
     dbsf = wsum(c, everything_visible(c), 20, WsumParams(w_dense=0.7, w_sparse=0.3, norm="dbsf")).score
     # sample σ 0.25 and 4: (s − (μ − 3σ)) / 6σ
     assert score_of(c, dbsf, "A") == pytest.approx(0.7 * (0.75 + 0.25) / 1.5 + 0.3 * (2 + 6) / 24)
@@ -57,7 +47,7 @@ def test_weights_with_dbsf_and_rank_norms():
 
 
 def test_the_wsum_pipeline_ranks_by_the_weighted_sum():
-    c = table()
+    c = two_path_table()
     run = run_pipeline(c, PIPELINES["wsum"])
     assert ranked_ids(c, run.ranking) == ["B", "A", "D", "C"]  # 0.75, 0.5, 0.25, 0
 

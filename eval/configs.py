@@ -1,0 +1,107 @@
+"""Where a configuration comes from: named pipelines, seed 001's presets and saved profiles.
+
+A *label* names one: ``rrf`` (a pipeline of ``retrieval.pipeline.PIPELINES``),
+``profile:debug`` (a seed 001 preset as an adaptive pipeline with that fixed profile) or
+``saved:<name>`` (a profile in ``$RWB_HOME/profiles``, ``eval.store.ProfileStore``). The
+workbench's pickers resolve labels here (the command line takes pipeline names and TOML files).
+A saved profile remembers the label it was derived from (``from: <label>`` in its
+description), so it can be compared with that origin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from eval.store import ProfileStore, check_name
+from retrieval.fusion import get_fusion
+from retrieval.pipeline import PIPELINES, PipelineConfig
+from retrieval.profiles import PRESETS
+
+ORIGIN_PREFIX = "from: "
+
+
+def profile_pipeline(name: str) -> PipelineConfig:
+    """One of seed 001's presets as a pipeline: adaptive fusion with that fixed profile."""
+    profile = next((p for p in PRESETS if p.name == name), None)
+    if profile is None:
+        raise ValueError(f"unknown profile {name!r}; choose from {[p.name for p in PRESETS]}")
+    return PipelineConfig(f"profile-{name}", "adaptive", f"Adaptive fusion with the {name} profile.",
+                          params=get_fusion("adaptive").params(profile=profile))
+
+
+def config_labels() -> list[str]:
+    """Every label a "pipeline or profile" picker offers: pipelines, presets, saved profiles."""
+    return [*PIPELINES, *(f"profile:{p.name}" for p in PRESETS), *(f"saved:{n}" for n in ProfileStore().names())]
+
+
+def resolve_config(label: str) -> PipelineConfig:
+    """The configuration a label names; ``ValueError`` for an unknown one."""
+    if label.startswith("profile:"):
+        return profile_pipeline(label.split(":", 1)[1])
+    if label.startswith("saved:"):
+        return ProfileStore().load(label.split(":", 1)[1])
+    if label in PIPELINES:
+        return PIPELINES[label]
+    raise ValueError(f"unknown pipeline or profile {label!r}")
+
+
+def origin_of(config: PipelineConfig) -> str | None:
+    """The label a saved profile was derived from (kept in its description)."""
+    for line in config.description.splitlines():
+        if line.startswith(ORIGIN_PREFIX):
+            return line[len(ORIGIN_PREFIX):].strip()
+    return None
+
+
+def default_for(config: PipelineConfig) -> PipelineConfig:
+    """What a config is compared with: the preset it was saved from, the same-named built-in,
+    else a fresh config of its fusion."""
+    origin = origin_of(config)
+    if origin:
+        try:
+            return resolve_config(origin)
+        except ValueError:
+            pass
+    if config.name in PIPELINES:
+        return PIPELINES[config.name]
+    if config.name.startswith("profile-") and any(p.name == config.name[8:] for p in PRESETS):
+        return profile_pipeline(config.name[8:])
+    base = config.name.rsplit("-custom", 1)[0]
+    if base in PIPELINES:
+        return PIPELINES[base]
+    return PipelineConfig(config.name, config.fusion)
+
+
+def profile_exists(name: str) -> bool:
+    return name in ProfileStore().names()
+
+
+def save_profile(name: str, config: PipelineConfig, origin: str | None = None) -> Path:
+    """Save under ``name`` (the config is renamed to it; ``origin`` — the label it came from, or
+    for a saved profile the label that one came from — is kept in its description)."""
+    check_name(name)
+    description = "\n".join(line for line in config.description.splitlines() if not line.startswith(ORIGIN_PREFIX))
+    if origin and not origin.startswith("saved:"):
+        description = f"{description}\n{ORIGIN_PREFIX}{origin}".strip()
+    elif origin and origin.startswith("saved:"):
+        inherited = origin_of(config)
+        if inherited:
+            description = f"{description}\n{ORIGIN_PREFIX}{inherited}".strip()
+    return ProfileStore().save(name, replace(config, name=name, description=description))
+
+
+def delete_profile(name: str) -> None:
+    path = ProfileStore().root / f"{check_name(name)}.toml"
+    if not path.is_file():
+        raise ValueError(f"no saved profile named {name!r}")
+    path.unlink()
+
+
+def rename_profile(old: str, new: str) -> Path:
+    if profile_exists(new):
+        raise ValueError(f"a profile named {new!r} exists already")
+    config = ProfileStore().load(old)
+    path = ProfileStore().save(new, replace(config, name=check_name(new)))
+    delete_profile(old)
+    return path
