@@ -30,7 +30,8 @@ from bench.context import Context
 QUICK = ("indexing", "rescore", "sweep", "hybrid", "quality", "browser")
 FULL = ("indexing", "rescore", "sweep", "quality", "hybrid", "scale", "scaling", "browser")
 SMOKE = ("indexing", "rescore", "sweep", "hybrid", "quality", "scale")
-KEYS = ("rescore_speedup_vs_ranx", "sweep_speedup_vs_ranx", "sweep_configs_per_s", "hybrid_latency_ratio_vs_lancedb",
+KEYS = ("rescore_speedup_vs_ranx", "rescore_speedup_alternating", "sweep_speedup_vs_ranx",
+        "sweep_speedup_alternating", "sweep_configs_per_s", "hybrid_latency_ratio_vs_lancedb",
         "indexing_throughput_vs_encode", "indexing_cpu_ratio_vs_encode", "reindex_speedup_vs_first_build",
         "knob_to_page_p50_ms", "knob_ratio_vs_reference")
 

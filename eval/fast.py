@@ -3,7 +3,9 @@
 Used on every slider move and in sweeps: the grade of every candidate row and the
 ideal DCG of every query are computed once (``judge``, ``ideal_dcg``); scoring a ranking is
 then one compiled pass over it per cutoff (``eval.kernels``), equal bit for bit to the
-``bincount`` sums it replaced. Definitions follow ranx (``tests/test_fast_eval.py`` checks every
+``bincount`` sums it replaced. ``fused_values`` scores configurations straight from their
+fused scores (``retrieval.pipeline.fuse``) — top-k selection and every cutoff's sums in one
+compiled pass, no ``Ranking`` built — with the same values as ``per_query`` of the ranking. Definitions follow ranx (``tests/test_fast_eval.py`` checks every
 metric against ranx on random runs with ties):
 
 - ``ndcg@k``: Σ_{i≤k} rel_i / log2(i+1) over the ideal ordering's same sum (Järvelin; linear gain);
@@ -26,12 +28,14 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
-from eval.kernels import KINDS, cut_stats, finish_all
+from eval.kernels import KINDS, batch_sums, cut_stats, finish_all, finish_many
 from retrieval.candidates import Candidates
-from retrieval.ranking import Ranking
+from retrieval.pipeline import Fused
+from retrieval.ranking import Ranking, table_order, visible_order
 
 METRICS = ("ndcg", "recall", "precision", "mrr", "hit_rate", "map", "ndcg_burges")
 UNCUT = ("map",)  # names also valid without @K: the whole ranking (k = 0 below)
@@ -66,32 +70,67 @@ class Judged:
         return int(self.judged.sum()) + self.n_missing
 
 
+_POSITIONS: "weakref.WeakKeyDictionary[Candidates, tuple[dict[str, int], dict[str, int]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _positions(c: Candidates) -> tuple[dict[str, int], dict[str, int]]:
+    """Index of each document id and of each query id of a table, built once per table."""
+    cached = _POSITIONS.get(c)
+    if cached is None:
+        cached = _POSITIONS[c] = ({doc_id: i for i, doc_id in enumerate(c.doc_ids)},
+                                  {query_id: i for i, query_id in enumerate(c.query_ids)})
+    return cached
+
+
+DENSE_KEYS = 1 << 20
+"""Query × document slots up to which ``judge`` looks grades up in a dense array (8 MB at most)."""
+
+
 def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     # every judgment as one integer key (query index × documents + document index), then one
-    # sorted lookup for all candidate rows
+    # sorted lookup for all candidate rows; one pass over the qrels
     n_docs = len(c.doc_ids)
-    position = {doc_id: i for i, doc_id in enumerate(c.doc_ids)}
-    keys, values = [], []
-    for qi, query_id in enumerate(c.query_ids):
-        for doc_id, value in (qrels.get(query_id) or {}).items():
-            if doc_id in position:
-                keys.append(qi * n_docs + position[doc_id])
+    doc_at, query_at = _positions(c)
+    keys: list[int] = []
+    values: list = []
+    lists: list[list] = [[] for _ in range(c.n_queries)]
+    missing = 0
+    for query_id, judgments in qrels.items():
+        if not judgments:
+            continue
+        qi = query_at.get(query_id)
+        if qi is None:
+            missing += any(g > 0 for g in judgments.values())
+            continue
+        positive = lists[qi]
+        base = qi * n_docs
+        for doc_id, value in judgments.items():
+            if value > 0:
+                positive.append(value)
+            at = doc_at.get(doc_id)
+            if at is not None:
+                keys.append(base + at)
                 values.append(value)
     keys_arr = np.asarray(keys, dtype=np.int64)
-    order = np.argsort(keys_arr)
-    keys_arr, values_arr = keys_arr[order], np.asarray(values, dtype=np.float64)[order]
     row_keys = c.query_idx.astype(np.int64) * n_docs + c.doc_idx
-    at = np.minimum(np.searchsorted(keys_arr, row_keys), max(len(keys_arr) - 1, 0))
-    found = (keys_arr[at] == row_keys) if len(keys_arr) else np.zeros(c.n_rows, dtype=bool)
-    grade = np.where(found, values_arr[at] if len(keys_arr) else 0.0, 0.0)
-    lists = [sorted((g for g in qrels.get(q, {}).values() if g > 0), reverse=True) for q in c.query_ids]
+    if c.n_queries * n_docs <= DENSE_KEYS:  # a small set: one grade per (query, document) slot
+        dense = np.zeros(c.n_queries * n_docs)
+        dense[keys_arr] = values
+        grade = dense[row_keys]
+    else:
+        order = np.argsort(keys_arr)
+        keys_arr, values_arr = keys_arr[order], np.asarray(values, dtype=np.float64)[order]
+        at = np.minimum(np.searchsorted(keys_arr, row_keys), max(len(keys_arr) - 1, 0))
+        found = (keys_arr[at] == row_keys) if len(keys_arr) else np.zeros(c.n_rows, dtype=bool)
+        grade = np.where(found, values_arr[at] if len(keys_arr) else 0.0, 0.0)
     width = max((len(x) for x in lists), default=0) or 1
     ideal = np.zeros((c.n_queries, width))
     for qi, grades in enumerate(lists):
-        ideal[qi, :len(grades)] = grades
+        if grades:
+            grades.sort(reverse=True)
+            ideal[qi, :len(grades)] = grades
     n_relevant = np.array([len(x) for x in lists], dtype=np.int64)
-    present = set(c.query_ids)
-    missing = sum(1 for q, judgments in qrels.items() if q not in present and any(g > 0 for g in judgments.values()))
     return Judged(grade, ideal, n_relevant, n_relevant > 0, missing)
 
 
@@ -176,3 +215,98 @@ def mean_metrics(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAUL
     if judged.n_judged == 0:
         return {name: 0.0 for name in metrics}
     return {name: float(np.nansum(v)) / judged.n_judged for name, v in values.items()}
+
+
+NEVER = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    """What scoring ``metrics`` needs beyond a configuration's scores, made once per judged set."""
+
+    names: tuple[str, ...]
+    cuts: np.ndarray      # distinct cutoffs, ascending (0: the whole ranking)
+    kinds: np.ndarray     # per metric: its code in KINDS
+    ks: np.ndarray        # per metric: its cutoff
+    cut_of: np.ndarray    # per metric: index into cuts
+    burges: np.ndarray    # per metric: exponential gain
+    idcg: np.ndarray      # (metrics, queries)
+
+
+def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
+    def build():
+        parsed = [parse_metric(name) for name in metrics]
+        cuts = np.array(sorted({k for _, k in parsed}), dtype=np.int64)
+        n_q = len(judged.judged)
+        idcg = np.stack([ideal_dcg(judged, metric, k) for metric, k in parsed]) if parsed else np.zeros((0, n_q))
+        return _Plan(tuple(metrics), cuts, np.array([KINDS.index(m) for m, _ in parsed], dtype=np.int64),
+                     np.array([k for _, k in parsed], dtype=np.int64),
+                     np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
+                     np.array([m == "ndcg_burges" for m, _ in parsed], dtype=np.bool_), idcg)
+    return _derived(judged, ("plan", metrics), build)
+
+
+def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS) -> np.ndarray:
+    """``out[m, b, q]``: metric ``metrics[m]`` of fused configuration ``b`` on query ``q`` (NaN
+    where the query does not count) — equal bit for bit to ``per_query`` of ``rank_rows`` over
+    the same scores. One compiled pass (``eval.kernels.batch_sums``) selects every query's top
+    rows once for every cutoff and gain asked; one more turns the sums into the metrics."""
+    plan = _plan(judged, tuple(metrics))
+    c = batch[0].table
+    order, offsets, tokens, width = table_order(c)
+    depth = batch[0].depth
+    if depth is not None and all(fused.depth == depth and fused.table is c for fused in batch):
+        order, offsets = visible_order(c, depth)  # the only rows that can rank
+    n_q, n_rows, size = c.n_queries, c.n_rows, len(batch)
+    # one configuration (a knob move): its scores as they are, no copy
+    scores = (np.ascontiguousarray(batch[0].scored.score, dtype=np.float64).reshape(1, -1) if size == 1
+              else np.empty((size, n_rows)))
+    tops = np.zeros(size, dtype=np.int64)
+    limits = np.empty((size, n_q), dtype=np.int64)
+    use_min = np.zeros(size, dtype=np.bool_)
+    min_scores = np.zeros(size)
+    use_budget = np.zeros(size, dtype=np.bool_)
+    budgets = np.zeros((size, n_q), dtype=np.int64)
+    keep_of = np.full(size, -1, dtype=np.int64)
+    keeps: list[np.ndarray] = []
+    for b, fused in enumerate(batch):
+        if fused.table.n_rows != n_rows:
+            raise ValueError("configurations over different candidate tables cannot be scored in one batch")
+        if size > 1:
+            scores[b] = fused.scored.score
+        cap = fused.max_results
+        if np.ndim(cap):
+            tops[b] = min(int(np.max(cap, initial=1)), width)
+            limits[b] = cap
+        else:
+            tops[b] = min(int(cap), width)
+            limits[b] = tops[b]
+        if fused.min_score is not None:
+            use_min[b], min_scores[b] = True, float(fused.min_score)
+            keep = fused.keep
+            if keep is not None and keep.any():
+                same = next((i for i, kept in enumerate(keeps) if np.array_equal(kept, keep)), None)
+                if same is None:
+                    keeps.append(np.ascontiguousarray(keep, dtype=np.bool_))
+                    same = len(keeps) - 1
+                keep_of[b] = same
+        budget = fused.token_budget
+        if budget is not None:
+            use_budget[b] = True
+            budgets[b] = np.where(np.asarray(budget) < 0, NEVER, budget) if np.ndim(budget) else budget
+    keep_matrix = np.stack(keeps) if keeps else np.zeros((1, 0), dtype=np.bool_)
+    sums = np.zeros((len(plan.cuts), 5, size, n_q))
+    batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keep_matrix, keep_of, tokens,
+               use_budget, budgets, plan.cuts, judged.grade, judged.grade,
+               gains(judged, "ndcg_burges") if plan.burges.any() else judged.grade,
+               discounts(int(tops.max(initial=1))), sums)
+    out = np.empty((len(plan.names), size, n_q))
+    finish_many(plan.kinds, plan.ks, plan.cut_of, plan.burges, sums, plan.idcg, safe_relevant(judged),
+                judged.judged, out)
+    return out
+
+
+def fused_values(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS) -> dict[str, np.ndarray]:
+    """``fused_matrix`` by metric name: each an array of shape (configurations, queries)."""
+    out = fused_matrix(judged, batch, metrics)
+    return {name: out[m] for m, name in enumerate(metrics)}

@@ -7,10 +7,11 @@ first relevant result and the average-precision sum. The sums run in rank order 
 order ``numpy.bincount`` adds its weights in, so every value equals the NumPy evaluator's bit
 for bit (``tests/test_kernels.py``).
 
-``batch_values`` is the sweep's inner loop: for each configuration (a row of a score matrix)
-and each query it selects the top rows with ``retrieval.kernels.select_query`` — the same
-selection, ties and token budget as ``rank_rows`` — and turns them straight into one metric's
-value. ``finish`` is the one place the per-query sums become metric values; both paths use it.
+``batch_sums`` is the inner loop of every knob move and every sweep: for each configuration (a
+row of a score matrix) and each query it selects the top rows once with
+``retrieval.kernels.select_query`` — the same selection, ties and token budget as
+``rank_rows`` — and accumulates the same sums for every cutoff asked, without building a
+ranking. ``finish`` is the one place the per-query sums become metric values; both paths use it.
 """
 
 from __future__ import annotations
@@ -68,14 +69,37 @@ def finish_all(kind, k, hits, dcg, rr, ap, idcg, safe_rel, judged, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def batch_values(scores, order, offsets, tops, limits, use_min, min_scores, keeps, keep_of, tokens, use_budget,
-                 budgets, kind, k, grade, gain, disc, idcg, safe_rel, judged, out):
-    """``out[b, q]``: metric ``kind``@``k`` of query ``q`` ranked by ``scores[b]`` — the top
-    ``min(tops[b], limits[b, q])`` rows as ``rank_rows`` keeps them (``min_scores[b]`` where
-    ``use_min[b]``, unless ``keeps[keep_of[b]]`` marks the row; ``budgets[b, q]`` tokens where
-    ``use_budget[b]``), cut at ``k`` (0: the whole ranking)."""
+def finish_many(kinds, ks, cut_of, burges, sums, idcg, safe_rel, judged, out):
+    """``out[m, b, q]``: metric ``m`` (kind ``kinds[m]`` at ``ks[m]``, from the sums of cutoff
+    ``cut_of[m]``, the exponential-gain DCG where ``burges[m]``) of configuration ``b`` on query
+    ``q``, for the sums ``batch_sums`` wrote."""
+    for m in range(out.shape[0]):
+        c = cut_of[m]
+        d = 4 if burges[m] else 1
+        for b in range(out.shape[1]):
+            for q in range(out.shape[2]):
+                out[m, b, q] = finish(kinds[m], ks[m], sums[c, 0, b, q], sums[c, d, b, q], sums[c, 2, b, q],
+                                      sums[c, 3, b, q], idcg[m, q], safe_rel[q], judged[q])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keeps, keep_of, tokens, use_budget,
+               budgets, cuts, grade, gain, gain_burges, disc, sums):
+    """``sums[c, :, b, q]``: hits, DCG, reciprocal rank, average-precision sum and the DCG of
+    the exponential gain (as ``cut_stats``) of query ``q`` ranked by ``scores[b]``, cut at
+    ``cuts[c]`` (0: the whole ranking) — the top ``min(tops[b], limits[b, q])`` rows as
+    ``rank_rows`` keeps them (``min_scores[b]`` where ``use_min[b]``, unless
+    ``keeps[keep_of[b]]`` marks the row; ``budgets[b, q]`` tokens where ``use_budget[b]``).
+    Each query's top rows are selected once for all cutoffs; ``sums`` starts zeroed."""
     n_b = scores.shape[0]
     n_q = len(offsets) - 1
+    n_c = len(cuts)
+    deepest = 0  # the largest cutoff, 0 when one of them is the whole ranking
+    for c in range(n_c):
+        if cuts[c] == 0:
+            deepest = 0
+            break
+        deepest = max(deepest, cuts[c])
     widest = 0
     for b in range(n_b):
         widest = max(widest, tops[b])
@@ -89,29 +113,31 @@ def batch_values(scores, order, offsets, tops, limits, use_min, min_scores, keep
         keep = keeps[keep_of[b]] if use_keep else no_keep
         for q in range(n_q):
             m = min(tops[b], limits[b, q])
-            if k > 0:
-                m = min(m, k)
-            hits = 0.0
-            dcg = 0.0
-            rr = 0.0
-            ap = 0.0
-            if m > 0:
-                count, n_inf = select_query(score, order, offsets[q], offsets[q + 1], m, use_min[b],
-                                            min_scores[b], keep, use_keep, buf_s, buf_r)
-                slots = min(count, m - n_inf)
-                running = 0
-                for i in range(slots):
-                    row = buf_r[i]
-                    running += tokens[row]
-                    if use_budget[b] and running > budgets[b, q]:
+            if deepest > 0:
+                m = min(m, deepest)
+            if m <= 0:
+                continue
+            count, n_inf = select_query(score, order, offsets[q], offsets[q + 1], m, use_min[b],
+                                        min_scores[b], keep, use_keep, buf_s, buf_r)
+            slots = min(count, m - n_inf)
+            running = 0
+            for i in range(slots):
+                row = buf_r[i]
+                running += tokens[row]
+                if use_budget[b] and running > budgets[b, q]:
+                    continue
+                r = n_inf + i
+                g = gain[row] / disc[r]
+                g2 = gain_burges[row] / disc[r]
+                relevant = grade[row] > 0
+                for c in range(n_c):
+                    if cuts[c] > 0 and r >= cuts[c]:
                         continue
-                    r = n_inf + i
-                    dcg += gain[row] / disc[r]
-                    if grade[row] > 0:
-                        hits += 1.0
+                    sums[c, 1, b, q] += g
+                    sums[c, 4, b, q] += g2
+                    if relevant:
+                        sums[c, 0, b, q] += 1.0
+                        hits = sums[c, 0, b, q]
                         if hits == 1.0:
-                            rr = 1.0 / (r + 1.0)
-                        ap += hits / (r + 1.0)
-            out[b, q] = finish(kind, k, hits, dcg, rr, ap, idcg[q], safe_rel[q], judged[q])
-
-
+                            sums[c, 2, b, q] = 1.0 / (r + 1.0)
+                        sums[c, 3, b, q] += hits / (r + 1.0)

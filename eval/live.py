@@ -1,30 +1,39 @@
-"""One pipeline re-scored over a whole query set with ``eval.fast`` — the Tune page's hot path.
+"""One pipeline re-scored over a whole query set — the Tune page's hot path.
 
-``evaluate_config`` routes, fuses and ranks every query from the candidate table and scores the
-ranking per query; ``LiveRun`` keeps the per-query values so a paired test against another run
-(``eval.compare.compare_pair``) needs no second pass.
+``evaluate_config`` routes and fuses every query from the candidate table and scores all of
+them straight from the fused scores (``eval.fast.fused_values``: top-k selection and the
+metrics in one compiled pass, no ``Ranking``); ``LiveRun`` keeps the per-query values so a
+paired test against another run (``eval.compare.compare_pair``) needs no second pass. The
+ranked run a page renders (``LiveRun.run``: rankings, per-path components, routes) is built
+when it is first asked for, from the same configuration.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from eval.fast import DEFAULT_METRICS, Judged, per_query
+from eval.fast import DEFAULT_METRICS, Judged, fused_matrix
 from retrieval.candidates import Candidates
-from retrieval.pipeline import PipelineConfig, PipelineRun, run_pipeline
+from retrieval.pipeline import PipelineConfig, PipelineRun, fuse, run_pipeline
 
 
 @dataclass(frozen=True, eq=False)
 class LiveRun:
     config: PipelineConfig
-    run: PipelineRun
+    table: Candidates
     judged: Judged
     values: dict[str, np.ndarray]   # metric → per-query value (NaN where the query has no judgments)
     means: dict[str, float]         # over the counted queries (judged; missing ones count 0)
-    seconds: float                  # re-score + rank + metrics
+    seconds: float                  # re-score + top-k + metrics
+
+    @cached_property
+    def run(self) -> PipelineRun:
+        """The ranked run (what a page shows for a query), built on first use."""
+        return run_pipeline(self.table, self.config)
 
     def counted(self, metric: str) -> np.ndarray:
         """Per-query values over the counted queries (judged ones, missing ones as 0), as eval.sweep."""
@@ -34,10 +43,12 @@ class LiveRun:
 
 def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,
                     metrics: tuple[str, ...] = DEFAULT_METRICS) -> LiveRun:
-    """Re-score, rank and evaluate a whole query set (timed with ``perf_counter``)."""
+    """Re-score and evaluate a whole query set (timed with ``perf_counter``)."""
     start = time.perf_counter()
-    run = run_pipeline(c, config)
-    values = per_query(c, judged, run.ranking, tuple(metrics))
+    metrics = tuple(metrics)
+    out = fused_matrix(judged, [fuse(c, config)], metrics)[:, 0]
     n = judged.n_judged
-    means = {name: (float(np.nansum(v)) / n if n else 0.0) for name, v in values.items()}
-    return LiveRun(config, run, judged, values, means, time.perf_counter() - start)
+    totals = np.nansum(out, axis=1).tolist() if n else [0.0] * len(metrics)
+    values = dict(zip(metrics, out))
+    means = {name: (total / n if n else 0.0) for name, total in zip(metrics, totals)}
+    return LiveRun(config, c, judged, values, means, time.perf_counter() - start)

@@ -15,7 +15,7 @@ that many distinct points of the same grid, seeded.
 Every configuration is scored once per query on the stored pool; folds are then only index
 sets. Configurations are evaluated in batches (``config_values``): each is fused as
 ``run_pipeline`` fuses it, then a whole batch is ranked and scored in one compiled pass
-(``eval.kernels.batch_values``) without building a ``Ranking`` — the same values, bit for bit,
+(``eval.fast.fused_values``) without building a ``Ranking`` — the same values, bit for bit,
 as ``query_scores`` of each configuration. Cross-validation: the counted queries are shuffled with ``seed`` and
 split into ``folds`` parts; for each fold the configuration with the best mean on the other
 folds (its training queries) is picked, and its mean on the held-out fold is reported. The
@@ -27,6 +27,7 @@ configuration enumerated first.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import re
@@ -36,11 +37,10 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
-from eval.fast import discounts, gains, ideal_dcg, judge, parse_metric, per_query, safe_relevant
-from eval.kernels import KINDS, batch_values
+from eval.fast import fused_values, judge, parse_metric, per_query
 from retrieval.candidates import Candidates
-from retrieval.ranking import table_order
-from retrieval.pipeline import PipelineConfig, get_param, knobs, run_pipeline, sweepable_params, to_toml, with_param
+from retrieval.pipeline import (PipelineConfig, fuse, fusion_fields, get_param, knobs, run_pipeline,
+                                sweepable_params, to_toml, with_fusion_fields, with_param)
 
 if TYPE_CHECKING:
     from eval.executors import Executor
@@ -98,7 +98,10 @@ class SumConstraint:
     total: float
 
     def holds(self, values: dict[str, float]) -> bool:
-        return math.isclose(math.fsum(values[n] for n in self.names), self.total, rel_tol=1e-9, abs_tol=1e-9)
+        return self.holds_sum(math.fsum(values[n] for n in self.names))
+
+    def holds_sum(self, total: float) -> bool:
+        return math.isclose(total, self.total, rel_tol=1e-9, abs_tol=1e-9)
 
     def __str__(self) -> str:
         return f"{'+'.join(self.names)}={self.total:g}"
@@ -167,14 +170,20 @@ class Space:
     def raw_size(self) -> int:
         return math.prod(len(s.values) for s in self.specs)
 
-    def _ok(self, point: tuple) -> bool:
-        values = dict(zip(self.names, point))
+    def _ok(self, point: tuple, names: tuple[str, ...] | None = None) -> bool:
+        values = dict(zip(names or self.names, point))
         return all(c.holds(values) for c in self.constraints)
 
     def grid(self) -> Iterator[tuple]:
         """Every point, in ``itertools.product`` order, that meets the constraints."""
-        for point in itertools.product(*(s.values for s in self.specs)):
-            if self._ok(point):
+        points = itertools.product(*(s.values for s in self.specs))
+        if not self.constraints:
+            yield from points
+            return
+        names = self.names
+        checks = [(tuple(names.index(n) for n in c.names), c) for c in self.constraints]
+        for point in points:
+            if all(c.holds_sum(math.fsum([point[i] for i in at])) for at, c in checks):
                 yield point
 
     def sample(self, n: int, seed: int) -> list[tuple]:
@@ -199,15 +208,22 @@ class Space:
 
 
 def make_folds(n_queries: int, folds: int, seed: int) -> np.ndarray:
-    """Fold index of each query: a seeded shuffle split into ``folds`` near-equal parts."""
+    """Fold index of each query: a seeded shuffle split into ``folds`` near-equal parts
+    (read-only; the same arguments give the same array)."""
     if not isinstance(folds, int) or folds < 2:
         raise ValueError(f"--folds must be ≥ 2, got {folds}")
     if folds > n_queries:
         raise ValueError(f"--folds {folds} exceeds the number of judged queries ({n_queries})")
+    return _folds(int(n_queries), folds, int(seed))
+
+
+@functools.lru_cache(maxsize=64)
+def _folds(n_queries: int, folds: int, seed: int) -> np.ndarray:
     order = np.random.default_rng([seed, 0]).permutation(n_queries)
     fold_of = np.empty(n_queries, dtype=np.int64)
     for f, part in enumerate(np.array_split(order, folds)):
         fold_of[part] = f
+    fold_of.flags.writeable = False
     return fold_of
 
 
@@ -296,6 +312,23 @@ def apply_point(base: PipelineConfig, space: Space, point) -> PipelineConfig:
     return config
 
 
+def point_setter(base: PipelineConfig, space: Space) -> Callable[[tuple], PipelineConfig]:
+    """``apply_point`` for every point of one sweep. When every swept name is a field of the
+    fusion's own parameters (the usual sweep), a point replaces those fields only
+    (``with_fusion_fields``), once they are known to be among the pipeline's parameters."""
+    fields = fusion_fields(base, space.names)
+    if fields is None or not set(space.names) <= {ref.path for ref in knobs(base)}:
+        return lambda point: apply_point(base, space, point)
+
+    def setter(point) -> PipelineConfig:
+        values = _as_params(space, point)
+        try:
+            return with_fusion_fields(base, **dict(zip(fields, values.values())))
+        except ValueError:
+            return apply_point(base, space, point)  # the same error, worded as with_param words it
+    return setter
+
+
 def query_scores(c: Candidates, judged, config: PipelineConfig, metric: str, n_missing: int) -> np.ndarray:
     """Per-query ``metric`` of ``config`` over the counted queries (pool order, missing ones 0)."""
     values = per_query(c, judged, run_pipeline(c, config).ranking, (metric,))[metric][judged.judged]
@@ -306,67 +339,17 @@ BATCH_BYTES = 48 << 20
 """Fused scores held at once while a batch of configurations is ranked and scored."""
 
 
-def _ranking_inputs(c: Candidates, config: PipelineConfig) -> tuple:
-    """What ``run_pipeline`` would hand ``rank_rows`` for ``config``: (table, score,
-    max_results, min_score, token_budget, keep)."""
-    got = []
-
-    def collect(view, score, max_results, min_score=None, token_budget=None, keep=None):
-        got.append((view, score, max_results, min_score, token_budget, keep))
-
-    run_pipeline(c, config, ranker=collect)
-    return got[0]
-
-
 def config_values(c: Candidates, judged, configs: Sequence[PipelineConfig], metric: str) -> Iterator[np.ndarray]:
     """Per-query ``metric`` of each configuration, in batches: arrays of shape (batch, queries),
     NaN for queries that do not count — equal to ``per_query(…, run_pipeline(c, config).ranking)``
-    bit for bit. Each configuration is fused as ``run_pipeline`` fuses it; the ranking and the
-    metric of a whole batch are one compiled pass (``eval.kernels.batch_values``) that never
-    builds a ``Ranking``."""
-    name, k = parse_metric(metric)
-    order, offsets, tokens, width = table_order(c)
-    n_q, n_rows = c.n_queries, c.n_rows
-    grade, gain = judged.grade, gains(judged, name)
-    idcg, safe_rel = ideal_dcg(judged, name, k), safe_relevant(judged)
-    never = np.iinfo(np.int64).max
-    per_batch = int(max(1, min(256, BATCH_BYTES // max(1, 8 * n_rows))))
+    bit for bit. Each configuration is fused as ``run_pipeline`` fuses it (``fuse``); the
+    ranking and the metric of a whole batch are one compiled pass (``eval.fast.fused_values``)
+    that never builds a ``Ranking``."""
+    parse_metric(metric)
+    per_batch = int(max(1, min(256, BATCH_BYTES // max(1, 8 * c.n_rows))))
     for start in range(0, len(configs), per_batch):
-        batch = configs[start:start + per_batch]
-        size = len(batch)
-        scores = np.empty((size, n_rows))
-        tops = np.zeros(size, dtype=np.int64)
-        limits = np.empty((size, n_q), dtype=np.int64)
-        use_min = np.zeros(size, dtype=np.bool_)
-        min_scores = np.zeros(size)
-        use_budget = np.zeros(size, dtype=np.bool_)
-        budgets = np.zeros((size, n_q), dtype=np.int64)
-        keep_of = np.full(size, -1, dtype=np.int64)
-        keeps: list[np.ndarray] = []
-        for b, config in enumerate(batch):
-            view, score, max_results, min_score, budget, keep = _ranking_inputs(c, config)
-            if view.n_rows != n_rows:
-                raise ValueError("a pipeline changed the candidate table's rows; cannot rank it in a batch")
-            scores[b] = score
-            tops[b] = min(int(np.max(max_results, initial=1)) if np.ndim(max_results) else int(max_results), width)
-            limits[b] = max_results if np.ndim(max_results) else tops[b]
-            if min_score is not None:
-                use_min[b], min_scores[b] = True, float(min_score)
-                if keep is not None and keep.any():
-                    same = next((i for i, kept in enumerate(keeps) if np.array_equal(kept, keep)), None)
-                    if same is None:
-                        keeps.append(np.ascontiguousarray(keep, dtype=np.bool_))
-                        same = len(keeps) - 1
-                    keep_of[b] = same
-            if budget is not None:
-                use_budget[b] = True
-                budgets[b] = np.where(np.asarray(budget) < 0, never, budget) if np.ndim(budget) else budget
-        keep_matrix = np.stack(keeps) if keeps else np.zeros((1, 0), dtype=np.bool_)
-        out = np.empty((size, n_q))
-        disc = discounts(int(tops.max(initial=1)))
-        batch_values(scores, order, offsets, tops, limits, use_min, min_scores, keep_matrix, keep_of, tokens,
-                     use_budget, budgets, KINDS.index(name), k, grade, gain, disc, idcg, safe_rel, judged.judged, out)
-        yield out
+        batch = [fuse(c, config) for config in configs[start:start + per_batch]]
+        yield fused_values(judged, batch, (metric,))[metric]
 
 
 def _batches(c: Candidates, judged, configs: Iterator[PipelineConfig], metric: str, total: int,
@@ -407,8 +390,9 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
         raise ValueError("no grid point satisfies the constraints; check --param ranges and --sum")
     if len(points) > MAX_POINTS:
         raise ValueError(f"{len(points):,} configurations exceed the limit of {MAX_POINTS:,}; use --random N")
+    setter = point_setter(base, space)
     for point in (points[0], points[-1]):  # fail early, naming the parameter, on an invalid value
-        config = apply_point(base, space, point)
+        config = setter(point)
         if config.path_depth > c.pool_depth:
             raise ValueError(f"{', '.join(f'{k}={v:g}' for k, v in _as_params(space, point).items())} takes "
                              f"{config.path_depth} candidates per path but the pool holds {c.pool_depth}; "
@@ -419,26 +403,32 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
     best_test = np.zeros(folds)
     scores = np.empty(len(points))
     start = time.perf_counter()
-    configs = (apply_point(base, space, point) for point in points)
-    padding = np.zeros(judged.n_missing)
+    configs = (setter(point) for point in points)
     i = 0
     for batch in _batches(c, judged, configs, metric, len(points), executor):
-        for row in batch:
-            values = np.concatenate([row[judged.judged], padding]) if judged.n_missing else row[judged.judged]
-            total = values.sum()
-            fold_sum = np.bincount(fold_of, weights=values, minlength=folds)
-            train = (total - fold_sum) / (n - n_fold)
-            better = train > best_train
-            best_train[better] = train[better]
-            best_at[better] = i
-            best_test[better] = fold_sum[better] / n_fold[better]
-            scores[i] = total / n
-            i += 1
-            if progress:
-                progress(i, len(points))
+        values = batch[:, judged.judged]
+        if judged.n_missing:
+            values = np.concatenate([values, np.zeros((len(batch), judged.n_missing))], axis=1)
+        size = len(values)
+        total = values.sum(axis=1)
+        # every configuration's per-fold sums in one bincount: (configuration, fold) slots,
+        # each summed over its queries in order, as one bincount per configuration would
+        slots = (np.arange(size)[:, None] * folds + fold_of[None, :]).ravel()
+        fold_sum = np.bincount(slots, weights=values.ravel(), minlength=size * folds).reshape(size, folds)
+        train = (total[:, None] - fold_sum) / (n - n_fold)
+        top = np.argmax(train, axis=0)  # per fold, the first best configuration of the batch
+        top_train = train[top, np.arange(folds)]
+        better = top_train > best_train  # strictly: an earlier configuration keeps a tie
+        best_train[better] = top_train[better]
+        best_at[better] = i + top[better]
+        best_test[better] = fold_sum[top, np.arange(folds)][better] / n_fold[better]
+        scores[i:i + size] = total / n
+        i += size
+        if progress:
+            progress(i, len(points))
     seconds = time.perf_counter() - start
     best_index = int(np.argmax(scores))  # first maximum: ties go to the earlier configuration
-    tuned = apply_point(base, space, points[best_index])
+    tuned = setter(points[best_index])
     label = name or f"{base.name}-tuned"
     summary = ", ".join(f"{k}={v:g}" for k, v in _as_params(space, points[best_index]).items())
     tuned = dataclasses.replace(tuned, name=label, description=(
@@ -449,7 +439,8 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
                    float(best_train[f]), float(best_test[f]))
         for f in range(folds)
     )
-    base_score = float(query_scores(c, judged, base, metric, judged.n_missing).mean())
+    base_values = next(config_values(c, judged, [base], metric))[0][judged.judged]
+    base_score = float(np.concatenate([base_values, np.zeros(judged.n_missing)]).mean())
     return SweepResult(
         base=base, space=space, metric=metric, mode=mode, seed=seed, n_queries=n,
         points=np.asarray(points, dtype=np.float64).reshape(len(points), len(space.specs)), scores=scores,

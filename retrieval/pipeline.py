@@ -11,6 +11,7 @@ class in ``retrieval.fusion``) plus routing, ranking and budget — nothing else
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import tomllib
@@ -356,6 +357,28 @@ def with_param(config: PipelineConfig, path: str, value) -> PipelineConfig:
         raise ValueError(path + message[len(leaf):] if message.startswith(f"{leaf} ") else f"{path}: {message}") from None
 
 
+def fusion_fields(config: PipelineConfig, paths) -> tuple[str, ...] | None:
+    """The field names when every path is a top-level parameter of the pipeline's own fusion
+    (``rrf.rrf_k`` → ``rrf_k``), else None: such changes need only ``with_fusion_fields``."""
+    names = []
+    for path in paths:
+        head, _, field_name = path.partition(".")
+        if head != config.fusion or "." in field_name or field_name not in config.params.__dataclass_fields__:
+            return None
+        names.append(field_name)
+    return tuple(names)
+
+
+def with_fusion_fields(config: PipelineConfig, **values) -> PipelineConfig:
+    """``config`` with top-level fields of its fusion's parameters replaced, validated by the
+    parameter class (a sweep's inner step: the pipeline's own, already validated settings are
+    shared rather than checked again, as ``with_param`` would for each point)."""
+    params = dataclasses.replace(config.params, **values)
+    out = copy.copy(config)
+    object.__setattr__(out, "params", params)
+    return out
+
+
 def describe(config: PipelineConfig) -> str:
     """One line: what the pipeline does, then its settings (a profile by name)."""
     values = [f"{k.path}={_fmt(k.value)}" for k in walk_knobs(config)
@@ -390,10 +413,24 @@ class PipelineRun:
     profile: tuple[str, ...]   # per query ("" when no profile applies)
 
 
-def run_pipeline(c: Candidates, config: PipelineConfig, ranker=rank_rows) -> PipelineRun:
-    """Route, fuse and rank every query of a candidate table. ``ranker`` takes ``rank_rows``'s
-    arguments (``eval.sweep`` passes one that collects them, to rank many configurations in
-    one compiled pass)."""
+@dataclass(frozen=True, eq=False)
+class Fused:
+    """A pipeline's scores over a candidate table, with what ranking them needs
+    (``rank_rows``'s arguments): the step before ranking, shared by ``run_pipeline`` and by
+    the evaluators that score a configuration without building a ``Ranking`` (``eval.fast``)."""
+
+    table: Candidates                        # the keyword-match view the scores are over
+    scored: Scored
+    route: np.ndarray                        # per query: index into ROUTES
+    max_results: int | np.ndarray            # one cap, or one per query
+    min_score: float | None
+    token_budget: int | np.ndarray | None    # one budget, or one per query (−1: none)
+    keep: np.ndarray | None                  # rows ``min_score`` never drops (routed ones)
+    depth: int | None = None                 # every row outside visible_rows(table, depth) scores −inf
+
+
+def fuse(c: Candidates, config: PipelineConfig) -> Fused:
+    """Route and fuse every query of a candidate table (no ranking)."""
     c = c.with_keyword_match(config.keyword_match)  # the BM25 path's OR or AND list
     visible = visible_rows(c, config.path_depth)
     route = np.full(c.n_queries, 2, dtype=np.int8)  # 0 fast, 1 timeline, 2 hybrid
@@ -403,14 +440,15 @@ def run_pipeline(c: Candidates, config: PipelineConfig, ranker=rank_rows) -> Pip
     if config.timeline_path:
         has = np.bincount(c.query_idx[c.via_timeline], minlength=c.n_queries) > 0
         route[(route == 2) & has & c.timeline] = 1
-    row_route = route[c.query_idx]
-    hybrid_rows = row_route == 2
+    routed = bool((route < 2).any())
+    row_route = route[c.query_idx] if routed else None
+    hybrid_rows = row_route == 2 if routed else None
     fusion = FUSIONS[config.fusion]
-    scored = fusion.score(c, visible & hybrid_rows, config.path_depth, config.params)
+    # every query hybrid (the usual case): the table's own visible mask, no copy
+    scored = fusion.score(c, visible & hybrid_rows if routed else visible, config.path_depth, config.params)
     score = scored.score
-    components = dict(scored.components)
-    max_results, budget = config.max_results, config.token_budget
-    if (route < 2).any():
+    max_results, budget, keep = config.max_results, config.token_budget, None
+    if routed:
         fast = (row_route == 0) & c.via_fast
         timeline = (row_route == 1) & c.via_timeline
         # file order within the query's own fast-path rows, so a score never depends on
@@ -420,7 +458,7 @@ def run_pipeline(c: Candidates, config: PipelineConfig, ranker=rank_rows) -> Pip
         file_order = 1.0 - c.line_start / (1.0 + last_line[c.query_idx])
         newest = recency_decay(created_age(c), 30.0)  # newest DATE first, not edit time
         score = np.where(fast, file_order, np.where(timeline, newest, score))
-        components = {k: np.where(hybrid_rows, v, 0.0) for k, v in components.items()}
+        components = {k: np.where(hybrid_rows, v, 0.0) for k, v in scored.components.items()}
         components["fast"] = np.where(fast, file_order, 0.0)
         components["timeline"] = np.where(timeline, newest, 0.0)
         scored = Scored(score, components, scored.multipliers)
@@ -430,18 +468,32 @@ def run_pipeline(c: Candidates, config: PipelineConfig, ranker=rank_rows) -> Pip
         max_results = np.where(route == 2, config.max_results, widest)
         if budget is not None:
             budget = np.where(route == 0, -1, budget)
+        keep = ~hybrid_rows
     if config.min_similarity is not None:
         with_vector = np.array([not _keyword_only(notes) for notes in c.degraded], dtype=bool)
-        below = hybrid_rows & (c.dense_sim < config.min_similarity) & with_vector[c.query_idx]
+        below = (c.dense_sim < config.min_similarity) & with_vector[c.query_idx]
+        if routed:
+            below &= hybrid_rows
         score = np.where(below, -np.inf, score)
-    ranking = ranker(c, score, max_results, config.min_score, budget, keep=~hybrid_rows)
-    routes = tuple(np.array([ROUTES[0], ROUTES[1], fusion.route], dtype=object)[route].tolist())
+        scored = Scored(score, scored.components, scored.multipliers)
+    return Fused(c, scored, route, max_results, config.min_score, budget, keep,
+                 None if routed else config.path_depth)
+
+
+def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
+    """Route, fuse and rank every query of a candidate table."""
+    fused = fuse(c, config)
+    c = fused.table
+    ranking = rank_rows(c, fused.scored.score, fused.max_results, fused.min_score, fused.token_budget,
+                        keep=fused.keep)
+    fusion = FUSIONS[config.fusion]
+    routes = tuple(np.array([ROUTES[0], ROUTES[1], fusion.route], dtype=object)[fused.route].tolist())
     if fusion.route == "hybrid" and any(c.degraded):
         # no query vector (embedder or vectors unavailable): only the keyword path answered
         routes = tuple("keyword-only" if r == "hybrid" and _keyword_only(notes) else r
                        for r, notes in zip(routes, c.degraded))
     profiles = fusion.profile_names(c, config.params) if fusion.profile_names else ("",) * c.n_queries
-    return PipelineRun(config, ranking, scored, routes, profiles)
+    return PipelineRun(config, ranking, fused.scored, routes, profiles)
 
 
 def created_age(c: Candidates) -> np.ndarray:

@@ -72,6 +72,32 @@ def visible_rows(c: Candidates, depth: int) -> np.ndarray:
     return mask
 
 
+_VISIBLE_ORDERS: "weakref.WeakKeyDictionary[Candidates, dict[int, tuple[np.ndarray, np.ndarray]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def visible_order(c: Candidates, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """``table_order(c)`` restricted to ``visible_rows(c, depth)``: each query's visible rows in
+    tie order and their offsets, once per table and depth (read-only). A scoring that gives
+    every other row −inf ranks the same walking only these (those rows are never kept and
+    take no rank); at depth 20 of a 50-deep pool that is about 40 % of the rows."""
+    orders = _VISIBLE_ORDERS.get(c)
+    if orders is None:
+        orders = _VISIBLE_ORDERS[c] = {}
+    cached = orders.get(depth)
+    if cached is None:
+        order = table_order(c)[0]
+        order = order[visible_rows(c, depth)[order]]
+        offsets = np.zeros(c.n_queries + 1, dtype=np.int64)
+        np.cumsum(np.bincount(c.query_idx[order], minlength=c.n_queries), out=offsets[1:])
+        for array in (order, offsets):
+            array.flags.writeable = False
+        if len(orders) >= 16:
+            orders.clear()
+        cached = orders[depth] = (order, offsets)
+    return cached
+
+
 def rank_rows(c: Candidates, score: np.ndarray, max_results: int | np.ndarray, min_score: float | None = None,
               token_budget: int | np.ndarray | None = None, keep: np.ndarray | None = None) -> Ranking:
     """Sort each query's rows by (−score, doc id); drop −inf rows and rows under

@@ -140,3 +140,19 @@ def two_path_table():
         {"id": "C", "dense_rank": 2, "dense_sim": 0.25},
         {"id": "D", "dense_sim": 0.125, "bm25_rank": 1, "bm25_score": 6.0},
     ]])
+
+
+def random_two_path_table(seed: int, n_queries: int = 4, n_rows: int = 40):
+    """Queries of random rows: ranks −1 … 49 on each path, cosines and BM25 scores with ties,
+    one query the vector path never answered (keyword-only)."""
+    rng = np.random.default_rng(seed)
+    queries = []
+    for qi in range(n_queries):
+        rows = []
+        for i in range(n_rows):
+            dense = -1 if qi == 0 else int(rng.integers(-1, 50))
+            sparse = int(rng.integers(-1, 50))
+            rows.append({"id": f"d{i}", "dense_rank": dense, "dense_sim": float(rng.integers(0, 5)) / 4 if dense >= 0 else 0.0,
+                         "bm25_rank": sparse, "bm25_score": float(rng.integers(0, 8)) if sparse >= 0 else 0.0})
+        queries.append(rows)
+    return make_candidates(queries)

@@ -143,3 +143,18 @@ def test_graded_ndcg_by_hand():
 def test_unknown_metric_names_are_refused(bad):
     with pytest.raises(ValueError, match="unknown metric"):
         parse_metric(bad)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_judging_a_large_set_by_sorted_keys_equals_the_dense_lookup(seed, monkeypatch):
+    """``judge`` looks grades up in a dense query × document array for small sets and by
+    sorted keys past ``DENSE_KEYS`` slots: both give the same grades and counts."""
+    import eval.fast as fast
+
+    c, qrels, _ = random_case(seed)
+    dense = judge(c, qrels)
+    monkeypatch.setattr(fast, "DENSE_KEYS", 0)
+    keyed = judge(c, qrels)
+    assert np.array_equal(dense.grade, keyed.grade) and dense.grade.any()
+    assert np.array_equal(dense.ideal, keyed.ideal) and np.array_equal(dense.n_relevant, keyed.n_relevant)
+    assert dense.n_missing == keyed.n_missing

@@ -187,3 +187,24 @@ def test_segment_max_and_min_per_query_over_visible_rows_only():
         expected = [pick((values[r] for r in range(c.n_rows) if c.query_idx[r] == q and visible[r]), default=0.0)
                     for q in c.query_idx]
         assert fn(c, values, visible).tolist() == expected
+
+
+def test_normalised_scores_are_kept_per_visible_mask_and_never_reused_for_another():
+    """A sweep over weights normalises each path once (same table, same mask object): the
+    arrays come back read-only and identical; another mask — a routed query set hides rows —
+    gets its own values, equal to those of a fresh computation."""
+    import numpy as np
+
+    from retrieval.fusion._base import _normalise, normalise
+    from tests.conftest import random_two_path_table
+
+    c = random_two_path_table(5)
+    visible = c.visible(20)
+    first = normalise(c, visible, 20, "sparse", "minmax")
+    assert normalise(c, visible, 20, "sparse", "minmax")[0] is first[0]
+    assert not first[0].flags.writeable
+    narrowed = visible & (c.query_idx != 1)
+    again = normalise(c, narrowed, 20, "sparse", "minmax")
+    fresh = _normalise(c, narrowed, 20, "sparse", "minmax")
+    assert np.array_equal(again[0], fresh[0]) and np.array_equal(again[1], fresh[1])
+    assert not np.array_equal(again[1], first[1])

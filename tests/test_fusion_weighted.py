@@ -130,3 +130,25 @@ def test_zscore_norm_with_no_keyword_hit_in_the_table_scores_the_vector_alone():
     c = make_candidates([[{"id": "a", "dense_sim": 0.8, "dense_rank": 0}, {"id": "b", "dense_sim": 0.5, "dense_rank": 1}]])
     scored = weighted(c, np.ones(c.n_rows, dtype=bool), 10, WeightedParams(text_norm="zscore"))
     assert scored.score.tolist() == pytest.approx([0.7 * 0.8, 0.7 * 0.5])
+
+
+@pytest.mark.parametrize("norm", ["rank", "minmax", "zscore"])
+def test_compiled_score_equals_the_numpy_formula_bit_for_bit(norm):
+    """The score is one compiled pass; it equals ``vector_weight·cos + w·text`` written in NumPy
+    (``w`` = both weights on a keyword-only query), −inf where not visible, and the components
+    a page shows still sum to it."""
+    from retrieval.fusion._base import in_path
+    from tests.conftest import random_two_path_table
+
+    for seed in range(3):
+        c = random_two_path_table(seed)
+        visible = c.visible(20)
+        params = WeightedParams(vector_weight=0.6, text_weight=0.3, text_norm=norm)
+        vec = np.where(in_path(c.dense_rank, 20), c.dense_sim.astype(np.float64), 0.0)
+        found = np.bincount(c.query_idx[visible & in_path(c.dense_rank, 20)], minlength=c.n_queries) > 0
+        weight = np.where(found[c.query_idx], 0.3, 0.3 + 0.6)
+        expected = 0.6 * vec + weight * text_scores(c, visible, 20, norm)
+        scored = weighted(c, visible, 20, params)
+        assert np.array_equal(scored.score, np.where(visible, expected, -np.inf))
+        total = scored.components["dense"] + scored.components["sparse"]
+        assert np.array_equal(scored.score[visible], total[visible])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eval.fast import judge, per_query
+from eval.fast import judge, mean_metrics, per_query
 from eval.sweep import ParamSpec, Space, config_values, query_scores, sweep
 from retrieval.kernels import INSERTION_MAX
 from retrieval.pipeline import PIPELINES, run_pipeline, with_param
@@ -115,3 +115,27 @@ def test_sweep_scores_equal_query_scores_of_each_point(tiny_pool):
     for point, score in zip(result.points, result.scores):
         config = with_param(with_param(PIPELINES["rrf"], "rrf.rrf_k", float(point[0])), "max_results", int(point[1]))
         assert score == query_scores(c, judged, config, "ndcg@5", judged.n_missing).mean()
+
+
+def test_all_metrics_of_a_batch_in_one_pass_equal_each_ranking(tiny_pool):
+    """``fused_values`` asked for every metric and cutoff at once (the Tune page asks for five)
+    equals ``per_query`` of each pipeline's own ranking, metric for metric, bit for bit — and
+    so does ``evaluate_config``, the Tune page's re-score, with its ranked run built on demand."""
+    from eval.fast import fused_values
+    from eval.live import evaluate_config
+    from retrieval.pipeline import fuse
+
+    dataset, c = tiny_pool
+    judged = judge(c, dataset.qrels)
+    configs = list(PIPELINES.values()) + [with_param(PIPELINES["rrf"], "min_score", 0.03),
+                                          with_param(PIPELINES["rrf"], "token_budget", 40)]
+    values = fused_values(judged, [fuse(c, config) for config in configs], METRICS)
+    assert list(values) == list(METRICS)
+    for b, config in enumerate(configs):
+        alone = per_query(c, judged, run_pipeline(c, config).ranking, METRICS)
+        live = evaluate_config(c, judged, config, METRICS)
+        for metric in METRICS:
+            assert np.array_equal(values[metric][b], alone[metric], equal_nan=True), (metric, config.name)
+            assert np.array_equal(live.values[metric], alone[metric], equal_nan=True), (metric, config.name)
+        assert live.run.ranking.rows.tolist() == run_pipeline(c, config).ranking.rows.tolist()
+        assert live.means == mean_metrics(c, judged, run_pipeline(c, config).ranking, METRICS)

@@ -3,16 +3,25 @@
 ``score(d) = Σ_i w_i / (rrf_k + rank_i(d) + 1)`` over the paths that returned ``d``
 (rank 0-based), ``rrf_k`` = 60 and unit weights by default.
 Source: seed 000 ``_rrf_merge``; Cormack, Clarke & Büttcher, SIGIR 2009; ranx ``fusion/rrf.py``
-(whose 1-based ranks give the same ``1/(k + rank)``)."""
+(whose 1-based ranks give the same ``1/(k + rank)``).
+
+Each path's term depends only on its rank, so the score is read from a table of ``depth``
+values (``w / (rrf_k + rank + 1)``, computed once per call) in one compiled, branch-free pass
+over the visible rows (``visible_index``; the rest stay −inf): no division per row, no temporary arrays. The per-path components a page shows
+are the plain NumPy formula, computed only when a page reads them; the compiled score performs
+the same floating-point operations, so it equals their sum bit for bit
+(``tests/test_fusion_rrf.py``)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from retrieval.candidates import Candidates
-from retrieval.fusion._base import Fusion, Scored, finish, in_path
+from retrieval.fusion._base import Fusion, LazyComponents, Scored, in_path, unseen, visible_index
 from retrieval.params import Params, number
 
 
@@ -26,11 +35,39 @@ class RRFParams(Params):
                              lo=0.0, hi=2.0, step=0.05, min=0.0, max=100.0)
 
 
+@functools.lru_cache(maxsize=1024)
+def term_table(weight: float, rrf_k: float, depth: int, size: int) -> np.ndarray:
+    """``table[rank + 1] = weight / (rrf_k + rank + 1)`` for ranks below ``depth``, 0 for the
+    rest: index 0 is the row the path did not return; ``size`` ranks are covered, the kernel
+    clamps a larger one to the last (0) entry. Kept per setting (read-only)."""
+    table = np.zeros(max(size, depth) + 2)
+    table[1:depth + 1] = weight / (rrf_k + np.arange(depth) + 1.0)
+    table.flags.writeable = False
+    return table
+
+
+@njit(cache=True, nogil=True)
+def _rrf_rows(dense_rank, sparse_rank, rows, dense_table, sparse_table, score):
+    """For each visible row: the sum of both paths' terms. Indexes are clamped into the tables
+    rather than tested, so the loop has no data-dependent branch."""
+    last_dense, last_sparse = len(dense_table) - 1, len(sparse_table) - 1
+    for r in rows:
+        score[r] = (dense_table[min(max(dense_rank[r] + 1, 0), last_dense)]
+                    + sparse_table[min(max(sparse_rank[r] + 1, 0), last_sparse)])
+
+
+def components(c: Candidates, depth: int, params: RRFParams) -> dict[str, np.ndarray]:
+    """Each path's term ``w / (rrf_k + rank + 1)`` where the path returned the row, else 0."""
+    return {"dense": np.where(in_path(c.dense_rank, depth), params.w_dense / (params.rrf_k + c.dense_rank + 1.0), 0.0),
+            "sparse": np.where(in_path(c.bm25_rank, depth), params.w_sparse / (params.rrf_k + c.bm25_rank + 1.0), 0.0)}
+
+
 def rrf(c: Candidates, visible: np.ndarray, depth: int, params: RRFParams = RRFParams()) -> Scored:
     """``Σ_i w_i / (rrf_k + rank_i + 1)``, rank 0-indexed, summed over the paths that returned the row."""
-    dense = np.where(in_path(c.dense_rank, depth), params.w_dense / (params.rrf_k + c.dense_rank + 1.0), 0.0)
-    sparse = np.where(in_path(c.bm25_rank, depth), params.w_sparse / (params.rrf_k + c.bm25_rank + 1.0), 0.0)
-    return finish(dense + sparse, visible, {"dense": dense, "sparse": sparse})
+    score = unseen(c.n_rows)
+    _rrf_rows(c.dense_rank, c.bm25_rank, visible_index(c, visible), term_table(params.w_dense, params.rrf_k, depth, c.pool_depth),
+              term_table(params.w_sparse, params.rrf_k, depth, c.pool_depth), score)
+    return Scored(score, LazyComponents(lambda: components(c, depth, params)))
 
 
 FUSION = Fusion("rrf", RRFParams, rrf, "Σ w_i / (rrf_k + rank_i + 1)", "seed 000; Cormack et al. 2009",

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from retrieval.candidates import Candidates
-from retrieval.fusion._base import Fusion, Scored, finish, in_path, segment_max, segment_min
+from retrieval.fusion._base import Fusion, LazyComponents, Scored, in_path, linear_score, normalise, per_table
 from retrieval.params import Params, choice, number
 
 TEXT_NORMS = ("rank", "minmax", "zscore")
@@ -37,38 +37,44 @@ def text_scores(c: Candidates, visible: np.ndarray, depth: int, norm: str) -> np
     per query, 1.0 when all hits tie (a hit beats a miss); ``zscore``: Φ((s − mean)/std),
     the standard normal CDF of the per-query z-score, so every hit lies in (0, 1) and
     still beats a miss (Φ(0) = 0.5 when std is 0)."""
+    if norm in ("rank", "minmax"):  # the shared per-path normalisations, same formulas
+        return normalise(c, visible, depth, "sparse", norm)[0]
+    if norm != "zscore":
+        raise ValueError(f"text_norm must be one of {list(TEXT_NORMS)}, got {norm!r}")
     hit = visible & in_path(c.bm25_rank, depth)
     raw = c.bm25_score.astype(np.float64)
-    if norm == "rank":
-        out = 1.0 / (1.0 + np.maximum(0, c.bm25_rank))
-    elif norm == "minmax":
-        lo, hi = segment_min(c, raw, hit), segment_max(c, raw, hit)
-        span = hi - lo
-        out = np.where(span > 0, (raw - lo) / np.where(span > 0, span, 1.0), 1.0)
-    else:
-        n = np.bincount(c.query_idx[hit], minlength=c.n_queries).astype(np.float64)
-        # .astype: with no hit at all, bincount returns int64 zeros, which the divisions below refuse
-        total = np.bincount(c.query_idx[hit], weights=raw[hit], minlength=c.n_queries).astype(np.float64)
-        mean = np.divide(total, n, out=np.zeros_like(total), where=n > 0)
-        sq = np.bincount(c.query_idx[hit], weights=(raw[hit] - mean[c.query_idx[hit]]) ** 2,
-                         minlength=c.n_queries).astype(np.float64)
-        std = np.sqrt(np.divide(sq, n, out=np.zeros_like(sq), where=n > 0))[c.query_idx]
-        out = ndtr(np.where(std > 0, (raw - mean[c.query_idx]) / np.where(std > 0, std, 1.0), 0.0))
+    n = np.bincount(c.query_idx[hit], minlength=c.n_queries).astype(np.float64)
+    # .astype: with no hit at all, bincount returns int64 zeros, which the divisions below refuse
+    total = np.bincount(c.query_idx[hit], weights=raw[hit], minlength=c.n_queries).astype(np.float64)
+    mean = np.divide(total, n, out=np.zeros_like(total), where=n > 0)
+    sq = np.bincount(c.query_idx[hit], weights=(raw[hit] - mean[c.query_idx[hit]]) ** 2,
+                     minlength=c.n_queries).astype(np.float64)
+    std = np.sqrt(np.divide(sq, n, out=np.zeros_like(sq), where=n > 0))[c.query_idx]
+    out = ndtr(np.where(std > 0, (raw - mean[c.query_idx]) / np.where(std > 0, std, 1.0), 0.0))
     return np.where(hit, out, 0.0)
+
+
+def _paths(c: Candidates, visible: np.ndarray, depth: int, norm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(cosine where the vector path returned the row else 0, text score, whether the vector
+    path found nothing for the row's query)`` — everything but the weights."""
+    in_dense = in_path(c.dense_rank, depth)
+    vec = np.where(in_dense, c.dense_sim.astype(np.float64), 0.0)
+    dense_found = np.bincount(c.query_idx[visible & in_dense], minlength=c.n_queries) > 0
+    return vec, text_scores(c, visible, depth, norm), ~dense_found[c.query_idx]
 
 
 def weighted(c: Candidates, visible: np.ndarray, depth: int, params: WeightedParams = WeightedParams()) -> Scored:
     """``vector_weight · cosine + text_weight · text_score``; a path that missed the row adds 0;
     keyword-only queries give the text score both weights (OpenClaw's FTS-only mode scores by
     the text score alone; otherwise a ``min_score`` above ``text_weight`` would drop every hit)."""
-    in_dense = in_path(c.dense_rank, depth)
-    vec = np.where(in_dense, c.dense_sim.astype(np.float64), 0.0)
-    text = text_scores(c, visible, depth, params.text_norm)
-    dense_found = np.bincount(c.query_idx[visible & in_dense], minlength=c.n_queries) > 0
-    text_weight = np.where(dense_found[c.query_idx], params.text_weight,
-                           params.text_weight + params.vector_weight)
-    dense, sparse = params.vector_weight * vec, text_weight * text
-    return finish(dense + sparse, visible, {"dense": dense, "sparse": sparse})
+    vec, text, keyword_only = per_table(c, visible, ("weighted", depth, params.text_norm),
+                                       lambda: _paths(c, visible, depth, params.text_norm))
+    alone = params.text_weight + params.vector_weight
+
+    def components() -> dict[str, np.ndarray]:
+        return {"dense": params.vector_weight * vec, "sparse": np.where(keyword_only, alone, params.text_weight) * text}
+    score = linear_score(c, visible, vec, params.vector_weight, text, params.text_weight, keyword_only, alone)
+    return Scored(score, LazyComponents(components))
 
 
 FUSION = Fusion("weighted", WeightedParams, weighted, "vector_weight · cos + text_weight · text(BM25)",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.candidates import Candidates
-from retrieval.fusion._base import NORMS, Fusion, Scored, finish, normalise, norm_help
+from retrieval.fusion._base import NORMS, Fusion, LazyComponents, Scored, linear_score, normalise, norm_help
 from retrieval.params import Params, choice, number
 
 
@@ -30,9 +30,10 @@ class WsumParams(Params):
 
 def wsum(c: Candidates, visible: np.ndarray, depth: int, params: WsumParams = WsumParams()) -> Scored:
     """``w_dense · norm(cos) + w_sparse · norm(BM25)``, per query."""
-    dense = params.w_dense * normalise(c, visible, depth, "dense", params.norm)[0]
-    sparse = params.w_sparse * normalise(c, visible, depth, "sparse", params.norm)[0]
-    return finish(dense + sparse, visible, {"dense": dense, "sparse": sparse})
+    dense = normalise(c, visible, depth, "dense", params.norm)[0]
+    sparse = normalise(c, visible, depth, "sparse", params.norm)[0]
+    score = linear_score(c, visible, dense, params.w_dense, sparse, params.w_sparse)
+    return Scored(score, LazyComponents(lambda: {"dense": params.w_dense * dense, "sparse": params.w_sparse * sparse}))
 
 
 FUSION = Fusion("wsum", WsumParams, wsum, "w_dense · norm(cos) + w_sparse · norm(BM25)",
