@@ -38,3 +38,4 @@ bench-quick: setup
 
 clean:
 	rm -rf .rwb .pytest_cache
+	find retrieval eval -name '*.nbi' -delete -o -name '*.nbc' -delete  # numba's compiled kernels

@@ -2,8 +2,9 @@
 
 A *label* names one: ``rrf`` (a pipeline of ``retrieval.pipeline.PIPELINES``),
 ``profile:debug`` (a seed 001 preset as an adaptive pipeline with that fixed profile) or
-``saved:<name>`` (a profile in ``$RWB_HOME/profiles``, ``eval.store.ProfileStore``). The
-workbench's pickers resolve labels here (the command line takes pipeline names and TOML files).
+``saved:<name>`` (a profile in ``$RWB_HOME/profiles``, ``eval.store.ProfileStore``); the
+command line also takes a pipeline TOML file. The workbench's pickers and every command's
+``--pipeline`` resolve labels here (``resolve_config``).
 A saved profile remembers the label it was derived from (``from: <label>`` in its
 description), so it can be compared with that origin.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from eval.store import ProfileStore, check_name
 from retrieval.fusion import get_fusion
-from retrieval.pipeline import PIPELINES, PipelineConfig
+from retrieval.pipeline import PIPELINES, PipelineConfig, get_pipeline
 from retrieval.profiles import PRESETS
 
 ORIGIN_PREFIX = "from: "
@@ -35,15 +36,24 @@ def config_labels() -> list[str]:
     return [*PIPELINES, *(f"profile:{p.name}" for p in PRESETS), *(f"saved:{n}" for n in ProfileStore().names())]
 
 
-def resolve_config(label: str) -> PipelineConfig:
-    """The configuration a label names; ``ValueError`` for an unknown one."""
+def resolve_config(label: str | PipelineConfig) -> PipelineConfig:
+    """The configuration a label names — a pipeline name, ``profile:<preset>``, ``saved:<name>``
+    or a pipeline TOML file (``retrieval.pipeline.get_pipeline``); ``ValueError`` otherwise."""
+    if isinstance(label, PipelineConfig):
+        return label
+    if not isinstance(label, str):
+        raise ValueError(f"a pipeline is named by a string, got {label!r}")
     if label.startswith("profile:"):
         return profile_pipeline(label.split(":", 1)[1])
     if label.startswith("saved:"):
         return ProfileStore().load(label.split(":", 1)[1])
-    if label in PIPELINES:
-        return PIPELINES[label]
-    raise ValueError(f"unknown pipeline or profile {label!r}")
+    try:
+        return get_pipeline(label)
+    except ValueError as error:
+        if str(error).startswith("unknown pipeline"):
+            raise ValueError(f"{error}, profile:<preset> ({', '.join(p.name for p in PRESETS)}) "
+                             "or saved:<name>") from None
+        raise
 
 
 def origin_of(config: PipelineConfig) -> str | None:

@@ -18,8 +18,9 @@ import numpy as np
 
 from eval.fast import DEFAULT_METRICS, METRICS, UNCUT, judge, mean_metrics, parse_metric
 from eval.runs import judged_query_ids, ranx_per_query, to_qrels, to_run
+from eval.configs import resolve_config
 from retrieval.candidates import Candidates
-from retrieval.pipeline import PipelineConfig, PipelineRun, get_pipeline, run_pipeline
+from retrieval.pipeline import PipelineConfig, PipelineRun, run_pipeline
 
 INTENT_ORDER = ("debug", "concept", "timeline", "brainstorm", "preference")
 UNLABELLED = "unlabelled"
@@ -95,7 +96,7 @@ def resolve_pipelines(names: Sequence[str | PipelineConfig], baseline: str | Pip
     configs: dict[str, PipelineConfig] = {}
     wanted = ([baseline] if baseline is not None else []) + list(names)
     for item in wanted:
-        config = get_pipeline(item)
+        config = resolve_config(item)
         label = str(config)
         if label in configs:
             if configs[label] == config:
@@ -206,5 +207,5 @@ def evaluate_pipelines(c: Candidates, qrels: dict[str, dict[str, int]],
 def fast_metrics(c: Candidates, qrels: dict[str, dict[str, int]], config: str | PipelineConfig,
                  metrics: Sequence[str] = DEFAULT_METRICS) -> dict[str, float]:
     """Mean metrics of one pipeline with the vectorised evaluator (for sweeps and the UI)."""
-    config = get_pipeline(config)
+    config = resolve_config(config)
     return mean_metrics(c, judge(c, qrels), run_pipeline(c, config).ranking, parse_metrics(list(metrics)))

@@ -23,9 +23,10 @@ from eval.evaluate import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluation, evalua
 from eval.report import eval_summary, write_report
 from eval.learned_router import evaluate_learned_router, prepare_pool, query_vectors
 from eval.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
+from eval.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.dataset import Dataset
-from retrieval.pipeline import PipelineConfig, get_pipeline
+from retrieval.pipeline import PipelineConfig
 
 ROUTER_PIPELINE = "seed-adaptive"
 # every family at every cutoff, then MAP over the whole ranking
@@ -139,7 +140,7 @@ def experiment_configs(pipelines: Sequence[str | PipelineConfig] | Mapping[str, 
     must be unique) or a mapping label → config (a config equal to the baseline is dropped)."""
     if not isinstance(pipelines, Mapping):
         return resolve_pipelines(list(pipelines), baseline=baseline)
-    base = get_pipeline(baseline)
+    base = resolve_config(baseline)
     configs = {str(base): base}
     for label, config in pipelines.items():
         if config != base:

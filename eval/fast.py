@@ -87,7 +87,25 @@ DENSE_KEYS = 1 << 20
 """Query × document slots up to which ``judge`` looks grades up in a dense array (8 MB at most)."""
 
 
+_JUDGED: "weakref.WeakKeyDictionary[Candidates, tuple[dict, Judged]]" = weakref.WeakKeyDictionary()
+
+
 def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
+    """Qrels aligned with a candidate table. The last result per table is kept with a copy of
+    the qrels it was made from and returned again while the qrels are equal to that copy (one
+    dict comparison): repeated sweeps and knob moves over the same labels judge once; an edited
+    judgment is a different qrels and is judged afresh."""
+    cached = _JUDGED.get(c)
+    if cached is not None and cached[0] == qrels:
+        return cached[1]
+    judged = _judge(c, qrels)
+    for array in (judged.grade, judged.ideal, judged.n_relevant, judged.judged):
+        array.flags.writeable = False
+    _JUDGED[c] = ({query_id: dict(judgments or {}) for query_id, judgments in qrels.items()}, judged)
+    return judged
+
+
+def _judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     # every judgment as one integer key (query index × documents + document index), then one
     # sorted lookup for all candidate rows; one pass over the qrels
     n_docs = len(c.doc_ids)

@@ -12,6 +12,10 @@ row of a score matrix) and each query it selects the top rows once with
 ``retrieval.kernels.select_query`` — the same selection, ties and token budget as
 ``rank_rows`` — and accumulates the same sums for every cutoff asked, without building a
 ranking. ``finish`` is the one place the per-query sums become metric values; both paths use it.
+
+Compiled with ``cache=True``. Numba's cache is keyed on this file alone: after an edit to
+``retrieval/kernels.py`` (whose ``select_query`` these kernels compile in), ``make clean``
+drops the cached machine code, or these keep running the old selection.
 """
 
 from __future__ import annotations

@@ -23,10 +23,11 @@ from typing import Sequence
 import numpy as np
 
 from eval.fast import judge, mean_metrics
+from eval.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.dataset import Dataset
 from retrieval.fusion import Scored
-from retrieval.pipeline import PipelineConfig, PipelineRun, get_pipeline, run_pipeline
+from retrieval.pipeline import PipelineConfig, PipelineRun, run_pipeline
 from retrieval.ranking import Ranking
 
 
@@ -66,7 +67,7 @@ class Replay:
 def replay(c: Candidates, config: PipelineConfig | str, order: Sequence[int]) -> Replay:
     """Answer the queries of ``c`` in ``order``, incrementing ``access_count`` of each returned
     memory before the next one; the ranking is in ``c``'s query order, as ``run_pipeline``'s."""
-    config = get_pipeline(config)
+    config = resolve_config(config)
     order = list(order)
     if sorted(order) != list(range(c.n_queries)):
         raise ValueError("the replay order must list every query of the table once")

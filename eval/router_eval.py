@@ -26,8 +26,9 @@ from typing import Mapping
 import numpy as np
 
 from eval.fast import judge, parse_metric, per_query
+from eval.configs import resolve_config
 from retrieval.candidates import Candidates
-from retrieval.pipeline import PipelineConfig, get_pipeline, run_pipeline
+from retrieval.pipeline import PipelineConfig, run_pipeline
 from retrieval.routing import INTENTS
 
 INTENT_TO_PROFILE = {"debug": "debug", "concept": "concept", "timeline": "timeline", "brainstorm": "brainstorm",
@@ -62,7 +63,7 @@ class RouterEvaluation:
 
 
 def adaptive_base(config: PipelineConfig | str = "seed-adaptive") -> PipelineConfig:
-    config = get_pipeline(config)
+    config = resolve_config(config)
     if config.fusion != "adaptive":
         raise ValueError(f"router evaluation needs an adaptive pipeline, got {config.name!r} ({config.fusion})")
     return config

@@ -103,6 +103,11 @@ class SumConstraint:
     def holds_sum(self, total: float) -> bool:
         return math.isclose(total, self.total, rel_tol=1e-9, abs_tol=1e-9)
 
+    def holds_sums(self, totals: np.ndarray) -> np.ndarray:
+        """``holds_sum`` of many sums (``math.isclose``'s rule, vectorised)."""
+        tolerance = np.maximum(1e-9 * np.maximum(np.abs(totals), abs(self.total)), 1e-9)
+        return np.abs(totals - self.total) <= tolerance
+
     def __str__(self) -> str:
         return f"{'+'.join(self.names)}={self.total:g}"
 
@@ -181,6 +186,14 @@ class Space:
             yield from points
             return
         names = self.names
+        if self.raw_size <= ENUMERATE_LIMIT:  # every point's sums at once
+            grid = list(points)
+            matrix = np.array(grid, dtype=np.float64).reshape(len(grid), len(names))
+            ok = np.ones(len(grid), dtype=bool)
+            for c in self.constraints:
+                ok &= c.holds_sums(matrix[:, [names.index(n) for n in c.names]].sum(axis=1))
+            yield from itertools.compress(grid, ok.tolist())
+            return
         checks = [(tuple(names.index(n) for n in c.names), c) for c in self.constraints]
         for point in points:
             if all(c.holds_sum(math.fsum([point[i] for i in at])) for at, c in checks):
@@ -403,9 +416,15 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
     best_test = np.zeros(folds)
     scores = np.empty(len(points))
     start = time.perf_counter()
-    configs = (setter(point) for point in points)
+    # the base pipeline first, in the same batches: its score needs no pass of its own
+    configs = itertools.chain([base], (setter(point) for point in points))
     i = 0
-    for batch in _batches(c, judged, configs, metric, len(points), executor):
+    base_row = None
+    for batch in _batches(c, judged, configs, metric, len(points) + 1, executor):
+        if base_row is None:
+            base_row, batch = batch[0], batch[1:]
+            if not len(batch):
+                continue
         values = batch[:, judged.judged]
         if judged.n_missing:
             values = np.concatenate([values, np.zeros((len(batch), judged.n_missing))], axis=1)
@@ -439,8 +458,7 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
                    float(best_train[f]), float(best_test[f]))
         for f in range(folds)
     )
-    base_values = next(config_values(c, judged, [base], metric))[0][judged.judged]
-    base_score = float(np.concatenate([base_values, np.zeros(judged.n_missing)]).mean())
+    base_score = float(np.concatenate([base_row[judged.judged], np.zeros(judged.n_missing)]).mean())
     return SweepResult(
         base=base, space=space, metric=metric, mode=mode, seed=seed, n_queries=n,
         points=np.asarray(points, dtype=np.float64).reshape(len(points), len(space.specs)), scores=scores,

@@ -57,6 +57,7 @@ import tomli_w
 from eval.compare import holm, randomization_test
 from eval.fast import judge, parse_metric
 from eval.sweep import make_folds, numeric_param, query_scores
+from eval.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PipelineConfig, get_param, get_pipeline, knobs, sweepable_params, to_dict, with_param
 
@@ -473,7 +474,7 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
          seed: int = 0, sampler: str = "tpe", metric: str = "ndcg@5", inner_folds: int = DEFAULT_INNER_FOLDS,
          guard: bool = True, progress: Callable[[int, int], None] | None = None) -> TuneResult:
     """Nested cross-validation of the tuning procedure, then the procedure on all queries."""
-    base = get_pipeline(base)
+    base = resolve_config(base)
     parse_metric(metric)
     check_sizes(trials, folds, inner_folds)
     space = tuple(space) if space else default_space(base)

@@ -3,7 +3,7 @@
 Ranking a whole query set is the inner loop of every knob move and every sweep point. NumPy
 needs a padded (queries × widest pool) matrix and a full stable argsort per query; these
 kernels walk each query's rows once, in tie order (document id), and keep the best
-``top`` in a small sorted buffer (``_insert``) — or, for a long cut, take a stable merge
+``top`` in a small sorted buffer (``select_query``) — or, for a long cut, take a stable merge
 sort of the query's finite scores. Either way the order is exactly NumPy's
 ``argsort(-score, kind="stable")`` over rows in tie order:
 
@@ -28,43 +28,43 @@ INSERTION_MAX = 48
 """Cuts up to this many results use the sorted buffer; longer ones a stable merge sort."""
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _insert(buf_s, buf_r, count, m, s, r):
-    """Insert (s, r) into the descending buffer of capacity ``m`` holding ``count`` entries;
-    an equal score goes after the entries already there. Returns the new count."""
-    if count < m:
-        p = count
-        count += 1
-    elif s > buf_s[m - 1]:
-        p = m - 1
-    else:
-        return count
-    while p > 0 and buf_s[p - 1] < s:
-        buf_s[p] = buf_s[p - 1]
-        buf_r[p] = buf_r[p - 1]
-        p -= 1
-    buf_s[p] = s
-    buf_r[p] = r
-    return count
-
-
 @njit(cache=True, nogil=True)
 def select_query(score, order, lo, hi, m, use_min, min_score, keep, use_keep, buf_s, buf_r):
     """The best ``m`` finite rows among ``order[lo:hi]`` (rows in tie order) into ``buf_r``
     (best first). Returns (rows selected, +inf rows seen): the selected rows' ranks start
-    after the +inf rows, and only the first ``m − n_inf`` of them fall inside the cut."""
+    after the +inf rows, and only the first ``m − n_inf`` of them fall inside the cut.
+
+    The sorted buffer's entry bar is kept in a register (``bar``: −inf until the buffer is
+    full, then its last score), so most rows cost one comparison, which NaN and −inf fail as
+    well; an equal score goes after the entries already there (the earlier row in tie order
+    wins a tie)."""
     count = 0
     n_inf = 0
     if m <= INSERTION_MAX:
+        bar = -np.inf
         for j in range(lo, hi):
             r = order[j]
             s = score[r]
+            if not s > bar:
+                continue
             if use_min and s < min_score and not (use_keep and keep[r]):
                 continue
             if s == np.inf:
                 n_inf += 1
-            elif s == s and s != -np.inf and (count < m or s > buf_s[m - 1]):
-                count = _insert(buf_s, buf_r, count, m, s, r)
+                continue
+            if count < m:
+                p = count
+                count += 1
+            else:
+                p = m - 1
+            while p > 0 and buf_s[p - 1] < s:
+                buf_s[p] = buf_s[p - 1]
+                buf_r[p] = buf_r[p - 1]
+                p -= 1
+            buf_s[p] = s
+            buf_r[p] = r
+            if count == m:
+                bar = buf_s[m - 1]
         return count, n_inf
     n = 0
     for j in range(lo, hi):

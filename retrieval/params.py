@@ -15,6 +15,7 @@ these declarations (``walk_knobs``); nothing keeps a second list of parameters.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -108,6 +109,12 @@ def knob_of(f: dataclasses.Field) -> Knob | None:
     return f.metadata.get("knob")
 
 
+@functools.lru_cache(maxsize=None)
+def _declared(cls: type) -> tuple[tuple[str, "Knob"], ...]:
+    """``(name, knob)`` of each declared parameter of a ``Params`` class, looked up once."""
+    return tuple((f.name, knob_of(f)) for f in dataclasses.fields(cls) if knob_of(f) is not None)
+
+
 @dataclass(frozen=True)
 class Params:
     """Base of every parameter class: validates declared fields at construction.
@@ -116,10 +123,8 @@ class Params:
     does not use from knobs and sweeps with ``active(name)``."""
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):
-            knob = knob_of(f)
-            if knob is not None:
-                object.__setattr__(self, f.name, knob.check(f.name, getattr(self, f.name)))
+        for name, knob in _declared(type(self)):
+            object.__setattr__(self, name, knob.check(name, getattr(self, name)))
         self.check()
 
     def check(self) -> None:

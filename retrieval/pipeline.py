@@ -15,6 +15,7 @@ import copy
 import dataclasses
 import math
 import tomllib
+import weakref
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -429,18 +430,32 @@ class Fused:
     depth: int | None = None                 # every row outside visible_rows(table, depth) scores −inf
 
 
+_HYBRID: "weakref.WeakKeyDictionary[Candidates, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
+def all_hybrid(c: Candidates) -> np.ndarray:
+    """Every query on the hybrid route (2), once per table (read-only)."""
+    route = _HYBRID.get(c)
+    if route is None:
+        route = _HYBRID[c] = np.full(c.n_queries, 2, dtype=np.int8)
+        route.flags.writeable = False
+    return route
+
+
 def fuse(c: Candidates, config: PipelineConfig) -> Fused:
     """Route and fuse every query of a candidate table (no ranking)."""
     c = c.with_keyword_match(config.keyword_match)  # the BM25 path's OR or AND list
     visible = visible_rows(c, config.path_depth)
-    route = np.full(c.n_queries, 2, dtype=np.int8)  # 0 fast, 1 timeline, 2 hybrid
-    if config.fast_path:
-        has = np.bincount(c.query_idx[c.via_fast], minlength=c.n_queries) > 0
-        route[has] = 0
-    if config.timeline_path:
-        has = np.bincount(c.query_idx[c.via_timeline], minlength=c.n_queries) > 0
-        route[(route == 2) & has & c.timeline] = 1
-    routed = bool((route < 2).any())
+    route = all_hybrid(c)  # 0 fast, 1 timeline, 2 hybrid
+    if config.fast_path or config.timeline_path:
+        route = route.copy()
+        if config.fast_path:
+            has = np.bincount(c.query_idx[c.via_fast], minlength=c.n_queries) > 0
+            route[has] = 0
+        if config.timeline_path:
+            has = np.bincount(c.query_idx[c.via_timeline], minlength=c.n_queries) > 0
+            route[(route == 2) & has & c.timeline] = 1
+    routed = (config.fast_path or config.timeline_path) and bool((route < 2).any())
     row_route = route[c.query_idx] if routed else None
     hybrid_rows = row_route == 2 if routed else None
     fusion = FUSIONS[config.fusion]

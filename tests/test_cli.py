@@ -158,3 +158,24 @@ def test_validate_is_the_loader(tmp_path):
     assert other.stderr.splitlines() == [
         "rwb: error: invalid dataset: corpus.jsonl:1: confidence: 2 is out of range (must be in [0.0, 1.0]) "
         "(and 1 more; `rwb validate` lists them all)"]
+
+
+def test_pipeline_labels_work_on_the_command_line(tiny_index, tmp_path, monkeypatch, capsys):
+    """``--pipeline`` takes what the workbench's pickers offer: a seed 001 preset
+    (``profile:debug``) and a profile saved in the workbench (``saved:<name>``)."""
+    from eval.configs import save_profile
+    from retrieval.pipeline import PIPELINES, with_param
+
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    assert main("search", str(TINY), "ERR_CONN_REFUSED", "--pipeline", "profile:debug", "--json") == 0
+    body = json.loads(capsys.readouterr().out)
+    assert (body["pipeline"], body["profile"]) == ("profile-debug", "debug")
+    save_profile("rrf10", with_param(PIPELINES["rrf"], "rrf.rrf_k", 10.0), origin="rrf")
+    assert main("search", str(TINY), "ERR_CONN_REFUSED", "--pipeline", "saved:rrf10", "--json") == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["results"][0]["id"] == "d03"
+    assert body["results"][0]["score"] == pytest.approx(1 / (10 + 0 + 1) + 1 / (10 + 0 + 1))
+    assert main("search", str(TINY), "x", "--pipeline", "saved:nothing-here") == 2
+    assert main("search", str(TINY), "x", "--pipeline", "profile:nope") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("rwb: error: unknown profile 'nope'")

@@ -152,9 +152,26 @@ def test_judging_a_large_set_by_sorted_keys_equals_the_dense_lookup(seed, monkey
     import eval.fast as fast
 
     c, qrels, _ = random_case(seed)
-    dense = judge(c, qrels)
+    dense = fast._judge(c, qrels)
     monkeypatch.setattr(fast, "DENSE_KEYS", 0)
-    keyed = judge(c, qrels)
+    keyed = fast._judge(c, qrels)
     assert np.array_equal(dense.grade, keyed.grade) and dense.grade.any()
     assert np.array_equal(dense.ideal, keyed.ideal) and np.array_equal(dense.n_relevant, keyed.n_relevant)
     assert dense.n_missing == keyed.n_missing
+
+
+def test_a_judgment_edited_after_judging_is_seen_by_the_next_judge():
+    """``judge`` returns its last result for equal qrels; grading a document (the Tune page
+    edits the labels in place) makes the next call judge again."""
+    c, qrels, _ = random_case(1)
+    first = judge(c, qrels)
+    assert judge(c, {q: dict(j) for q, j in qrels.items()}) is first  # equal labels: the same judgment
+    query = next(q for q in qrels if q in c.query_ids
+                 and c.offsets[c.query_ids.index(q) + 1] > c.offsets[c.query_ids.index(q)])
+    qi = c.query_ids.index(query)
+    doc = c.doc_ids[int(c.doc_idx[c.offsets[qi]])]
+    qrels[query][doc] = 3
+    again = judge(c, qrels)
+    assert again is not first
+    row = c.offsets[qi]
+    assert again.grade[row] == 3.0

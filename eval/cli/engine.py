@@ -10,11 +10,12 @@ from pathlib import Path
 
 from eval.cli._common import add_analyzer, add_embedder, add_quiet, bounded, note
 from eval.progress import Progress
+from eval.configs import resolve_config
 from retrieval.bm25 import DEFAULT_ANALYZER
 from retrieval.dataset import DatasetError, load_dataset
 from retrieval.fusion import FUSIONS
 from retrieval.index import open_index
-from retrieval.pipeline import PIPELINES, describe, get_pipeline, search, to_dict
+from retrieval.pipeline import PIPELINES, describe, search, to_dict
 from retrieval.profiles import penalty_table
 
 
@@ -37,7 +38,7 @@ def cmd_index(args) -> int:
 
 
 def cmd_search(args) -> int:
-    config = get_pipeline(args.pipeline)
+    config = resolve_config(args.pipeline)
     if args.top_k is not None:
         config = replace(config, max_results=bounded("--top-k", args.top_k))
     _, handle = _open(args.dataset, args.embedder, args.analyzer)
@@ -204,7 +205,7 @@ def register(sub) -> None:
     p = sub.add_parser("search", help="search a dataset with a pipeline")
     p.add_argument("dataset")
     p.add_argument("query")
-    p.add_argument("--pipeline", default="rrf", help="a pipeline name or a TOML file")
+    p.add_argument("--pipeline", default="rrf", help="a pipeline name, profile:<preset>, saved:<name> or a TOML file")
     p.add_argument("--top-k", type=int, default=None, help="at most this many results (1–10,000)")
     p.add_argument("--scope", choices=["global", "project"])
     p.add_argument("--group")

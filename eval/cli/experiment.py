@@ -136,8 +136,8 @@ def cmd_report(args) -> int:
 
 
 def _add_experiment_options(p) -> None:
-    p.add_argument("--pipeline", action="append", default=[], metavar="NAME|FILE",
-                   help="a named pipeline or a TOML file (repeat)")
+    p.add_argument("--pipeline", action="append", default=[], metavar="LABEL|FILE",
+                   help="a named pipeline, profile:<preset>, saved:<name> or a TOML file (repeat)")
     p.add_argument("--baseline", default="vector", help="pipeline the others are tested against (default vector)")
     p.add_argument("--metrics", default=None,
                    help="comma-separated ranx names (ndcg@5,recall@10) or families, each at every --cutoffs "

@@ -12,14 +12,14 @@ from eval.report import SWEEP_HEADER, sweep_rows, text_table
 from eval.sweep import MAX_POINTS, Space, SweepResult, parse_param, parse_sum, sweep
 from eval.tune import (DEFAULT_INNER_FOLDS, DEFAULT_TRIALS, SAMPLERS, TuneResult, check_sizes, check_space,
                        default_space, parse_tune_param, tune)
-from retrieval.pipeline import get_pipeline
+from eval.configs import resolve_config
 
 MAX_FOLDS = 1_000
 
 
 def check_sweep(args, pipeline: str) -> Space:
     """Everything about a sweep that can be checked before the pool is loaded; its space."""
-    base = get_pipeline(pipeline)
+    base = resolve_config(pipeline)
     if not args.param:
         raise ValueError("give at least one --param name=lo:hi:step")
     specs = tuple(parse_param(text, base) for text in args.param)
@@ -32,7 +32,7 @@ def check_sweep(args, pipeline: str) -> Space:
 
 
 def run_sweep(args, dataset, pool, pipeline: str, seed: int, executor=None) -> SweepResult:
-    base = get_pipeline(pipeline)
+    base = resolve_config(pipeline)
     space = check_sweep(args, pipeline)
     check_depth({base.name: base}, pool.pool_depth)
     pool = prepare_pool(pool, dataset.queries, [base], args.embedder)  # learned routes, if it follows them
@@ -95,7 +95,7 @@ def check_tune(args) -> tuple:
     """The base pipeline and the search space, checked before the pool is loaded."""
     if not args.pipeline:
         raise ValueError("give the pipeline to tune with --pipeline NAME (or a TOML file)")
-    base = get_pipeline(args.pipeline)
+    base = resolve_config(args.pipeline)
     check_sizes(args.trials, args.folds, args.inner_folds)
     parse_metric(args.metric)
     space = tuple(parse_tune_param(text, base) for text in args.param) or default_space(base)
@@ -153,7 +153,8 @@ def cmd_tune(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="grid or random search over numeric parameters, cross-validated")
     add_pool_options(p)
-    p.add_argument("--pipeline", metavar="NAME|FILE", help="the pipeline to tune (required)")
+    p.add_argument("--pipeline", metavar="LABEL|FILE",
+                   help="the pipeline to tune: a name, profile:<preset>, saved:<name> or a TOML file (required)")
     add_sweep_options(p)
     p.add_argument("--out", metavar="FILE", help="write the best configuration as TOML (usable as --pipeline)")
     p.add_argument("--json", metavar="OUT", help="write every configuration's score and the CV table as JSON")
@@ -168,7 +169,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("tune", help="Optuna search over many parameters, scored by nested cross-validation")
     add_pool_options(p)
-    p.add_argument("--pipeline", metavar="NAME|FILE", help="the pipeline to tune (required)")
+    p.add_argument("--pipeline", metavar="LABEL|FILE",
+                   help="the pipeline to tune: a name, profile:<preset>, saved:<name> or a TOML file (required)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=LO:HI[:STEP]",
                    help="a parameter to search (repeat); default: every numeric parameter of the pipeline's fusion")
     p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help=f"trials per search (default {DEFAULT_TRIALS})")
