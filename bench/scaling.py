@@ -2,7 +2,7 @@
 
 Three tables, on each evaluation set of ``eval_datasets`` (devmem and LoCoMo in full mode):
 
-- **Queries.** Re-score time (``run_pipeline`` + ``eval.fast.mean_metrics`` of the five @5
+- **Queries.** Re-score time (``eval.live.evaluate_config``: fuse, top-k and the five @5
   metrics, judgments made beforehand; RRF k=30, 20 per path, on the stored depth-50 pool: the
   work of ``bench/rescore.py``'s headline) against the number of queries, 100 → 100,000. The
   queries are synthetic: real queries drawn with replacement (seeded) with their candidate
@@ -34,6 +34,7 @@ from bench.common import Section, loadavg, log, median, now
 from bench.context import Context, eval_datasets
 from bench.data import pool
 from eval.fast import judge, mean_metrics
+from eval.live import evaluate_config
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PIPELINES, run_pipeline, with_param
 
@@ -99,7 +100,7 @@ def _rescore_ms(c: Candidates, qrels: dict, config, repeats: int) -> tuple[float
     judged = judge(c, qrels)
 
     def once():
-        return mean_metrics(c, judged, run_pipeline(c, config).ranking, METRICS)
+        return evaluate_config(c, judged, config, METRICS).means
 
     values = once()  # warm-up (kernels compiled, pages touched)
     times = []
@@ -198,6 +199,6 @@ def run(ctx: Context) -> Section:
         if importlib.util.find_spec("ray") is not None:
             entry["by_ray_workers"] = _ray_table(c, dataset.qrels, max(1, repeats // 2))
         section.figures[name] = entry
-    section.notes.append("re-score = run_pipeline + eval.fast.mean_metrics (5 metrics @5), RRF k=30; synthetic "
+    section.notes.append("re-score = eval.live.evaluate_config (5 metrics @5), RRF k=30; synthetic "
                          "queries resample real ones with their candidate rows and judgments")
     return section

@@ -1,4 +1,5 @@
-"""Where a sweep's configurations are scored: in this process, or fanned out over Ray workers.
+"""Where a sweep's configurations are scored (and a tuning's searches run): in this process, or
+fanned out over Ray workers.
 
 An executor turns chunks of configurations into their per-query metric values, one array of
 shape (configurations in the chunk, queries) per chunk, in order — what ``eval.sweep.
@@ -18,6 +19,10 @@ same result.
   Query shards bound what one task holds: a shard has at most ``SHARD_ROWS`` candidate rows.
   Ray is an optional extra (``pip install -e '.[distributed]'``); ``ray.init`` starts a local
   cluster of ``workers`` CPUs, or joins one with ``address``.
+
+``map(fn, shared, items)`` runs independent jobs — ``rwb tune``'s searches, one per outer fold
+plus the final one — as ``fn(shared, item)``: in order here, or as Ray tasks (one CPU each)
+with ``shared`` (the candidate table and the rest of the job) put in the object store once.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import os
 import socket
 from collections import deque
 from dataclasses import fields, replace
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -56,6 +61,10 @@ class Executor(Protocol):
                 metric: str) -> Iterator[np.ndarray]:
         """Per chunk of configurations (in order): their per-query ``metric`` values, rows of
         shape (queries,), NaN where a query does not count — ``config_values``' arrays."""
+        ...
+
+    def map(self, fn: Callable[[Any, Any], Any], shared: Any, items: Sequence[Any]) -> list:
+        """``[fn(shared, item) for item in items]``, in order."""
         ...
 
     def close(self) -> None:
@@ -102,6 +111,9 @@ class LocalExecutor:
     def batches(self, c, judged, chunks, metric):
         for chunk in chunks:
             yield from config_values(c, judged, chunk, metric)
+
+    def map(self, fn, shared, items):
+        return [fn(shared, item) for item in items]
 
     def close(self) -> None:
         pass
@@ -219,13 +231,24 @@ class RayExecutor:
                 tasks.append((a, b, q0, q1, actor.values.remote(list(chunk[a:b]), q0, q1, metric)))
         return len(chunk), tasks
 
-    def _gather(self, submitted, n_queries: int) -> np.ndarray:
-        size, tasks = submitted
+    def _get(self, refs: list) -> list:
+        """``ray.get``; a task's own exception is raised as itself."""
         try:
-            values = self._ray.get([task[-1] for task in tasks])
+            return self._ray.get(refs)
         except self._ray.exceptions.RayTaskError as error:
             cause = getattr(error, "cause", None)
             raise (cause if isinstance(cause, Exception) else RuntimeError(str(error).splitlines()[0])) from None
+
+    def map(self, fn, shared, items):
+        if self.workers is None or not self._ray.is_initialized():
+            self.start()
+        task = self._ray.remote(num_cpus=1)(fn)
+        ref = self._ray.put(shared)
+        return self._get([task.remote(ref, item) for item in items])
+
+    def _gather(self, submitted, n_queries: int) -> np.ndarray:
+        size, tasks = submitted
+        values = self._get([task[-1] for task in tasks])
         out = np.empty((size, n_queries))
         for (a, b, q0, q1, _), part in zip(tasks, values):
             out[a:b, q0:q1] = part

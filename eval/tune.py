@@ -7,7 +7,7 @@ distinct grid points in a seeded order; the study stops when the grid is exhaust
 ``tpe`` and ``random`` the pipeline's own values are trial 0 when they lie in the space, so a
 search never scores below the default on the queries it is run on. A trial's score is the
 mean ``metric`` on the queries the procedure is given; a configuration is scored once per
-query on the stored candidate pool (``eval.sweep.query_scores``, ``eval.fast`` metrics) and
+query on the stored candidate pool (``eval.sweep.config_values``, ``eval.fast`` metrics) and
 kept, so retrieval never reruns and a configuration met again costs nothing. Ties go to the
 earlier trial.
 
@@ -49,17 +49,20 @@ import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import tomli_w
 
 from eval.compare import holm, randomization_test
 from eval.fast import judge, parse_metric
-from eval.sweep import make_folds, numeric_param, query_scores
+from eval.sweep import config_values, make_folds, numeric_param
 from eval.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PipelineConfig, get_param, get_pipeline, knobs, sweepable_params, to_dict, with_param
+
+if TYPE_CHECKING:
+    from eval.executors import Executor
 
 SAMPLERS = ("tpe", "grid", "random")
 MAX_TRIALS = 10_000
@@ -213,11 +216,18 @@ class _Scorer:
             except ValueError:  # a cross-field rule (e.g. conf_low ≤ conf_high) refuses the point
                 self.cache[key] = None
             else:
-                self.cache[key] = query_scores(self.c, self.judged, config, self.metric, self.judged.n_missing)
+                self.cache[key] = self.pipeline(config)
         return self.cache[key]
 
+    def scored(self) -> set:
+        """The keys of the configurations scored so far (a refused point is not one)."""
+        return {key for key, values in self.cache.items() if values is not None}
+
     def pipeline(self, config: PipelineConfig) -> np.ndarray:
-        return query_scores(self.c, self.judged, config, self.metric, self.judged.n_missing)
+        """Per-query values over the counted queries (missing ones 0), straight from the fused
+        scores (``eval.sweep.config_values``)."""
+        values = next(config_values(self.c, self.judged, [config], self.metric))[0][self.judged.judged]
+        return np.concatenate([values, np.zeros(self.judged.n_missing)]) if self.judged.n_missing else values
 
 
 def _seed(*parts: int) -> int:
@@ -469,11 +479,40 @@ def check_sizes(trials: int, folds: int, inner_folds: int) -> None:
                          "use fewer trials or folds")
 
 
+@dataclass(frozen=True)
+class _Job:
+    """What a search run elsewhere needs: the pool and labels, the pipeline and the search."""
+
+    c: Candidates
+    qrels: dict
+    base: PipelineConfig
+    metric: str
+    space: tuple
+    sampler: str
+    trials: int
+    seed: int
+    inner_folds: int
+    guard: bool
+
+
+def _run_search(job: _Job, search: tuple) -> tuple["Choice", set]:
+    """One search of the procedure (``procedure``) with a scorer of its own; also the
+    configurations it scored (their keys), so the run can count the distinct ones."""
+    idx, where = search
+    scorer = _Scorer(job.c, job.qrels, job.base, job.metric)
+    choice = procedure(scorer, job.space, idx, job.sampler, job.trials, job.seed, job.inner_folds, job.guard,
+                       scorer.pipeline(job.base), where, lambda: None)
+    return choice, scorer.scored()
+
+
 def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig | str,
          space: tuple[TuneParam, ...] | None = None, *, trials: int = DEFAULT_TRIALS, folds: int = 5,
          seed: int = 0, sampler: str = "tpe", metric: str = "ndcg@5", inner_folds: int = DEFAULT_INNER_FOLDS,
-         guard: bool = True, progress: Callable[[int, int], None] | None = None) -> TuneResult:
-    """Nested cross-validation of the tuning procedure, then the procedure on all queries."""
+         guard: bool = True, progress: Callable[[int, int], None] | None = None,
+         executor: "Executor | None" = None) -> TuneResult:
+    """Nested cross-validation of the tuning procedure, then the procedure on all queries.
+    ``executor`` (``eval.executors``) runs the ``folds + 1`` searches: in this process (default,
+    progress per trial) or as Ray tasks (the same choices; progress when all are done)."""
     base = resolve_config(base)
     parse_metric(metric)
     check_sizes(trials, folds, inner_folds)
@@ -501,19 +540,29 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
             progress(min(done[0], total), total)
 
     fold_of = make_folds(n, folds, seed)
+    searches = [(np.flatnonzero(fold_of != k), (k,)) for k in range(folds)] + [(np.arange(n), (folds,))]
+    scored_elsewhere: set = set()
+    if executor is None or executor.name == "local":
+        choices = [procedure(scorer, space, idx, sampler, trials, seed, inner_folds, guard, default, where, tick)
+                   for idx, where in searches]
+    else:  # each search on a worker, with its own scorer of the same pool: the same choices
+        job = _Job(c, qrels, base, metric, space, sampler, trials, seed, inner_folds, guard)
+        results = executor.map(_run_search, job, searches)
+        choices = [choice for choice, _ in results]
+        scored_elsewhere = set().union(*(keys for _, keys in results))
+        done[0] = total - 1
+        tick()
     held = np.empty(n)
     outer = []
-    for k in range(folds):
-        train, test = np.flatnonzero(fold_of != k), np.flatnonzero(fold_of == k)
-        choice = procedure(scorer, space, train, sampler, trials, seed, inner_folds, guard, default, (k,), tick)
+    for k, choice in enumerate(choices[:folds]):
+        test = np.flatnonzero(fold_of == k)
         values = scorer.values(choice.params) if choice.kind == "tuned" else default
         held[test] = values[test]
         applied = choice.params if choice.kind == "tuned" else {p.name: get_param(base, p.name) for p in space}
         outer.append(OuterFold(k, tuple(ids[i] for i in test), choice.kind, applied, choice.params,
                                choice.train_mean, choice.inner_tuned, choice.inner_default,
                                float(values[test].mean())))
-    final = procedure(scorer, space, np.arange(n), sampler, trials, seed, inner_folds, guard, default, (folds,),
-                      tick)
+    final = choices[folds]
     singles = {name: scorer.pipeline(get_pipeline(name)) for name in SINGLE_PATHS}
     best_single = max(SINGLE_PATHS, key=lambda name: (singles[name].mean(), -SINGLE_PATHS.index(name)))
     raw = [_compare(f"default {base.name}", base.name, held, default, seed),
@@ -537,7 +586,7 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
         pool_depth=c.pool_depth, query_ids=ids, outer=tuple(outer), held_out=held, default_values=default,
         single_values=singles, best_single=best_single, comparisons=comparisons, final=final,
         final_config=final_config, final_score=final_score,
-        n_configs=sum(v is not None for v in scorer.cache.values()), seconds=time.perf_counter() - start_time,
+        n_configs=len(scorer.scored() | scored_elsewhere), seconds=time.perf_counter() - start_time,
     )
 
 

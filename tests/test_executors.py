@@ -150,3 +150,26 @@ def test_more_workers_than_the_cluster_has_is_refused(ray_cluster, capsys):
                      "--executor", "ray", "--workers", "3"]) == 2
     assert "--workers 3 exceeds the Ray cluster's 2 CPUs" in capsys.readouterr().err
 
+
+
+@needs_ray
+def test_rwb_tune_on_ray_equals_the_local_tuning(tiny, pool, ray_cluster, tmp_path, capsys):
+    """``rwb tune --executor ray`` runs the searches (one per outer fold plus the final one) as
+    Ray tasks; every fold's choice, the held-out values and the tests equal the local run's."""
+    from eval.tune import tune
+
+    args = ["tune", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10", "--trials", "4",
+            "--folds", "2", "--inner-folds", "2", "--seed", "5"]
+    assert rwb_main([*args, "--json", str(tmp_path / "local.json")]) == 0
+    assert rwb_main([*args, "--executor", "ray", "--workers", "2", "--json", str(tmp_path / "ray.json")]) == 0
+    local, remote = (json.loads((tmp_path / f"{k}.json").read_text("utf-8")) for k in ("local", "ray"))
+    for data in (local, remote):
+        data.pop("seconds", None)
+    assert remote == local and len(local["outer"]) == 2
+    base = PIPELINES["rrf"]
+    with RayExecutor(workers=2) as executor:
+        on_ray = tune(pool, tiny.qrels, base, trials=4, folds=2, inner_folds=2, seed=5, sampler="random",
+                      executor=executor)
+    here = tune(pool, tiny.qrels, base, trials=4, folds=2, inner_folds=2, seed=5, sampler="random")
+    assert np.array_equal(on_ray.held_out, here.held_out) and on_ray.outer == here.outer
+    assert on_ray.final == here.final and on_ray.final_config == here.final_config

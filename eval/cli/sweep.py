@@ -132,14 +132,15 @@ def print_tune(result: TuneResult) -> None:
 
 def cmd_tune(args) -> int:
     base, space = check_tune(args)
+    check_executor(args)
     dataset, pool = load_with_pool(args)
     pool = prepare_pool(pool, dataset.queries, [base], args.embedder)  # learned routes, if it follows them
     check_space(base, space, args.sampler, pool.pool_depth)
     check_depth({base.name: base}, pool.pool_depth)
-    with Progress("trial") as progress:
+    with make_executor(args.executor, args.address, args.workers) as executor, Progress("trial") as progress:
         result = tune(pool, dataset.qrels, base, space, trials=args.trials, folds=args.folds, seed=args.seed,
                       sampler=args.sampler, metric=args.metric, inner_folds=args.inner_folds,
-                      guard=not args.no_guard, progress=progress.stage("trials"))
+                      guard=not args.no_guard, progress=progress.stage("trials"), executor=executor)
     print_tune(result)
     if args.out:
         write_file(args.out, result.to_toml(), "--out")
@@ -150,6 +151,14 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def add_executor_options(p, what: str) -> None:
+    p.add_argument("--executor", choices=EXECUTORS, default="local", help=what)
+    p.add_argument("--address", metavar="ADDR", help="with --executor ray: an existing Ray cluster (ray.init(address=…)); "
+                                                     "default: start a local one")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="with --executor ray: Ray workers (default: the cluster's CPUs)")
+
+
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="grid or random search over numeric parameters, cross-validated")
     add_pool_options(p)
@@ -158,13 +167,8 @@ def register(sub) -> None:
     add_sweep_options(p)
     p.add_argument("--out", metavar="FILE", help="write the best configuration as TOML (usable as --pipeline)")
     p.add_argument("--json", metavar="OUT", help="write every configuration's score and the CV table as JSON")
-    p.add_argument("--executor", choices=EXECUTORS, default="local",
-                   help="score configurations here (local, default) or over Ray workers (ray: configurations × "
-                        "query shards; needs pip install -e '.[distributed]'); the results are identical")
-    p.add_argument("--address", metavar="ADDR", help="with --executor ray: an existing Ray cluster (ray.init(address=…)); "
-                                                     "default: start a local one")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="with --executor ray: Ray workers (default: the cluster's CPUs)")
+    add_executor_options(p, "score configurations here (local, default) or over Ray workers (ray: configurations × "
+                            "query shards; needs pip install -e '.[distributed]'); the results are identical")
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("tune", help="Optuna search over many parameters, scored by nested cross-validation")
@@ -183,4 +187,6 @@ def register(sub) -> None:
     p.add_argument("--metric", default="ndcg@5", help="objective metric (default ndcg@5)")
     p.add_argument("--out", metavar="FILE", help="write the configuration tuned on all queries as TOML")
     p.add_argument("--json", metavar="OUT", help="write folds, per-query held-out values and tests as JSON")
+    add_executor_options(p, "run the searches (one per outer fold, plus the final one) here (local, default) or as "
+                            "Ray tasks (ray; needs pip install -e '.[distributed]'); the results are identical")
     p.set_defaults(func=cmd_tune)
