@@ -27,7 +27,7 @@ PUBLISHED_SCIFACT_NDCG10 = {"bm25": 0.665, "vector": 0.645}  # BEIR BM25; all-Mi
 
 def cv_winner(c, qrels, folds: int = 5, seed: int = 0) -> dict:
     """Held-out nDCG@5 and recall@5 of the RRF sweep, and the in-sample best configuration."""
-    from eval.sweep import ParamSpec, Space, SumConstraint, apply_point, make_folds, query_scores, sweep
+    from eval.sweep import ParamSpec, Space, SumConstraint, apply_point, config_values, make_folds, sweep
 
     space = Space((ParamSpec("rrf.rrf_k", 10.0, 100.0, 10.0), ParamSpec("rrf.w_dense", 0.0, 1.0, 0.1),
                    ParamSpec("rrf.w_sparse", 0.0, 1.0, 0.1)),
@@ -38,7 +38,8 @@ def cv_winner(c, qrels, folds: int = 5, seed: int = 0) -> dict:
     recall = []
     for fold in result.folds:
         point = [fold.best[name] for name in space.names]
-        values = query_scores(c, judged, apply_point(PIPELINES["rrf"], space, point), "recall@5", judged.n_missing)
+        row = next(config_values(c, judged, [apply_point(PIPELINES["rrf"], space, point)], "recall@5"))[0]
+        values = np.concatenate([row[judged.judged], np.zeros(judged.n_missing)])
         recall.append(float(values[fold_of == fold.fold].mean()))
     picks = [tuple(sorted(f.best.items())) for f in result.folds]
     return {"ndcg@5": round(result.held_out_mean, 4), "recall@5": round(float(np.mean(recall)), 4),

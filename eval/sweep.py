@@ -16,7 +16,7 @@ Every configuration is scored once per query on the stored pool; folds are then 
 sets. Configurations are evaluated in batches (``config_values``): each is fused as
 ``run_pipeline`` fuses it, then a whole batch is ranked and scored in one compiled pass
 (``eval.fast.fused_values``) without building a ``Ranking`` — the same values, bit for bit,
-as ``query_scores`` of each configuration. Cross-validation: the counted queries are shuffled with ``seed`` and
+as ``per_query`` of each configuration's ranked run. Cross-validation: the counted queries are shuffled with ``seed`` and
 split into ``folds`` parts; for each fold the configuration with the best mean on the other
 folds (its training queries) is picked, and its mean on the held-out fold is reported. The
 held-out means estimate how a tuned configuration does on unseen queries; the final winner
@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
-from eval.fast import fused_values, judge, parse_metric, per_query
+from eval.fast import fused_values, judge, parse_metric
 from retrieval.candidates import Candidates
-from retrieval.pipeline import (PipelineConfig, fuse, fusion_fields, get_param, knobs, run_pipeline,
-                                sweepable_params, to_toml, with_fusion_fields, with_param)
+from retrieval.pipeline import (PipelineConfig, fuse, fusion_fields, get_param, knobs, sweepable_params, to_toml,
+                                with_fusion_fields, with_param)
 
 if TYPE_CHECKING:
     from eval.executors import Executor
@@ -340,12 +340,6 @@ def point_setter(base: PipelineConfig, space: Space) -> Callable[[tuple], Pipeli
         except ValueError:
             return apply_point(base, space, point)  # the same error, worded as with_param words it
     return setter
-
-
-def query_scores(c: Candidates, judged, config: PipelineConfig, metric: str, n_missing: int) -> np.ndarray:
-    """Per-query ``metric`` of ``config`` over the counted queries (pool order, missing ones 0)."""
-    values = per_query(c, judged, run_pipeline(c, config).ranking, (metric,))[metric][judged.judged]
-    return np.concatenate([values, np.zeros(n_missing)]) if n_missing else values
 
 
 BATCH_BYTES = 48 << 20

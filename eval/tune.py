@@ -441,7 +441,7 @@ class TuneResult:
 
 
 def counted_ids(c: Candidates, qrels, judged) -> tuple[str, ...]:
-    """The counted queries in ``query_scores`` order: judged pool queries, then missing ones (sorted)."""
+    """The counted queries in the order of a scorer's values: judged pool queries, then missing ones (sorted)."""
     present = set(c.query_ids)
     missing = sorted(q for q, j in qrels.items() if q not in present and any(g > 0 for g in j.values()))
     return tuple(q for q, m in zip(c.query_ids, judged.judged) if m) + tuple(missing)

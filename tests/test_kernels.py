@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from eval.fast import judge, mean_metrics, per_query
-from eval.sweep import ParamSpec, Space, config_values, query_scores, sweep
+from eval.sweep import ParamSpec, Space, config_values, sweep
 from retrieval.kernels import INSERTION_MAX
 from retrieval.pipeline import PIPELINES, run_pipeline, with_param
 from retrieval.ranking import rank_rows
@@ -107,14 +107,15 @@ def test_batched_sweep_values_equal_one_pipeline_at_a_time(tiny_pool):
             assert np.array_equal(batch[b], alone, equal_nan=True), (metric, config.name)
 
 
-def test_sweep_scores_equal_query_scores_of_each_point(tiny_pool):
+def test_sweep_scores_equal_the_mean_of_each_points_ranked_run(tiny_pool):
     dataset, c = tiny_pool
     judged = judge(c, dataset.qrels)
     space = Space((ParamSpec("rrf.rrf_k", 10.0, 100.0, 10.0), ParamSpec("max_results", 3, 9, 3, integer=True)))
     result = sweep(c, dataset.qrels, PIPELINES["rrf"], space, "ndcg@5", folds=2)
     for point, score in zip(result.points, result.scores):
         config = with_param(with_param(PIPELINES["rrf"], "rrf.rrf_k", float(point[0])), "max_results", int(point[1]))
-        assert score == query_scores(c, judged, config, "ndcg@5", judged.n_missing).mean()
+        values = per_query(c, judged, run_pipeline(c, config).ranking, ("ndcg@5",))["ndcg@5"][judged.judged]
+        assert score == np.concatenate([values, np.zeros(judged.n_missing)]).mean()
 
 
 def test_all_metrics_of_a_batch_in_one_pass_equal_each_ranking(tiny_pool):
