@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from eval.kernels import KINDS, batch_sums, cut_stats, finish_all, finish_many
-from retrieval.candidates import Candidates
+from retrieval.candidates import Candidates, derived
 from retrieval.pipeline import Fused
 from retrieval.ranking import Ranking, table_order, visible_order
 
@@ -70,17 +70,10 @@ class Judged:
         return int(self.judged.sum()) + self.n_missing
 
 
-_POSITIONS: "weakref.WeakKeyDictionary[Candidates, tuple[dict[str, int], dict[str, int]]]" = \
-    weakref.WeakKeyDictionary()
-
-
 def _positions(c: Candidates) -> tuple[dict[str, int], dict[str, int]]:
     """Index of each document id and of each query id of a table, built once per table."""
-    cached = _POSITIONS.get(c)
-    if cached is None:
-        cached = _POSITIONS[c] = ({doc_id: i for i, doc_id in enumerate(c.doc_ids)},
-                                  {query_id: i for i, query_id in enumerate(c.query_ids)})
-    return cached
+    return derived(c, ("positions",), lambda: ({doc_id: i for i, doc_id in enumerate(c.doc_ids)},
+                                              {query_id: i for i, query_id in enumerate(c.query_ids)}))
 
 
 DENSE_KEYS = 1 << 20

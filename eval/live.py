@@ -18,13 +18,13 @@ import numpy as np
 
 from eval.fast import DEFAULT_METRICS, Judged, fused_matrix
 from retrieval.candidates import Candidates
-from retrieval.pipeline import PipelineConfig, PipelineRun, fuse, run_pipeline
+from retrieval.pipeline import Fused, PipelineConfig, PipelineRun, fuse, ranked
 
 
 @dataclass(frozen=True, eq=False)
 class LiveRun:
     config: PipelineConfig
-    table: Candidates
+    fused: Fused
     judged: Judged
     values: dict[str, np.ndarray]   # metric → per-query value (NaN where the query has no judgments)
     means: dict[str, float]         # over the counted queries (judged; missing ones count 0)
@@ -32,8 +32,8 @@ class LiveRun:
 
     @cached_property
     def run(self) -> PipelineRun:
-        """The ranked run (what a page shows for a query), built on first use."""
-        return run_pipeline(self.table, self.config)
+        """The ranked run (what a page shows for a query), ranked on first use."""
+        return ranked(self.fused)
 
     def counted(self, metric: str) -> np.ndarray:
         """Per-query values over the counted queries (judged ones, missing ones as 0), as eval.sweep."""
@@ -46,9 +46,10 @@ def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,
     """Re-score and evaluate a whole query set (timed with ``perf_counter``)."""
     start = time.perf_counter()
     metrics = tuple(metrics)
-    out = fused_matrix(judged, [fuse(c, config)], metrics)[:, 0]
+    fused = fuse(c, config)
+    out = fused_matrix(judged, [fused], metrics)[:, 0]
     n = judged.n_judged
     totals = np.nansum(out, axis=1).tolist() if n else [0.0] * len(metrics)
     values = dict(zip(metrics, out))
     means = {name: (total / n if n else 0.0) for name, total in zip(metrics, totals)}
-    return LiveRun(config, c, judged, values, means, time.perf_counter() - start)
+    return LiveRun(config, fused, judged, values, means, time.perf_counter() - start)

@@ -550,8 +550,8 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
         results = executor.map(_run_search, job, searches)
         choices = [choice for choice, _ in results]
         scored_elsewhere = set().union(*(keys for _, keys in results))
-        done[0] = total - 1
-        tick()
+        if progress:
+            progress(total, total)
     held = np.empty(n)
     outer = []
     for k, choice in enumerate(choices[:folds]):

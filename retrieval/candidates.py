@@ -117,11 +117,8 @@ class Candidates:
             return self
         if match != "all":
             raise ValueError(f"keyword match must be one of {list(MATCH_MODES)}, got {match!r}")
-        view = _ALL_VIEWS.get(self)
-        if view is None:
-            cols = {**self.cols, "bm25_rank": self.cols["bm25_all_rank"], "bm25_score": self.cols["bm25_all_score"]}
-            view = _ALL_VIEWS[self] = replace(self, cols=cols)
-        return view
+        return derived(self, ("keyword all",), lambda: replace(self, cols={
+            **self.cols, "bm25_rank": self.cols["bm25_all_rank"], "bm25_score": self.cols["bm25_all_score"]}))
 
     def visible(self, depth: int) -> np.ndarray:
         """Rows a pipeline of this per-path depth retrieves."""
@@ -190,7 +187,28 @@ class PoolCorrupt(ValueError):
 
 
 POOL_MAGIC = b"RWBPOOL\x02"
-_ALL_VIEWS: "weakref.WeakKeyDictionary[Candidates, Candidates]" = weakref.WeakKeyDictionary()
+_DERIVED: "weakref.WeakKeyDictionary[Candidates, dict]" = weakref.WeakKeyDictionary()
+DERIVED_SIZE = 64
+"""Values kept per table; past this many, the table's are dropped and built again on demand."""
+
+
+def derived(c: "Candidates", key: tuple, build: Callable[[], object]):
+    """``build()`` once per candidate table and ``key``: what is computed from a table alone
+    (its tie order, visible masks, the keyword-match view…), kept while the table lives
+    (tables are never changed in place). Arrays, alone or in a tuple, come back read-only."""
+    table = _DERIVED.get(c)
+    if table is None:
+        table = _DERIVED[c] = {}
+    if key in table:
+        return table[key]
+    value = build()
+    for array in (value if isinstance(value, tuple) else (value,)):
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    if len(table) >= DERIVED_SIZE:
+        table.clear()
+    table[key] = value
+    return value
 
 
 def _filters(query: Query, scope: str = "", group: str = "", project: str = "") -> tuple[Filters, VectorFilters]:

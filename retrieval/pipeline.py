@@ -15,7 +15,6 @@ import copy
 import dataclasses
 import math
 import tomllib
-import weakref
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -25,7 +24,7 @@ import numpy as np
 import tomli_w
 
 from retrieval.bm25 import MATCH_MODES, Filters
-from retrieval.candidates import ROW_COLUMNS, Candidates, build_candidates, doc_table
+from retrieval.candidates import ROW_COLUMNS, Candidates, build_candidates, derived, doc_table
 from retrieval.dataset import Query, scrub_text
 from retrieval.fusion import FUSIONS, Scored, get_fusion
 from retrieval.fusion._base import recency_decay
@@ -420,6 +419,7 @@ class Fused:
     (``rank_rows``'s arguments): the step before ranking, shared by ``run_pipeline`` and by
     the evaluators that score a configuration without building a ``Ranking`` (``eval.fast``)."""
 
+    config: PipelineConfig
     table: Candidates                        # the keyword-match view the scores are over
     scored: Scored
     route: np.ndarray                        # per query: index into ROUTES
@@ -430,16 +430,9 @@ class Fused:
     depth: int | None = None                 # every row outside visible_rows(table, depth) scores −inf
 
 
-_HYBRID: "weakref.WeakKeyDictionary[Candidates, np.ndarray]" = weakref.WeakKeyDictionary()
-
-
 def all_hybrid(c: Candidates) -> np.ndarray:
     """Every query on the hybrid route (2), once per table (read-only)."""
-    route = _HYBRID.get(c)
-    if route is None:
-        route = _HYBRID[c] = np.full(c.n_queries, 2, dtype=np.int8)
-        route.flags.writeable = False
-    return route
+    return derived(c, ("all hybrid",), lambda: np.full(c.n_queries, 2, dtype=np.int8))
 
 
 def fuse(c: Candidates, config: PipelineConfig) -> Fused:
@@ -491,14 +484,18 @@ def fuse(c: Candidates, config: PipelineConfig) -> Fused:
             below &= hybrid_rows
         score = np.where(below, -np.inf, score)
         scored = Scored(score, scored.components, scored.multipliers)
-    return Fused(c, scored, route, max_results, config.min_score, budget, keep,
+    return Fused(config, c, scored, route, max_results, config.min_score, budget, keep,
                  None if routed else config.path_depth)
 
 
 def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
     """Route, fuse and rank every query of a candidate table."""
-    fused = fuse(c, config)
-    c = fused.table
+    return ranked(fuse(c, config))
+
+
+def ranked(fused: Fused) -> PipelineRun:
+    """Rank fused scores: the ranked run, with each query's route and profile."""
+    c, config = fused.table, fused.config
     ranking = rank_rows(c, fused.scored.score, fused.max_results, fused.min_score, fused.token_budget,
                         keep=fused.keep)
     fusion = FUSIONS[config.fusion]

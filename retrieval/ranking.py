@@ -11,13 +11,12 @@ once per candidate table: a bounded sorted buffer picks the top ``max_results`` 
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
 from retrieval import kernels
-from retrieval.candidates import Candidates
+from retrieval.candidates import Candidates, derived
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,45 +34,19 @@ class Ranking:
         return self.rows[lo:hi]
 
 
-_TIE_ORDERS: "weakref.WeakKeyDictionary[Candidates, tuple[np.ndarray, np.ndarray, np.ndarray, int]]" = \
-    weakref.WeakKeyDictionary()
-
-
 def table_order(c: Candidates) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Once per table: each query's rows in document-id order (grouped as ``c.offsets``),
     the offsets and token counts as int64, and the widest query's row count."""
-    cached = _TIE_ORDERS.get(c)
-    if cached is None:
-        order = kernels.tie_order(c.query_idx, c.tie_key)
+    def build():
         offsets = np.ascontiguousarray(c.offsets, dtype=np.int64)
-        tokens = np.ascontiguousarray(c.token_count, dtype=np.int64)
-        width = int(np.diff(offsets).max(initial=0)) or 1
-        for array in (order, offsets, tokens):
-            array.flags.writeable = False
-        cached = _TIE_ORDERS[c] = (order, offsets, tokens, width)
-    return cached
-
-
-_VISIBLE: "weakref.WeakKeyDictionary[Candidates, dict[int, np.ndarray]]" = weakref.WeakKeyDictionary()
+        return (kernels.tie_order(c.query_idx, c.tie_key), offsets,
+                np.ascontiguousarray(c.token_count, dtype=np.int64), int(np.diff(offsets).max(initial=0)) or 1)
+    return derived(c, ("tie order",), build)
 
 
 def visible_rows(c: Candidates, depth: int) -> np.ndarray:
     """``c.visible(depth)``, computed once per table and depth (read-only)."""
-    masks = _VISIBLE.get(c)
-    if masks is None:
-        masks = _VISIBLE[c] = {}
-    mask = masks.get(depth)
-    if mask is None:
-        mask = c.visible(depth)
-        mask.flags.writeable = False
-        if len(masks) >= 16:
-            masks.clear()
-        masks[depth] = mask
-    return mask
-
-
-_VISIBLE_ORDERS: "weakref.WeakKeyDictionary[Candidates, dict[int, tuple[np.ndarray, np.ndarray]]]" = \
-    weakref.WeakKeyDictionary()
+    return derived(c, ("visible", depth), lambda: c.visible(depth))
 
 
 def visible_order(c: Candidates, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -81,21 +54,13 @@ def visible_order(c: Candidates, depth: int) -> tuple[np.ndarray, np.ndarray]:
     tie order and their offsets, once per table and depth (read-only). A scoring that gives
     every other row −inf ranks the same walking only these (those rows are never kept and
     take no rank); at depth 20 of a 50-deep pool that is about 40 % of the rows."""
-    orders = _VISIBLE_ORDERS.get(c)
-    if orders is None:
-        orders = _VISIBLE_ORDERS[c] = {}
-    cached = orders.get(depth)
-    if cached is None:
+    def build():
         order = table_order(c)[0]
         order = order[visible_rows(c, depth)[order]]
         offsets = np.zeros(c.n_queries + 1, dtype=np.int64)
         np.cumsum(np.bincount(c.query_idx[order], minlength=c.n_queries), out=offsets[1:])
-        for array in (order, offsets):
-            array.flags.writeable = False
-        if len(orders) >= 16:
-            orders.clear()
-        cached = orders[depth] = (order, offsets)
-    return cached
+        return order, offsets
+    return derived(c, ("visible order", depth), build)
 
 
 def rank_rows(c: Candidates, score: np.ndarray, max_results: int | np.ndarray, min_score: float | None = None,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from eval.cli._common import add_pool_options, bounded, check_depth, load_with_pool, write_file, write_json
 from eval.executors import EXECUTORS, MAX_WORKERS, check_reachable, import_ray, make_executor
 from eval.fast import parse_metric
@@ -53,6 +55,16 @@ def check_executor(args) -> None:
             check_reachable(args.address)
 
 
+def write_outputs(args, toml: Callable[[], str], data: Callable[[], dict]) -> None:
+    """``--out`` (the winning configuration as TOML) and ``--json``, where asked for."""
+    if args.out:
+        write_file(args.out, toml(), "--out")
+        print(f"wrote {args.out} (use it as --pipeline {args.out})")
+    if args.json:
+        write_json(args.json, data())
+        print(f"wrote {args.json}")
+
+
 def cmd_sweep(args) -> int:
     if not args.pipeline:
         raise ValueError("give the pipeline to tune with --pipeline NAME (or a TOML file)")
@@ -70,12 +82,7 @@ def cmd_sweep(args) -> int:
           f"held-out {result.held_out_mean:.4f}")
     best = ", ".join(f"{k}={v:g}" for k, v in result.best_params.items())
     print(f"as shipped: {result.base_score:.4f}; best on all queries: {best} → {result.best_score:.4f} (in-sample)")
-    if args.out:
-        write_file(args.out, result.best_toml(), "--out")
-        print(f"wrote {args.out} (use it as --pipeline {args.out})")
-    if args.json:
-        write_json(args.json, result.to_json())
-        print(f"wrote {args.json}")
+    write_outputs(args, result.best_toml, result.to_json)
     return 0
 
 
@@ -142,12 +149,7 @@ def cmd_tune(args) -> int:
                       sampler=args.sampler, metric=args.metric, inner_folds=args.inner_folds,
                       guard=not args.no_guard, progress=progress.stage("trials"), executor=executor)
     print_tune(result)
-    if args.out:
-        write_file(args.out, result.to_toml(), "--out")
-        print(f"wrote {args.out} (use it as --pipeline {args.out})")
-    if args.json:
-        write_json(args.json, result.to_json())
-        print(f"wrote {args.json}")
+    write_outputs(args, result.to_toml, result.to_json)
     return 0
 
 

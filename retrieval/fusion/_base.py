@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-from retrieval.candidates import Candidates
+from retrieval.candidates import Candidates, derived
 from retrieval.params import Params
 
 LN2 = math.log(2.0)
@@ -80,7 +80,6 @@ class Fusion:
         return {("dense",): "vector", ("sparse",): "keyword"}.get(self.paths, "hybrid")
 
 
-_MEMO: "weakref.WeakKeyDictionary[Candidates, dict]" = weakref.WeakKeyDictionary()
 MEMO_SIZE = 32
 
 
@@ -89,9 +88,7 @@ def per_table(c: Candidates, visible: np.ndarray, key: tuple, build: Callable[[]
     fusion derives from the table alone (a path's normalised scores), shared by every
     configuration that only changes weights — a sweep over weights, a weight knob moved. The
     arrays are returned read-only. A visible mask made afresh (a routed query set) misses."""
-    table = _MEMO.get(c)
-    if table is None:
-        table = _MEMO[c] = {}
+    table = derived(c, ("per visible mask",), dict)
     hit = table.get(key)
     if hit is not None and hit[0]() is visible:
         return hit[1]
