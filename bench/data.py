@@ -81,7 +81,7 @@ def locomo_grouped() -> Path | None:
 
     ``group`` = ``sample_id`` on documents and queries (``build_candidates`` filters both
     paths by the query's group) and ``created_at`` = the turn's ``timestamp_iso``. Made by
-    ``eval.importers.import_beir`` (which maps exactly these fields) when it is there, else
+    ``eval.importers.formats.import_beir`` (which maps exactly these fields) when it is there, else
     by a small converter here; written once under the benchmark home, never in the repo."""
     source = shared_path("locomo")
     if source is None:
@@ -93,7 +93,7 @@ def locomo_grouped() -> Path | None:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        from eval.importers import import_beir
+        from eval.importers.formats import import_beir
     except ImportError:
         import_beir = None
     if import_beir is not None:
@@ -350,7 +350,7 @@ def real_queries(n: int) -> list[str]:
 
 def pool(path: Path, embedder: str = "minilm", pool_depth: int | None = None):
     """(dataset, stored candidate pool) under the benchmark home: built once, then loaded."""
-    from eval.pool import load_pool
+    from eval.stores.pool import load_pool
     from retrieval.candidates import DEFAULT_POOL_DEPTH
 
     dataset = load(str(path))

@@ -2,12 +2,12 @@
 
 nDCG@5 and recall@5 (and nDCG@10, for SciFact's published BEIR figures) of ``vector``,
 ``bm25``, ``rrf``, ``openclaw``, ``seed-adaptive`` and the cross-validated sweep winner, with
-both bundled embedders. The sweep: ``eval.sweep`` over RRF with ``rrf_k`` = 10…100 (step 10)
+both bundled embedders. The sweep: ``eval.search.sweep`` over RRF with ``rrf_k`` = 10…100 (step 10)
 and ``w_dense`` + ``w_sparse`` = 1 (step 0.1), 110 configurations, tuned for nDCG@5, 5 folds
 (seed 0); its figures are the held-out means (each fold scored by the configuration picked
 on the other four), so they are not optimistic. LoCoMo retrieves within each conversation.
 Evaluated from each dataset's stored candidate pool (depth 50), counted queries only (at
-least one relevant judgment), with ``eval.fast`` (equal to ranx metric for metric).
+least one relevant judgment), with ``eval.metrics.measure`` (equal to ranx metric for metric).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from bench.common import Section, log
 from bench.context import Context, fixture_path
 from bench.data import pool, quality_datasets
-from eval.fast import judge, mean_metrics
+from eval.metrics.measure import judge, mean_metrics
 from retrieval.pipeline import PIPELINES, run_pipeline
 
 NAMED = ("vector", "bm25", "rrf", "openclaw", "seed-adaptive")
@@ -27,7 +27,8 @@ PUBLISHED_SCIFACT_NDCG10 = {"bm25": 0.665, "vector": 0.645}  # BEIR BM25; all-Mi
 
 def cv_winner(c, qrels, folds: int = 5, seed: int = 0) -> dict:
     """Held-out nDCG@5 and recall@5 of the RRF sweep, and the in-sample best configuration."""
-    from eval.sweep import ParamSpec, Space, SumConstraint, apply_point, config_values, make_folds, sweep
+    from eval.metrics.measure import config_values
+    from eval.search.sweep import ParamSpec, Space, SumConstraint, apply_point, make_folds, sweep
 
     space = Space((ParamSpec("rrf.rrf_k", 10.0, 100.0, 10.0), ParamSpec("rrf.w_dense", 0.0, 1.0, 0.1),
                    ParamSpec("rrf.w_sparse", 0.0, 1.0, 0.1)),

@@ -15,8 +15,8 @@ from ranx import Qrels, Run
 from retrieval.candidates import Candidates
 
 try:  # the harness's adapters decide which queries count; same rule, kept in one place
-    from eval.runs import judged_query_ids, to_qrels
-except ImportError:  # pragma: no cover - before eval/runs.py existed
+    from eval.metrics.ranx_io import judged_query_ids, to_qrels
+except ImportError:  # pragma: no cover - before eval/metrics/ranx_io.py existed
     def judged_query_ids(qrels, query_ids=None):
         relevant = {q for q, j in qrels.items() if any(g > 0 for g in j.values())}
         return sorted(relevant) if query_ids is None else [q for q in query_ids if q in relevant]

@@ -42,7 +42,7 @@ def sweep(f: dict) -> str:
                      else f"max per-config score diff {b['max_score_diff']}")
             best.append([name, family, f"{b['ours']} ({b['ours_score']})", f"{b['ranx']} ({b['ranx_score']})",
                          b["same"], b["cv_held_out"], extra])
-    return (_table(["query set", "counted queries", "configs", "eval.sweep s", "ranx s", "ours configs/s",
+    return (_table(["query set", "counted queries", "configs", "eval.search.sweep s", "ranx s", "ours configs/s",
                     "ranx configs/s", "speedup", "core loop configs/s", "core speedup"], rows) + "\n\n"
             + _table(["query set", "grid", "our best (nDCG@5)", "ranx best (nDCG@5)", "same", "our 5-fold held-out",
                       "check"], best))

@@ -1,8 +1,8 @@
 """Benchmark 1 — re-scoring a whole query set with one new config, from cached candidates.
 
-Ours: ``eval.live.evaluate_config`` — the Tune page's re-score on every knob move: route and fuse
+Ours: ``eval.experiments.live.evaluate_config`` — the Tune page's re-score on every knob move: route and fuse
 every query (``retrieval.pipeline.fuse``), then top-k selection and the five metrics of every
-query in one compiled pass (``eval.fast.fused_values``). The ranked run a page renders for one
+query in one compiled pass (``eval.metrics.measure.fused_values``). The ranked run a page renders for one
 query is not part of it (it is built when a page asks for it, as ranx's fused run is not
 rendered either).
 Peer: ``ranx.fuse`` of the dense and BM25 path Runs (built once from the same candidates)
@@ -20,9 +20,9 @@ from bench.common import Section, interleaved, log, median, ms, ratio
 from bench.context import Context, eval_datasets
 from bench.data import pool
 from bench.ranxio import path_runs
-from eval.fast import judge
-from eval.live import evaluate_config
-from eval.runs import to_run
+from eval.metrics.measure import judge
+from eval.experiments.live import evaluate_config
+from eval.metrics.ranx_io import to_run
 from retrieval.pipeline import PIPELINES, PipelineConfig, run_pipeline, with_param
 from retrieval.fusion.weighted import WeightedParams
 

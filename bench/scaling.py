@@ -2,7 +2,7 @@
 
 Three tables, on each evaluation set of ``eval_datasets`` (devmem and LoCoMo in full mode):
 
-- **Queries.** Re-score time (``eval.live.evaluate_config``: fuse, top-k and the five @5
+- **Queries.** Re-score time (``eval.experiments.live.evaluate_config``: fuse, top-k and the five @5
   metrics, judgments made beforehand; RRF k=30, 20 per path, on the stored depth-50 pool: the
   work of ``bench/rescore.py``'s headline) against the number of queries, 100 → 100,000. The
   queries are synthetic: real queries drawn with replacement (seeded) with their candidate
@@ -14,10 +14,10 @@ Three tables, on each evaluation set of ``eval_datasets`` (devmem and LoCoMo in 
   stores them), re-scored with a per-path depth of d. Two checks are recorded: a cut pool
   scores as the depth-100 pool re-scored at depth d (``same_as_uncut``), and the cut to 50
   holds the stored depth-50 pool's rows (``cut_vs_stored_pool``).
-- **Ray workers.** Sweep configurations/s of ``eval.sweep.sweep`` over rrf_k 1…200 × w_dense
+- **Ray workers.** Sweep configurations/s of ``eval.search.sweep.sweep`` over rrf_k 1…200 × w_dense
   0.5, 1, 1.5 (600 configurations) on the real query set, and rrf_k 10…200 step 10 × the same
   weights (60) on a 10× resampled one: local, then on a local Ray cluster (2 CPUs) with 1 and
-  2 workers (``eval.executors.RayExecutor``). Warm sweeps: the actors start and receive the
+  2 workers (``eval.search.executors.RayExecutor``). Warm sweeps: the actors start and receive the
   pool in a first sweep, reported apart. Skipped when Ray is not installed.
 
 The load average is recorded with every row (this is a shared 2-core machine).
@@ -33,8 +33,8 @@ import numpy as np
 from bench.common import Section, loadavg, log, median, now
 from bench.context import Context, eval_datasets
 from bench.data import pool
-from eval.fast import judge, mean_metrics
-from eval.live import evaluate_config
+from eval.metrics.measure import judge, mean_metrics
+from eval.experiments.live import evaluate_config
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PIPELINES, run_pipeline, with_param
 
@@ -143,8 +143,8 @@ def _ray_table(c: Candidates, qrels: dict, repeats: int) -> list[dict]:
     """Configurations/s of the RAY_GRID sweep: local, Ray with 1 and 2 workers (warm)."""
     import ray
 
-    from eval.executors import RayExecutor
-    from eval.sweep import Space, parse_param, sweep
+    from eval.search.executors import RayExecutor
+    from eval.search.sweep import Space, parse_param, sweep
 
     base = PIPELINES["rrf"]
     sets = [("real", c, qrels, RAY_GRID), ("10x resampled", *resample(c, qrels, 10 * c.n_queries), RAY_GRID_LARGE)]
@@ -199,6 +199,6 @@ def run(ctx: Context) -> Section:
         if importlib.util.find_spec("ray") is not None:
             entry["by_ray_workers"] = _ray_table(c, dataset.qrels, max(1, repeats // 2))
         section.figures[name] = entry
-    section.notes.append("re-score = eval.live.evaluate_config (5 metrics @5), RRF k=30; synthetic "
+    section.notes.append("re-score = eval.experiments.live.evaluate_config (5 metrics @5), RRF k=30; synthetic "
                          "queries resample real ones with their candidate rows and judgments")
     return section

@@ -3,8 +3,8 @@
 The grid: wsum with weights (w, 1 − w), w = 0, 0.1, …, 1 (11 points) and RRF with
 k = 10, 20, …, 100 (10 points); 21 configurations, metric nDCG@5, depth 20 per path.
 
-Ours: ``eval.sweep.sweep`` (each point's configuration fused, then the whole grid's top-k and
-metric in compiled batches, ``eval.sweep.config_values``, plus
+Ours: ``eval.search.sweep.sweep`` (each point's configuration fused, then the whole grid's top-k and
+metric in compiled batches, ``eval.metrics.measure.config_values``, plus
 its judging of the pool, 5-fold cross-validation and the base pipeline's score) over
 ``weighted`` (BM25 min-max normalised, cosine as is) and ``rrf`` — the headline; and the bare
 loop (``with_param`` + ``config_values`` + nDCG@5, judgments precomputed) for reference. Peer: ``ranx.optimize_fusion(norm="min-max")`` for
@@ -17,7 +17,7 @@ in both (ranks from the same lists).
 
 Ray row (full mode, only when Ray is installed — ``pip install -e '.[distributed]'``): a larger
 grid (rrf_k 1…200 × w_dense 0.5, 1, 1.5: 600 configurations) swept locally and on a local Ray
-cluster of 2 CPUs with 1 and 2 workers (``eval.executors.RayExecutor``); configurations/s of
+cluster of 2 CPUs with 1 and 2 workers (``eval.search.executors.RayExecutor``); configurations/s of
 warm sweeps (actors started and the pool shipped in an untimed first sweep, whose rate is
 reported apart), whether every score and fold equals the local sweep's, and the load average.
 """
@@ -37,7 +37,7 @@ from bench.data import pool
 from bench.ranxio import path_runs
 import numpy as np
 
-from eval.fast import judge
+from eval.metrics.measure import judge
 from retrieval.pipeline import PIPELINES, PipelineConfig, with_param
 from retrieval.fusion.weighted import WeightedParams
 
@@ -50,8 +50,8 @@ BLOCK = 3
 
 
 def _ours_sweeps(c, qrels, folds: int):
-    """Two sweeps with eval.sweep; returns [(family, SweepResult)]."""
-    from eval.sweep import ParamSpec, Space, SumConstraint, sweep
+    """Two sweeps with eval.search.sweep; returns [(family, SweepResult)]."""
+    from eval.search.sweep import ParamSpec, Space, SumConstraint, sweep
 
     base_w = PipelineConfig("wsum-minmax", "weighted", depth=DEPTH,
                             params=WeightedParams(text_norm="minmax"))
@@ -66,8 +66,8 @@ def _ours_sweeps(c, qrels, folds: int):
 
 def _core_loop(c, judged, configs) -> list[float]:
     """The bare per-config work, judgments computed beforehand: fuse + top-k + nDCG@5 of
-    every configuration (``eval.sweep.config_values``), no cross-validation."""
-    from eval.sweep import config_values
+    every configuration (``eval.metrics.measure.config_values``), no cross-validation."""
+    from eval.metrics.measure import config_values
 
     return [float(np.nansum(row)) / judged.n_judged
             for batch in config_values(c, judged, configs, METRIC) for row in batch]
@@ -124,8 +124,8 @@ def _ray_row(c, qrels, repeats: int) -> dict:
     """Configurations/s of the RAY_GRID sweep: local, then Ray with 1 and 2 workers."""
     import ray
 
-    from eval.executors import RayExecutor
-    from eval.sweep import Space, parse_param, sweep
+    from eval.search.executors import RayExecutor
+    from eval.search.sweep import Space, parse_param, sweep
 
     base = PIPELINES["rrf"]
     space = Space(tuple(parse_param(text, base) for text in RAY_GRID))
@@ -220,7 +220,7 @@ def run(ctx: Context) -> Section:
         section.ratios["sweep_speedup_vs_ranx"] = round(min(s for s, _ in speedups), 1)
         section.ratios["sweep_speedup_alternating"] = round(min(a for _, a in speedups), 1)
         section.ratios["sweep_configs_per_s"] = round(min(e["ours_configs_per_s"] for e in section.figures.values()))
-    section.notes.append("ours = eval.sweep (two calls: wsum grid, rrf grid), including its judging of the "
+    section.notes.append("ours = eval.search.sweep (two calls: wsum grid, rrf grid), including its judging of the "
                          "pool, 5-fold CV and base-pipeline score, which ranx does not do; core = the bare "
                          "fuse + top-k + nDCG@5 of every configuration with judgments computed beforehand; "
                          f"headline: {BLOCK} calls in a row per contestant and round; alternating: one each in turn")

@@ -17,13 +17,13 @@ from typing import Callable, Sequence
 import numpy as np
 import streamlit as st
 
-from eval.compare import Significance, compare_pair
-from eval.evaluate import Evaluation
-from eval.experiment import Experiment, ExperimentOptions, run_experiment
-from eval.report import fmt_p
-from eval.sweep import ParamSpec, Space, SweepResult
-from eval.sweep import sweep as harness_sweep
-from eval.live import LiveRun
+from eval.statistics.significance import Significance, compare_pair
+from eval.metrics.ranx_eval import Evaluation
+from eval.experiments.experiment import Experiment, ExperimentOptions, run_experiment
+from eval.reports.report import fmt_p
+from eval.search.sweep import ParamSpec, Space, SweepResult
+from eval.search.sweep import sweep as harness_sweep
+from eval.experiments.live import LiveRun
 from pages._state import METRICS, Workspace, get_dataset, get_judged, get_pool, metric_label
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig, get_param
@@ -45,7 +45,7 @@ def warm_harness() -> object:
     if config.get_option("global.appTest"):
         return None
     try:
-        return subprocess.Popen([sys.executable, "-c", "import os; os.nice(19)\nfrom eval.runs import warm_up; warm_up()"],
+        return subprocess.Popen([sys.executable, "-c", "import os; os.nice(19)\nfrom eval.metrics.ranx_io import warm_up; warm_up()"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=Path(__file__).parent.parent)
     except OSError:  # a warm-up only; the real evaluation reports its own errors
         return None
@@ -54,7 +54,7 @@ def warm_harness() -> object:
 # ---- live significance (Tune, Sweep) ------------------------------------------------------------
 
 def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str] = METRICS, test: str = "t") -> list[dict]:
-    """Per metric: value, baseline, delta and p of ``cand`` against ``base`` (``eval.compare.compare_pair``:
+    """Per metric: value, baseline, delta and p of ``cand`` against ``base`` (``eval.statistics.significance.compare_pair``:
     the paired t-test, or Fisher's randomization test; one system compared, so no correction)."""
     ps = compare_pair({m: base.counted(m) for m in metrics}, {m: cand.counted(m) for m in metrics}, test,
                       PERMUTATIONS, seed=42)
@@ -83,7 +83,7 @@ def fisher_cached(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, base
 def harness_experiment(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
                        configs: tuple[tuple[str, PipelineConfig], ...], baseline: PipelineConfig,
                        options: ExperimentOptions) -> Experiment:
-    """``eval.experiment.run_experiment`` (the one composition ``rwb eval`` and ``rwb report``
+    """``eval.experiments.experiment.run_experiment`` (the one composition ``rwb eval`` and ``rwb report``
     use) on the pool, with the workbench's merged qrels."""
     dataset = get_dataset(path, stamp)
     qrels, _ = get_judged(path, stamp, embedder, qrels_rev)
@@ -97,7 +97,7 @@ def experiment_for(ws: Workspace, labelled: dict[str, PipelineConfig],
                               options or ExperimentOptions())
 
 
-# ---- Sweep: the harness's grid/random search with cross-validation (eval.sweep) ----------------
+# ---- Sweep: the harness's grid/random search with cross-validation (eval.search.sweep) ----------------
 
 def param_spec(config: PipelineConfig, name: str, lo: float, hi: float, steps: int, integer: bool) -> ParamSpec:
     """``lo … hi`` in ``steps`` evenly spaced values (whole numbers for integer parameters)."""
@@ -113,7 +113,7 @@ def param_spec(config: PipelineConfig, name: str, lo: float, hi: float, steps: i
 def run_sweep(ws: Workspace, base: PipelineConfig, specs: Sequence[ParamSpec], metric: str,
               random: int | None, folds: int, seed: int = 0,
               progress: Callable[[int, int], None] | None = None) -> SweepResult:
-    """``eval.sweep.sweep`` on the pool with the workbench's merged qrels."""
+    """``eval.search.sweep.sweep`` on the pool with the workbench's merged qrels."""
     qrels, _ = ws.judged()
     return harness_sweep(ws.pool(), qrels, base, Space(tuple(specs)), metric, random, folds, seed, progress)
 
@@ -142,7 +142,7 @@ IMPORT_KINDS = {
 
 def import_dataset(kind: str, source: str, dest: str, *, force: bool = False, name: str = "",
                    corpus: str = "", queries: str = ""):
-    """Call the harness importer for ``kind`` (``eval.importers``); returns its ImportResult."""
+    """Call the harness importer for ``kind`` (``eval.importers.formats``); returns its ImportResult."""
     from eval import importers
     from retrieval.access import confine  # remote use: every path stays inside RWB_DATA_ROOT
 

@@ -19,11 +19,12 @@ from typing import Callable
 
 import streamlit as st
 
-from eval.configs import resolve_config
-from eval.fast import DEFAULT_METRICS, Judged, judge
-from eval.live import LiveRun, evaluate_config
-from eval.pool import load_pool, pool_path
-from eval.store import ExperimentStore, JudgmentStore
+from eval.stores.configs import resolve_config
+from eval.metrics.measure import DEFAULT_METRICS, Judged, judge
+from eval.experiments.live import LiveRun, evaluate_config
+from eval.stores.pool import load_pool, pool_path
+from eval.stores.experiments import ExperimentStore
+from eval.stores.judgments import JudgmentStore
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
 from retrieval.dataset import Dataset, DatasetError, Query, load_dataset, qrels_path
 from retrieval.index import IndexHandle, open_index, rwb_home
@@ -181,9 +182,9 @@ def get_pool(path: str, stamp: tuple, embedder: str) -> Candidates:
 
 @st.cache_resource(max_entries=4, show_spinner="Fitting the learned intent router (cross-validated over the labelled queries)…")
 def get_learned_pool(path: str, stamp: tuple, embedder: str) -> Candidates:
-    """The pool with cross-validated learned routes (``eval.learned_router.prepare_pool``): each
+    """The pool with cross-validated learned routes (``eval.learning.router.prepare_pool``): each
     labelled query routed by a model not trained on it; the pool itself when nothing is labelled."""
-    from eval.learned_router import LEARNED_PIPELINE, prepare_pool
+    from eval.learning.router import LEARNED_PIPELINE, prepare_pool
 
     return prepare_pool(get_pool(path, stamp, embedder), get_dataset(path, stamp).queries, [LEARNED_PIPELINE],
                         embedder)
@@ -191,7 +192,7 @@ def get_learned_pool(path: str, stamp: tuple, embedder: str) -> Candidates:
 
 def pool_for(path: str, stamp: tuple, embedder: str, config: PipelineConfig) -> Candidates:
     """The pool ``config`` is scored on: with learned routes when it follows the learned router."""
-    from eval.learned_router import uses_learned_router
+    from eval.learning.router import uses_learned_router
 
     return get_learned_pool(path, stamp, embedder) if uses_learned_router(config) else get_pool(path, stamp, embedder)
 

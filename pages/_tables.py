@@ -15,7 +15,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from eval.report import detail_header, detail_rows, intent_rows, means_rows
+from eval.reports.report import detail_header, detail_rows, intent_rows, means_rows
 from pages._markup import html as h
 from pages._state import METRICS, PRIMARY, Workspace, metric_label
 from retrieval.pipeline import PipelineConfig, Response, knobs, to_toml

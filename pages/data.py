@@ -143,7 +143,7 @@ def on_use_dataset(path: str) -> None:
 
 with import_tab:
     with st.container(border=True):
-        st.markdown("**Import a dataset** · converted by the harness (`eval.importers`) into a new folder, then "
+        st.markdown("**Import a dataset** · converted by the harness (`eval.importers.formats`) into a new folder, then "
                     "indexed and its candidate pool retrieved")
         c1, c2 = st.columns([1.3, 2])
         kind = c1.selectbox("Format", list(hx.IMPORT_KINDS), format_func=lambda k: hx.IMPORT_KINDS[k],

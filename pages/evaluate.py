@@ -1,14 +1,14 @@
-"""Evaluate: pipelines side by side on the query set, as ``rwb eval`` computes them (``eval.experiment``):
+"""Evaluate: pipelines side by side on the query set, as ``rwb eval`` computes them (``eval.experiments.experiment``):
 every metric at the chosen cutoffs, one metric's statistics (CIs, raw and corrected p), per intent, per query."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from eval.compare import CORRECTION_NAMES, CORRECTIONS
-from eval.evaluate import DEFAULT_CUTOFFS, GAINS
-from eval.experiment import ExperimentOptions
-from eval.report import SHORT_NOTE, legend, method_lines, short_notes
+from eval.statistics.significance import CORRECTION_NAMES, CORRECTIONS
+from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS
+from eval.experiments.experiment import ExperimentOptions
+from eval.reports.report import SHORT_NOTE, legend, method_lines, short_notes
 from eval import configs as cfg
 from pages import _charts as ch
 from pages import _harness as hx

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from eval import configs as cfg
-from eval.store import ExperimentStore
+from eval.stores.experiments import ExperimentStore
 from pages import _harness as hx
 from pages import _state as sh
 from pages import _tables as tb

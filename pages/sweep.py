@@ -1,5 +1,5 @@
-"""Sweep: grid or random search over two knobs (eval.sweep), an rrf_k curve, cross-validated winners;
-Optimise: an Optuna search over many knobs with its nested-CV held-out estimate (eval.tune)."""
+"""Sweep: grid or random search over two knobs (eval.search.sweep), an rrf_k curve, cross-validated winners;
+Optimise: an Optuna search over many knobs with its nested-CV held-out estimate (eval.search.tune)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ page_mode = st.segmented_control("Mode", ["Sweep", "Optimise"], key="sweep_page_
                                  default="Sweep", help="Sweep: a grid or random search over two knobs. Optimise: "
                                  "an Optuna search over many knobs, scored by nested cross-validation.")
 
-# ---- optimise: eval.tune (Optuna TPE / grid / random, nested cross-validation) -------------------
+# ---- optimise: eval.search.tune (Optuna TPE / grid / random, nested cross-validation) -------------------
 if page_mode == "Optimise":
     qrels, judged = ws.judged()
     n_judged = judged.n_judged

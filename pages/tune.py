@@ -11,7 +11,7 @@ import time
 import streamlit as st
 
 from eval import configs as cfg
-from eval.live import evaluate_config
+from eval.experiments.live import evaluate_config
 from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as s

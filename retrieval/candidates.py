@@ -92,7 +92,7 @@ class Candidates:
     degraded: tuple[tuple[str, ...], ...]
     cols: dict[str, np.ndarray] = field(repr=False)
     analyzer: str = DEFAULT_ANALYZER  # the BM25 analyzer of the index it was retrieved from
-    learned_route: tuple[str, ...] | None = None  # per query: the learned router's profile (eval.learned_router)
+    learned_route: tuple[str, ...] | None = None  # per query: the learned router's profile (eval.learning.router)
 
     def __getattr__(self, name: str) -> np.ndarray:
         cols = self.__dict__.get("cols")

@@ -1,5 +1,5 @@
 """The learned intent router at query time: a linear model over a query's embedding and a few
-simple features, applied with NumPy (the model is plain data; ``eval.learned_router`` fits it).
+simple features, applied with NumPy (the model is plain data; ``eval.learning.router`` fits it).
 
 Features of a query, in ``FEATURES`` order after its embedding (when the model has one):
 the rule router's choice one-hot (``route:debug`` … ``route:concept``, ``retrieval.routing``),

@@ -35,7 +35,9 @@ STORE_READER = """
 import json
 import sys
 from retrieval.dataset import load_dataset
-from eval.store import ExperimentStore, JudgmentStore, ProfileStore
+from eval.stores.experiments import ExperimentStore
+from eval.stores.judgments import JudgmentStore
+from eval.stores.profiles import ProfileStore
 try:
     kind = sys.argv[2]
     if kind == "judgments":
@@ -53,7 +55,9 @@ SETUP = """
 import sys
 from retrieval.dataset import load_dataset
 from retrieval.pipeline import get_pipeline
-from eval.store import ExperimentStore, JudgmentStore, ProfileStore
+from eval.stores.experiments import ExperimentStore
+from eval.stores.judgments import JudgmentStore
+from eval.stores.profiles import ProfileStore
 dataset = load_dataset(sys.argv[1])
 JudgmentStore(dataset).grade(dataset.queries[0].id, dataset.documents[-1].id, 2)
 ExperimentStore().add({"pipeline": "rrf", "metrics": {"ndcg@5": 0.5}})

@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 
 from retrieval.candidates import Candidates
-from eval.fast import parse_metric
+from eval.metrics.measure import parse_metric
 from retrieval.ranking import Ranking
 
 _LAYOUTS: "weakref.WeakKeyDictionary[Candidates, np.ndarray]" = weakref.WeakKeyDictionary()

@@ -163,7 +163,7 @@ def test_validate_is_the_loader(tmp_path):
 def test_pipeline_labels_work_on_the_command_line(tiny_index, tmp_path, monkeypatch, capsys):
     """``--pipeline`` takes what the workbench's pickers offer: a seed 001 preset
     (``profile:debug``) and a profile saved in the workbench (``saved:<name>``)."""
-    from eval.configs import save_profile
+    from eval.stores.configs import save_profile
     from retrieval.pipeline import PIPELINES, with_param
 
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))

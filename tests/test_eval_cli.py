@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main as rwb_main
-from eval.pool import load_pool
+from eval.stores.pool import load_pool
 from retrieval.pipeline import get_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]

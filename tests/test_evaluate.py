@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_rel
 
-from eval.budget import budget_recall, document_tokens
-from eval.compare import bonferroni, compare_to_baseline, holm, randomization_test
-from eval.evaluate import evaluate_pipelines, fast_metrics, intent_of, parse_metrics, resolve_pipelines
-from eval.pool import load_pool
-from eval.report import eval_summary
-from eval.router_eval import INTENT_TO_PROFILE, evaluate_router
+from eval.metrics.budget import budget_recall, document_tokens
+from eval.statistics.significance import bonferroni, compare_to_baseline, holm, randomization_test
+from eval.metrics.ranx_eval import evaluate_pipelines, fast_metrics, intent_of, parse_metrics, resolve_pipelines
+from eval.stores.pool import load_pool
+from eval.reports.report import eval_summary
+from eval.experiments.router_eval import INTENT_TO_PROFILE, evaluate_router
 from retrieval.pipeline import PipelineConfig, run_pipeline
 from retrieval.ranking import rank_rows
 from tests.conftest import make_candidates

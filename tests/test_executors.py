@@ -1,4 +1,4 @@
-"""Where a sweep is scored (eval/executors.py): query shards score their queries exactly as the
+"""Where a sweep is scored (eval/search/executors.py): query shards score their queries exactly as the
 whole table does, and a local Ray cluster of 2 workers gives the local executor's sweep result
 bit for bit — on the tiny fixture's real pool. The Ray tests skip when Ray is not installed
 (``pip install -e '.[distributed]'``)."""
@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from eval.cli import main as rwb_main
-from eval.executors import RAY_MISSING, LocalExecutor, RayExecutor, query_shard, shard_bounds
-from eval.fast import judge
-from eval.pool import load_pool
-from eval.sweep import Space, config_values, parse_param, sweep
+from eval.search.executors import RAY_MISSING, LocalExecutor, RayExecutor, query_shard, shard_bounds
+from eval.metrics.measure import judge
+from eval.stores.pool import load_pool
+from eval.metrics.measure import config_values
+from eval.search.sweep import Space, parse_param, sweep
 from retrieval.pipeline import PIPELINES
 
 from tests.conftest import TINY
@@ -156,7 +157,7 @@ def test_more_workers_than_the_cluster_has_is_refused(ray_cluster, capsys):
 def test_rwb_tune_on_ray_equals_the_local_tuning(tiny, pool, ray_cluster, tmp_path, capsys):
     """``rwb tune --executor ray`` runs the searches (one per outer fold plus the final one) as
     Ray tasks; every fold's choice, the held-out values and the tests equal the local run's."""
-    from eval.tune import tune
+    from eval.search.tune import tune
 
     args = ["tune", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10", "--trials", "4",
             "--folds", "2", "--inner-folds", "2", "--seed", "5"]

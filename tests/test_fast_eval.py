@@ -1,7 +1,7 @@
-"""The vectorised evaluator (eval/fast.py) against ranx, metric for metric, and the ranx adapters.
+"""The vectorised evaluator (eval/metrics/measure.py) against ranx, metric for metric, and the ranx adapters.
 
 Random candidate tables with many TIED scores are ranked by the engine (ties broken by doc
-id), handed to ranx through ``eval.runs`` and scored by both; every metric at several cutoffs
+id), handed to ranx through ``eval.metrics.ranx_io`` and scored by both; every metric at several cutoffs
 must agree per query to 1e-9. No mocks: real ranx, real ``rank_rows``.
 """
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from ranx import Qrels, Run, evaluate
 
-from eval.fast import judge, mean_metrics, parse_metric, per_query
-from eval.runs import judged_query_ids, ranked_lists, ranx_per_query, to_qrels, to_run
+from eval.metrics.measure import judge, mean_metrics, parse_metric, per_query
+from eval.metrics.ranx_io import judged_query_ids, ranked_lists, ranx_per_query, to_qrels, to_run
 from retrieval.ranking import rank_rows
 from tests.conftest import make_candidates
 
@@ -149,7 +149,7 @@ def test_unknown_metric_names_are_refused(bad):
 def test_judging_a_large_set_by_sorted_keys_equals_the_dense_lookup(seed, monkeypatch):
     """``judge`` looks grades up in a dense query × document array for small sets and by
     sorted keys past ``DENSE_KEYS`` slots: both give the same grades and counts."""
-    import eval.fast as fast
+    import eval.metrics.measure as fast
 
     c, qrels, _ = random_case(seed)
     dense = fast._judge(c, qrels)

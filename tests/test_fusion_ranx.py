@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from ranx import Run, fuse
 
-from eval.pool import load_pool
+from eval.stores.pool import load_pool
 from retrieval.fusion import get_fusion
 from retrieval.fusion._base import in_path
 from tests.conftest import make_candidates

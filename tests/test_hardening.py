@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval.importers import MARKER, import_beir, write_atomically
-from eval.pool import load_pool, pool_path
-from eval.store import JudgmentStore
+from eval.importers.formats import MARKER, import_beir, write_atomically
+from eval.stores.pool import load_pool, pool_path
+from eval.stores.judgments import JudgmentStore
 from retrieval.access import AccessDenied, check_server_address, confine, data_root, is_loopback
 from retrieval.candidates import Candidates, PoolCorrupt, build_candidates
 from retrieval.dataset import DatasetError, load_dataset
@@ -316,7 +316,7 @@ def test_pool_that_cannot_be_saved_on_a_full_disk_still_evaluates(workspace):
     data, home = workspace
     open_index(load_dataset(data))  # the index fits; the pool folder is a full 4 KiB tmpfs
     (home / "candidates").mkdir()
-    code = ("from retrieval.dataset import load_dataset; from eval.pool import load_pool; import sys; "
+    code = ("from retrieval.dataset import load_dataset; from eval.stores.pool import load_pool; import sys; "
             f"c = load_pool(load_dataset({str(data)!r}), pool_depth=10); print(c.n_rows)")
     proc = _in_namespace(f"mount -t tmpfs -o size=4k tmpfs {home / 'candidates'}",
                          [sys.executable, "-c", code], _env(home))
@@ -508,7 +508,7 @@ def test_force_refuses_a_hand_made_dataset_and_user_files_in_an_import(tmp_path)
 _SLOW_IMPORT = """
 import sys, time
 from pathlib import Path
-from eval.importers import write_atomically
+from eval.importers.formats import write_atomically
 def build(tmp, result):
     (tmp / "corpus.jsonl").write_text('{"_id": "a", "text": "x"}\\n')
     print("building", flush=True)

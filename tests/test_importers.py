@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from eval.importers import (
+from eval.importers.formats import (
     chunk_markdown,
     import_beir,
     import_locomo,

@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from eval.pool import load_pool, pool_path
+from eval.stores.pool import load_pool, pool_path
 from retrieval.bm25 import ANALYZER_VERSION
 from retrieval.dataset import load_dataset
 from retrieval.index import index_dir, open_index, read_manifest

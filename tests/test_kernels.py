@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eval.fast import judge, mean_metrics, per_query
-from eval.sweep import ParamSpec, Space, config_values, sweep
+from eval.metrics.measure import judge, mean_metrics, per_query
+from eval.metrics.measure import config_values
+from eval.search.sweep import ParamSpec, Space, sweep
 from retrieval.kernels import INSERTION_MAX
 from retrieval.pipeline import PIPELINES, run_pipeline, with_param
 from retrieval.ranking import rank_rows
@@ -122,8 +123,8 @@ def test_all_metrics_of_a_batch_in_one_pass_equal_each_ranking(tiny_pool):
     """``fused_values`` asked for every metric and cutoff at once (the Tune page asks for five)
     equals ``per_query`` of each pipeline's own ranking, metric for metric, bit for bit — and
     so does ``evaluate_config``, the Tune page's re-score, with its ranked run built on demand."""
-    from eval.fast import fused_values
-    from eval.live import evaluate_config
+    from eval.metrics.measure import fused_values
+    from eval.experiments.live import evaluate_config
     from retrieval.pipeline import fuse
 
     dataset, c = tiny_pool

@@ -1,4 +1,4 @@
-"""The learned intent router (eval/learned_router.py, retrieval/learned_router.py).
+"""The learned intent router (eval/learning/router.py, retrieval/learned_router.py).
 
 A crafted set: 12 queries whose texts the rule router sends to ``concept`` ("tell me about
 item N"), half labelled debug and half concept; their 2-d query vectors separate the two
@@ -20,9 +20,9 @@ import math
 import numpy as np
 import pytest
 
-from eval.learned_router import (cross_val_routes, evaluate_learned_router, fit_router, prepare_pool,
+from eval.learning.router import (cross_val_routes, evaluate_learned_router, fit_router, prepare_pool,
                                  query_vectors, uses_learned_router, with_learned_routes)
-from eval.router_eval import evaluate_router
+from eval.experiments.router_eval import evaluate_router
 from retrieval.learned_router import FEATURES, apply_router
 from retrieval.pipeline import PIPELINES, from_toml, run_pipeline, to_toml
 from tests.conftest import make_candidates
@@ -107,7 +107,7 @@ def test_simple_features_alone_and_a_single_class():
 
 
 def test_query_vectors_are_the_ones_retrieval_used(tiny, tiny_index, rwb_home):
-    from eval.pool import load_pool
+    from eval.stores.pool import load_pool
 
     pool = load_pool(tiny)
     vectors = query_vectors(pool)

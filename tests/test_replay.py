@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main as rwb_main
-from eval.replay import replay, replay_order
+from eval.experiments.replay import replay, replay_order
 from retrieval.dataset import load_dataset
 from retrieval.pipeline import PIPELINES, run_pipeline, with_param
 from tests.conftest import make_candidates, ranked_ids

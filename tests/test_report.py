@@ -10,10 +10,10 @@ import re
 import plotly.offline
 import pytest
 
-from eval.experiment import ExperimentOptions, run_experiment
-from eval.report import PLOTLY_BUNDLE
-from eval.pool import load_pool
-from eval.sweep import Space, parse_param, sweep
+from eval.experiments.experiment import ExperimentOptions, run_experiment
+from eval.reports.report import PLOTLY_BUNDLE
+from eval.stores.pool import load_pool
+from eval.search.sweep import Space, parse_param, sweep
 from retrieval.bm25 import ANALYZERS
 from retrieval.pipeline import PIPELINES, from_toml
 

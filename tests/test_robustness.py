@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from eval.store import ExperimentStore, JudgmentStore
+from eval.stores.experiments import ExperimentStore
+from eval.stores.judgments import JudgmentStore
 from retrieval.dataset import load_dataset
 from retrieval.files import read_memory_file, resolve_inside
 from retrieval.index import _check, index_dir, open_index, read_manifest
@@ -182,7 +183,7 @@ def test_searches_stay_consistent_while_a_rebuild_swaps_in(workspace):
 _GRADER = """
 import sys
 from retrieval.dataset import load_dataset
-from eval.store import JudgmentStore
+from eval.stores.judgments import JudgmentStore
 store = JudgmentStore(load_dataset(sys.argv[1]))
 docs = [d.id for d in store.dataset.documents]
 for i in range(int(sys.argv[3])):
@@ -225,7 +226,7 @@ def test_undo_restores_the_dataset_grade(workspace):
 
 _WRITER = """
 import sys
-from eval.store import ExperimentStore
+from eval.stores.experiments import ExperimentStore
 store = ExperimentStore()
 i = 0
 while True:
@@ -278,7 +279,7 @@ def test_ranx_from_several_threads_at_once_does_not_abort_the_process():
     evaluating at once must not take the server down."""
     from ranx import Qrels, Run
 
-    from eval.runs import ranx_per_query, warm_up
+    from eval.metrics.ranx_io import ranx_per_query, warm_up
 
     qrels = Qrels({f"q{i}": {"a": 1, "b": 2} for i in range(50)})
     run = Run({f"q{i}": {"a": 1.0, "c": 0.5, "b": 0.25} for i in range(50)})

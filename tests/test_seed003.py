@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from eval.calibration import calibrate
+from eval.experiments.calibration import calibrate
 from eval.cli import main as rwb_main
-from eval.replay import replay_log
+from eval.experiments.replay import replay_log
 from retrieval.cache import TTLCache
 from retrieval.dataset import load_dataset
 from retrieval.seed003 import MemoryRetriever, Seed003Params, host_key, parent_domain

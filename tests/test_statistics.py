@@ -14,13 +14,13 @@ import pytest
 from ranx import Qrels, Run, evaluate
 from scipy.stats import ttest_rel
 
-from eval.bootstrap import bootstrap_ci, bootstrap_intervals, resampled_means
-from eval.compare import compare_to_baseline, holm, randomization_test, randomization_tests
-from eval.evaluate import evaluate_pipelines, parse_cutoffs, parse_metrics, with_gain
-from eval.experiment import ExperimentOptions
-from eval.fast import judge, per_query
-from eval.report import intent_rows, short_notes
-from eval.runs import judged_query_ids, ranx_per_query, to_qrels, to_run
+from eval.statistics.bootstrap import bootstrap_ci, bootstrap_intervals, resampled_means
+from eval.statistics.significance import compare_to_baseline, holm, randomization_test, randomization_tests
+from eval.metrics.ranx_eval import evaluate_pipelines, parse_cutoffs, parse_metrics, with_gain
+from eval.experiments.experiment import ExperimentOptions
+from eval.metrics.measure import judge, per_query
+from eval.reports.report import intent_rows, short_notes
+from eval.metrics.ranx_io import judged_query_ids, ranx_per_query, to_qrels, to_run
 from retrieval.pipeline import PipelineConfig
 from retrieval.ranking import rank_rows
 from tests.conftest import make_candidates
@@ -253,7 +253,7 @@ def test_per_intent_table_by_hand(case):
 def test_paired_t_is_scipys_ttest_rel_and_a_live_pair_is_not_corrected():
     from scipy.stats import ttest_rel
 
-    from eval.compare import compare_pair, paired_t
+    from eval.statistics.significance import compare_pair, paired_t
 
     base = np.array([0.2, 0.5, 0.0, 1.0, 0.3, 0.6])
     cand = np.array([0.4, 0.5, 0.3, 1.0, 0.5, 0.9])

@@ -1,4 +1,4 @@
-"""Grid and random search with cross-validation (eval/sweep.py) on the tiny fixture's real pool."""
+"""Grid and random search with cross-validation (eval/search/sweep.py) on the tiny fixture's real pool."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from eval.evaluate import fast_metrics
-from eval.fast import judge, per_query
-from eval.pool import load_pool
-from eval.sweep import (
+from eval.metrics.ranx_eval import fast_metrics
+from eval.metrics.measure import judge, per_query
+from eval.stores.pool import load_pool
+from eval.search.sweep import (
     ParamSpec, Space, SumConstraint, apply_point, make_folds, parse_param, parse_sum, sweep, sweepable_params,
 )
 from retrieval.pipeline import PIPELINES, from_toml, get_param, get_pipeline, run_pipeline

@@ -1,4 +1,4 @@
-"""``rwb tune`` (eval/tune.py): nested cross-validation of an Optuna search, on the tiny fixture's
+"""``rwb tune`` (eval/search/tune.py): nested cross-validation of an Optuna search, on the tiny fixture's
 real pool (4 judged queries: q1 … q4, each with one relevant document of grade 3)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from eval.cli import main as rwb_main
-from eval.evaluate import evaluate_pipelines
-from eval.pool import load_pool
-from eval.tune import (TuneParam, apply_params, default_space, in_sample_warning, parse_tune_param, tune,
+from eval.metrics.ranx_eval import evaluate_pipelines
+from eval.stores.pool import load_pool
+from eval.search.tune import (TuneParam, apply_params, default_space, in_sample_warning, parse_tune_param, tune,
                        tuning_table)
 from retrieval.dataset import load_dataset
 from retrieval.pipeline import PIPELINES, get_pipeline

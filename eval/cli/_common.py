@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from eval.pool import load_pool
+from eval.stores.pool import load_pool
 from eval.progress import Progress
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from eval.cli._common import add_analyzer, add_embedder, add_quiet, bounded, note
 from eval.progress import Progress
-from eval.configs import resolve_config
+from eval.stores.configs import resolve_config
 from retrieval.bm25 import DEFAULT_ANALYZER
 from retrieval.dataset import DatasetError, load_dataset
 from retrieval.fusion import FUSIONS
@@ -81,8 +81,8 @@ def cmd_pipelines(args) -> int:
 
 def cmd_context(args) -> int:
     """Seed 003's retriever: one query's context, a replay of the query log, or a calibration."""
-    from eval.calibration import calibrate
-    from eval.replay import replay_log
+    from eval.experiments.calibration import calibrate
+    from eval.experiments.replay import replay_log
     from retrieval.seed003 import MemoryRetriever, Seed003Params
 
     embedders = args.embedder or ["minilm"]

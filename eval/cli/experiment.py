@@ -1,20 +1,20 @@
-"""``rwb eval`` and ``rwb report``: pipelines against a baseline (``eval.experiment.run_experiment``)."""
+"""``rwb eval`` and ``rwb report``: pipelines against a baseline (``eval.experiments.experiment.run_experiment``)."""
 
 from __future__ import annotations
 
-from eval.bootstrap import DEFAULT_RESAMPLES
-from eval.budget import DEFAULT_BUDGET
+from eval.statistics.bootstrap import DEFAULT_RESAMPLES
+from eval.metrics.budget import DEFAULT_BUDGET
 from eval.cli._common import add_pool_options, bounded, check_depth, load_with_pool, note, write_json
 from eval.cli.sweep import add_sweep_options, check_sweep, run_sweep
-from eval.compare import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS
-from eval.evaluate import DEFAULT_CUTOFFS, GAINS, metric_cutoff, parse_cutoffs
-from eval.experiment import DEFAULT_FAMILIES, Experiment, ExperimentOptions, experiment_configs, run_experiment
+from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS
+from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS, metric_cutoff, parse_cutoffs
+from eval.experiments.experiment import DEFAULT_FAMILIES, Experiment, ExperimentOptions, experiment_configs, run_experiment
 from eval.progress import Progress
-from eval.replay import replay_metrics, replay_table
-from eval.report import (SHORT_NOTE, detail_header, detail_rows, intent_rows, legend, means_rows, method_lines,
+from eval.experiments.replay import replay_metrics, replay_table
+from eval.reports.report import (SHORT_NOTE, detail_header, detail_rows, intent_rows, legend, means_rows, method_lines,
                          short_notes, text_table)
-from eval.router_eval import router_lines
-from eval.tune import in_sample_warning
+from eval.experiments.router_eval import router_lines
+from eval.search.tune import in_sample_warning
 
 MAX_PERMUTATIONS = 1_000_000
 MAX_BUDGET = 10_000_000
@@ -104,7 +104,7 @@ def cmd_eval(args) -> int:
 
 
 def _replay(args, dataset, pool, options: ExperimentOptions) -> int:
-    """``rwb eval --replay``: frozen vs replayed metrics (``eval.replay``), no significance tests."""
+    """``rwb eval --replay``: frozen vs replayed metrics (``eval.experiments.replay``), no significance tests."""
     configs = experiment_configs(args.pipeline, args.baseline)
     check_depth(configs, pool.pool_depth)
     metrics = _detail(args, options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from eval.cli._common import add_quiet, note
-from eval.importers import ImportResult, import_beir, import_locomo, import_markdown, import_trec_qrels
+from eval.importers.formats import ImportResult, import_beir, import_locomo, import_markdown, import_trec_qrels
 
 MAX_NOTES = 5
 

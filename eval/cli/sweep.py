@@ -6,15 +6,15 @@ from __future__ import annotations
 from typing import Callable
 
 from eval.cli._common import add_pool_options, bounded, check_depth, load_with_pool, write_file, write_json
-from eval.executors import EXECUTORS, MAX_WORKERS, check_reachable, import_ray, make_executor
-from eval.fast import parse_metric
-from eval.learned_router import prepare_pool
+from eval.search.executors import EXECUTORS, MAX_WORKERS, check_reachable, import_ray, make_executor
+from eval.metrics.measure import parse_metric
+from eval.learning.router import prepare_pool
 from eval.progress import Progress
-from eval.report import SWEEP_HEADER, sweep_rows, text_table
-from eval.sweep import MAX_POINTS, Space, SweepResult, parse_param, parse_sum, sweep
-from eval.tune import (DEFAULT_INNER_FOLDS, DEFAULT_TRIALS, SAMPLERS, TuneResult, check_sizes, check_space,
+from eval.reports.report import SWEEP_HEADER, sweep_rows, text_table
+from eval.search.sweep import MAX_POINTS, Space, SweepResult, parse_param, parse_sum, sweep
+from eval.search.tune import (DEFAULT_INNER_FOLDS, DEFAULT_TRIALS, SAMPLERS, TuneResult, check_sizes, check_space,
                        default_space, parse_tune_param, tune)
-from eval.configs import resolve_config
+from eval.stores.configs import resolve_config
 
 MAX_FOLDS = 1_000
 

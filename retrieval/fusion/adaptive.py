@@ -7,7 +7,7 @@ keyword path missed it); S_time: 1/0 inside/outside the time window the query na
 recency decay with ``half_life_days``; S_graph: 1 when linked to a top-3 hit. Weights and
 the step functions F_conf/F_vit come from the profile — one fixed profile, or the one the
 intent router picks per query (``intent_router``): by the seed's rules, or (``router =
-"learned"``) by the logistic regression ``eval.learned_router`` fits on labelled intents, whose
+"learned"``) by the logistic regression ``eval.learning.router`` fits on labelled intents, whose
 routes the candidate table carries (``learned_route``; the rules when it carries none).
 Source: seed 001 ``AdaptiveQualityFusion`` (profiles and factors in ``retrieval.profiles``)."""
 

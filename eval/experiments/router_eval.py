@@ -13,7 +13,7 @@ adaptive pipeline with that profile fixed for every query (``intent_router`` off
 per query exactly what the routed pipeline gives for a query routed to that profile.
 
 ``evaluate_routes`` scores any routing (one profile name per pool query) the same way:
-``evaluate_router`` is it with the rules' routes; ``eval.learned_router`` passes the learned
+``evaluate_router`` is it with the rules' routes; ``eval.learning.router`` passes the learned
 router's cross-validated routes, so the two are compared on the same table of values.
 """
 
@@ -25,8 +25,8 @@ from typing import Mapping
 
 import numpy as np
 
-from eval.fast import judge, parse_metric, per_query
-from eval.configs import resolve_config
+from eval.metrics.measure import judge, parse_metric, per_query
+from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PipelineConfig, run_pipeline
 from retrieval.routing import INTENTS

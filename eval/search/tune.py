@@ -7,7 +7,7 @@ distinct grid points in a seeded order; the study stops when the grid is exhaust
 ``tpe`` and ``random`` the pipeline's own values are trial 0 when they lie in the space, so a
 search never scores below the default on the queries it is run on. A trial's score is the
 mean ``metric`` on the queries the procedure is given; a configuration is scored once per
-query on the stored candidate pool (``eval.sweep.config_values``, ``eval.fast`` metrics) and
+query on the stored candidate pool (``eval.metrics.measure.config_values``, ``eval.metrics.measure`` metrics) and
 kept, so retrieval never reruns and a configuration met again costs nothing. Ties go to the
 earlier trial.
 
@@ -22,13 +22,13 @@ The tuning procedure on a set of queries T:
    configuration is fitted.)
 
 **Nested cross-validation**: the counted queries are split into ``folds`` outer folds
-(``eval.sweep.make_folds``); for each fold the whole procedure runs on the other folds and its
+(``eval.search.sweep.make_folds``); for each fold the whole procedure runs on the other folds and its
 choice is scored on the held-out fold. Every query is held out exactly once, so the
 **held-out estimate** is the mean over all counted queries of the value each received from a
 procedure that never saw it — the figure to expect on unseen queries. It is compared, query by
 query, with the default pipeline and with the better single path (``vector`` or ``bm25``,
 whichever has the higher mean on all counted queries) by Fisher's randomization test
-(``eval.compare.randomization_test``) and the paired t-test, raw and Holm-corrected over the
+(``eval.statistics.significance.randomization_test``) and the paired t-test, raw and Holm-corrected over the
 two comparisons.
 
 The configuration exported is the procedure run on **all** counted queries; its TOML carries a
@@ -54,15 +54,16 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import tomli_w
 
-from eval.compare import holm, randomization_test
-from eval.fast import judge, parse_metric
-from eval.sweep import config_values, make_folds, numeric_param
-from eval.configs import resolve_config
+from eval.statistics.significance import holm, randomization_test
+from eval.metrics.measure import judge, parse_metric
+from eval.metrics.measure import config_values
+from eval.search.sweep import make_folds, numeric_param
+from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PipelineConfig, get_param, get_pipeline, knobs, sweepable_params, to_dict, with_param
 
 if TYPE_CHECKING:
-    from eval.executors import Executor
+    from eval.search.executors import Executor
 
 SAMPLERS = ("tpe", "grid", "random")
 MAX_TRIALS = 10_000
@@ -225,7 +226,7 @@ class _Scorer:
 
     def pipeline(self, config: PipelineConfig) -> np.ndarray:
         """Per-query values over the counted queries (missing ones 0), straight from the fused
-        scores (``eval.sweep.config_values``)."""
+        scores (``eval.metrics.measure.config_values``)."""
         values = next(config_values(self.c, self.judged, [config], self.metric))[0][self.judged.judged]
         return np.concatenate([values, np.zeros(self.judged.n_missing)]) if self.judged.n_missing else values
 
@@ -511,7 +512,7 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
          guard: bool = True, progress: Callable[[int, int], None] | None = None,
          executor: "Executor | None" = None) -> TuneResult:
     """Nested cross-validation of the tuning procedure, then the procedure on all queries.
-    ``executor`` (``eval.executors``) runs the ``folds + 1`` searches: in this process (default,
+    ``executor`` (``eval.search.executors``) runs the ``folds + 1`` searches: in this process (default,
     progress per trial) or as Ray tasks (the same choices; progress when all are done)."""
     base = resolve_config(base)
     parse_metric(metric)

@@ -15,7 +15,7 @@ that many distinct points of the same grid, seeded.
 Every configuration is scored once per query on the stored pool; folds are then only index
 sets. Configurations are evaluated in batches (``config_values``): each is fused as
 ``run_pipeline`` fuses it, then a whole batch is ranked and scored in one compiled pass
-(``eval.fast.fused_values``) without building a ``Ranking`` — the same values, bit for bit,
+(``eval.metrics.measure.fused_values``) without building a ``Ranking`` — the same values, bit for bit,
 as ``per_query`` of each configuration's ranked run. Cross-validation: the counted queries are shuffled with ``seed`` and
 split into ``folds`` parts; for each fold the configuration with the best mean on the other
 folds (its training queries) is picked, and its mean on the held-out fold is reported. The
@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
-from eval.fast import fused_values, judge, parse_metric
+from eval.metrics.measure import BATCH_BYTES, config_values, judge, parse_metric
 from retrieval.candidates import Candidates
-from retrieval.pipeline import (PipelineConfig, fuse, fusion_fields, get_param, knobs, sweepable_params, to_toml,
+from retrieval.pipeline import (PipelineConfig, fusion_fields, get_param, knobs, sweepable_params, to_toml,
                                 with_fusion_fields, with_param)
 
 if TYPE_CHECKING:
-    from eval.executors import Executor
+    from eval.search.executors import Executor
 
 MAX_POINTS = 1_000_000       # configurations one sweep may evaluate
 ENUMERATE_LIMIT = 200_000    # random search lists the grid up to this size, else draws points
@@ -342,27 +342,10 @@ def point_setter(base: PipelineConfig, space: Space) -> Callable[[tuple], Pipeli
     return setter
 
 
-BATCH_BYTES = 48 << 20
-"""Fused scores held at once while a batch of configurations is ranked and scored."""
-
-
-def config_values(c: Candidates, judged, configs: Sequence[PipelineConfig], metric: str) -> Iterator[np.ndarray]:
-    """Per-query ``metric`` of each configuration, in batches: arrays of shape (batch, queries),
-    NaN for queries that do not count — equal to ``per_query(…, run_pipeline(c, config).ranking)``
-    bit for bit. Each configuration is fused as ``run_pipeline`` fuses it (``fuse``); the
-    ranking and the metric of a whole batch are one compiled pass (``eval.fast.fused_values``)
-    that never builds a ``Ranking``."""
-    parse_metric(metric)
-    per_batch = int(max(1, min(256, BATCH_BYTES // max(1, 8 * c.n_rows))))
-    for start in range(0, len(configs), per_batch):
-        batch = [fuse(c, config) for config in configs[start:start + per_batch]]
-        yield fused_values(judged, batch, (metric,))[metric]
-
-
 def _batches(c: Candidates, judged, configs: Iterator[PipelineConfig], metric: str, total: int,
              executor: "Executor | None" = None) -> Iterator[np.ndarray]:
     """``config_values`` over configurations built lazily (a million points are never all
-    held as configs at once), in this process or on ``executor`` (``eval.executors``)."""
+    held as configs at once), in this process or on ``executor`` (``eval.search.executors``)."""
     per_batch = int(max(1, min(256, BATCH_BYTES // max(1, 8 * c.n_rows))))
     chunks = iter(lambda: list(itertools.islice(configs, per_batch)), [])
     if executor is not None:
@@ -377,7 +360,7 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
           progress: Callable[[int, int], None] | None = None, name: str | None = None,
           executor: "Executor | None" = None) -> SweepResult:
     """Score every configuration of ``space`` (or ``random`` of them) and cross-validate;
-    ``executor`` (``eval.executors``: local or Ray) scores the configurations, this process
+    ``executor`` (``eval.search.executors``: local or Ray) scores the configurations, this process
     everything after their per-query values."""
     parse_metric(metric)
     judged = judge(c, qrels)

@@ -2,8 +2,8 @@
 fanned out over Ray workers.
 
 An executor turns chunks of configurations into their per-query metric values, one array of
-shape (configurations in the chunk, queries) per chunk, in order — what ``eval.sweep.
-config_values`` yields. ``eval.sweep.sweep`` takes one (``executor=``); everything after the
+shape (configurations in the chunk, queries) per chunk, in order — what ``eval.search.sweep.
+config_values`` yields. ``eval.search.sweep.sweep`` takes one (``executor=``); everything after the
 per-query values (means, folds, the winner) stays in the sweep, so every executor gives the
 same result.
 
@@ -36,8 +36,8 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from eval.fast import Judged
-from eval.sweep import config_values
+from eval.metrics.measure import Judged
+from eval.metrics.measure import config_values
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PipelineConfig
 

@@ -2,7 +2,7 @@
 configurations scored from their fused scores without building a ranking for any of them.
 
 ``cut_stats`` walks a ``Ranking`` (rows grouped by query, in rank order) once per cutoff and
-accumulates what every metric of ``eval.fast`` needs: hits, DCG, the reciprocal rank of the
+accumulates what every metric of ``eval.metrics.measure`` needs: hits, DCG, the reciprocal rank of the
 first relevant result and the average-precision sum. The sums run in rank order from 0.0, the
 order ``numpy.bincount`` adds its weights in, so every value equals the NumPy evaluator's bit
 for bit (``tests/test_kernels.py``).

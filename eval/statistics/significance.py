@@ -31,8 +31,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from eval.evaluate import Evaluation
-from eval.runs import RANX_LOCK, to_qrels, to_run
+from eval.metrics.ranx_eval import Evaluation
+from eval.metrics.ranx_io import RANX_LOCK, to_qrels, to_run
 
 TESTS = ("fisher", "student")
 TEST_NAMES = {"fisher": "Fisher's randomization test (paired, two-sided)",

@@ -2,7 +2,7 @@
 
 Used on every slider move and in sweeps: the grade of every candidate row and the
 ideal DCG of every query are computed once (``judge``, ``ideal_dcg``); scoring a ranking is
-then one compiled pass over it per cutoff (``eval.kernels``), equal bit for bit to the
+then one compiled pass over it per cutoff (``eval.metrics.kernels``), equal bit for bit to the
 ``bincount`` sums it replaced. ``fused_values`` scores configurations straight from their
 fused scores (``retrieval.pipeline.fuse``) — top-k selection and every cutoff's sums in one
 compiled pass, no ``Ranking`` built — with the same values as ``per_query`` of the ranking. Definitions follow ranx (``tests/test_fast_eval.py`` checks every
@@ -18,7 +18,7 @@ metric against ranx on random runs with ties):
   whole ranking (ranx's and trec_eval's MAP; the only name without a cutoff).
 
 A document is relevant when its grade is > 0. Only queries with at least one relevant
-judgment count (``eval.runs`` makes the same choice for ranx); a counted query with no
+judgment count (``eval.metrics.ranx_io`` makes the same choice for ranx); a counted query with no
 results scores 0, and so does a counted query the candidate table lacks (``n_missing``:
 it has no row here, but it is in the mean's denominator, as ranx would count it).
 """
@@ -28,13 +28,13 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
-from eval.kernels import KINDS, batch_sums, cut_stats, finish_all, finish_many
+from eval.metrics.kernels import KINDS, batch_sums, cut_stats, finish_all, finish_many
 from retrieval.candidates import Candidates, derived
-from retrieval.pipeline import Fused
+from retrieval.pipeline import Fused, PipelineConfig, fuse
 from retrieval.ranking import Ranking, table_order, visible_order
 
 METRICS = ("ndcg", "recall", "precision", "mrr", "hit_rate", "map", "ndcg_burges")
@@ -198,7 +198,7 @@ def safe_relevant(judged: Judged) -> np.ndarray:
 def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_METRICS) -> dict[str, np.ndarray]:
     """Each metric's value for every query (NaN for queries without relevant judgments).
 
-    One compiled pass over the ranking per cutoff (``eval.kernels.cut_stats``)."""
+    One compiled pass over the ranking per cutoff (``eval.metrics.kernels.cut_stats``)."""
     out: dict[str, np.ndarray] = {}
     n_q = c.n_queries
     safe_rel = safe_relevant(judged)
@@ -260,7 +260,7 @@ def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
 def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS) -> np.ndarray:
     """``out[m, b, q]``: metric ``metrics[m]`` of fused configuration ``b`` on query ``q`` (NaN
     where the query does not count) — equal bit for bit to ``per_query`` of ``rank_rows`` over
-    the same scores. One compiled pass (``eval.kernels.batch_sums``) selects every query's top
+    the same scores. One compiled pass (``eval.metrics.kernels.batch_sums``) selects every query's top
     rows once for every cutoff and gain asked; one more turns the sums into the metrics."""
     plan = _plan(judged, tuple(metrics))
     c = batch[0].table
@@ -321,3 +321,20 @@ def fused_values(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS
     """``fused_matrix`` by metric name: each an array of shape (configurations, queries)."""
     out = fused_matrix(judged, batch, metrics)
     return {name: out[m] for m, name in enumerate(metrics)}
+
+
+BATCH_BYTES = 48 << 20
+"""Fused scores held at once while a batch of configurations is ranked and scored."""
+
+
+def config_values(c: Candidates, judged, configs: Sequence[PipelineConfig], metric: str) -> Iterator[np.ndarray]:
+    """Per-query ``metric`` of each configuration, in batches: arrays of shape (batch, queries),
+    NaN for queries that do not count — equal to ``per_query(…, run_pipeline(c, config).ranking)``
+    bit for bit. Each configuration is fused as ``run_pipeline`` fuses it (``fuse``); the
+    ranking and the metric of a whole batch are one compiled pass (``eval.metrics.measure.fused_values``)
+    that never builds a ``Ranking``."""
+    parse_metric(metric)
+    per_batch = int(max(1, min(256, BATCH_BYTES // max(1, 8 * c.n_rows))))
+    for start in range(0, len(configs), per_batch):
+        batch = [fuse(c, config) for config in configs[start:start + per_batch]]
+        yield fused_values(judged, batch, (metric,))[metric]

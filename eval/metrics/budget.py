@@ -8,7 +8,7 @@ query with relevant set R (grade > 0) and budget B:
                               including r sum to ≤ B}| / |R|
 
 A counted query with no results scores 0; queries without a relevant judgment do not count
-(as in ``eval.runs``). ``budget_recall`` is capped by the budget itself: when R's memories
+(as in ``eval.metrics.ranx_io``). ``budget_recall`` is capped by the budget itself: when R's memories
 together exceed B not even a perfect ranking reaches 1, so ``budget_ceiling`` also reports
 the best reachable value, the most relevant memories that fit (smallest first) / |R|.
 Token counts are ``retrieval.candidates.token_count`` (one per CJK character, word or
@@ -22,7 +22,7 @@ from typing import Mapping
 
 import numpy as np
 
-from eval.fast import judge
+from eval.metrics.measure import judge
 from retrieval.candidates import Candidates, token_count
 from retrieval.ranking import Ranking
 
@@ -71,7 +71,7 @@ def budget_recall(c: Candidates, qrels: dict[str, dict[str, int]], ranking: Rank
         fits = np.cumsum(np.sort(sizes[qi])) <= token_budget
         ceiling[qi] = fits.sum() / n_rel[qi]
     mask = judged.judged
-    n = judged.n_judged  # counted queries the pool lacks add 0 (see eval.fast)
+    n = judged.n_judged  # counted queries the pool lacks add 0 (see eval.metrics.measure)
     return BudgetScore(
         token_budget=token_budget,
         mean=float(value[mask].sum() / n) if n else 0.0,

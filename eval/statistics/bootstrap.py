@@ -87,7 +87,7 @@ class Intervals:
 def bootstrap_intervals(evaluation, baseline: str, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 42,
                         level: float = LEVEL) -> Intervals:
     """Intervals of every pipeline's mean and of its difference to ``baseline``, every metric
-    (``evaluation``: an ``eval.evaluate.Evaluation``)."""
+    (``evaluation``: an ``eval.metrics.ranx_eval.Evaluation``)."""
     if baseline not in evaluation.results:
         raise ValueError(f"baseline {baseline!r} was not evaluated; have {list(evaluation.results)}")
     labels, metrics = list(evaluation.results), list(evaluation.metrics)

@@ -28,12 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.bootstrap import Intervals
-from eval.budget import BudgetScore
-from eval.compare import CORRECTION_NAMES, DOWN, UP, Significance
-from eval.evaluate import Evaluation
-from eval.router_eval import RouterEvaluation
-from eval.sweep import SweepResult
+from eval.statistics.bootstrap import Intervals
+from eval.metrics.budget import BudgetScore
+from eval.statistics.significance import CORRECTION_NAMES, DOWN, UP, Significance
+from eval.metrics.ranx_eval import Evaluation
+from eval.experiments.router_eval import RouterEvaluation
+from eval.search.sweep import SweepResult
 from retrieval.bm25 import ANALYZERS
 from retrieval.pipeline import to_toml
 
@@ -296,7 +296,7 @@ def _figure_html(fig, div_id: str, height: int) -> str:
 
 PLOTLY_BUNDLE = Path(__file__).with_name("assets") / "plotly-cartesian.min.js"
 """plotly.js's cartesian partial bundle (bar, scatter, heatmap, …: every trace the report draws),
-the same plotly.js version as the ``plotly`` package's full bundle (eval/assets/README.md)."""
+the same plotly.js version as the ``plotly`` package's full bundle (eval/reports/assets/README.md)."""
 
 
 def _plotly_loader() -> str:

@@ -4,7 +4,7 @@ Decisions made once here (and tested in ``tests/test_fast_eval.py``):
 
 - **Which queries count.** A query counts when it has at least one relevant judgment
   (grade > 0). Queries whose judgments are all 0 have no ideal ranking (nDCG is 0/0); they
-  are left out of both the qrels and every run, in ranx and in ``eval.fast`` alike.
+  are left out of both the qrels and every run, in ranx and in ``eval.metrics.measure`` alike.
 - **Every counted query is in every run.** ranx asserts that a run and the qrels hold the
   same query ids (a bare ``assert``: under ``python -O`` it is skipped and the per-query
   arrays silently misalign). So a run gets an explicit empty result list for every counted

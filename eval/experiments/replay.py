@@ -10,7 +10,7 @@ the next query is scored. Candidates are not re-retrieved: the write-back change
 of the stored pool, not what the indexes return.
 
 ``replay(c, config, order)`` gives a ``PipelineRun`` whose ranking holds each query's answer
-as the replay produced it; it is scored like any other run (``eval.fast``, equal to ranx).
+as the replay produced it; it is scored like any other run (``eval.metrics.measure``, equal to ranx).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
-from eval.fast import judge, mean_metrics
-from eval.configs import resolve_config
+from eval.metrics.measure import judge, mean_metrics
+from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.dataset import Dataset
 from retrieval.fusion import Scored

@@ -5,7 +5,7 @@ Model: scikit-learn's ``LogisticRegression`` (L2, ``C = 1``, lbfgs; multinomial 
 profiles present) on the query's embedding and the simple features of
 ``retrieval.learned_router`` (the rule router's choice among them), each column standardised
 on the training queries. Targets are profiles: a label maps to a profile as the rule router's
-evaluation maps it (``eval.router_eval.INTENT_TO_PROFILE``, preference → concept); other labels
+evaluation maps it (``eval.experiments.router_eval.INTENT_TO_PROFILE``, preference → concept); other labels
 and unlabelled queries are not trained on. The fitted model is plain data
 (``retrieval.learned_router.RouterModel``) applied with NumPy.
 
@@ -14,7 +14,7 @@ Query embeddings are the ones retrieval already made: read from the embedding ca
 when missing there. Without an embedder the model uses the simple features alone.
 
 Honest routes (``cross_val_routes``): the labelled queries are split into ``folds`` seeded
-folds (``eval.sweep.make_folds``); a labelled query is routed by the model fitted on the
+folds (``eval.search.sweep.make_folds``); a labelled query is routed by the model fitted on the
 other folds, never by one that saw its label; an unlabelled query by the model fitted on
 every labelled one. With fewer than two labelled queries there is nothing to learn from and the
 rules route every query (``LearnedRoutes.fallback``). ``with_learned_routes`` returns the
@@ -31,8 +31,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from eval.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_routes
-from eval.sweep import make_folds
+from eval.experiments.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_routes
+from eval.search.sweep import make_folds
 from retrieval.candidates import Candidates
 from retrieval.learned_router import FEATURES, RouterModel, apply_router, design
 from retrieval.pipeline import PIPELINES, PipelineConfig
@@ -192,7 +192,7 @@ def evaluate_learned_router(c: Candidates, qrels: dict[str, dict[str, int]], lab
                             metric: str = "ndcg@5", folds: int = DEFAULT_FOLDS, seed: int = 0
                             ) -> RouterEvaluation | None:
     """Accuracy, confusion matrix and regret of the learned router's cross-validated routes
-    (``eval.router_eval.evaluate_routes``); None when no query is labelled."""
+    (``eval.experiments.router_eval.evaluate_routes``); None when no query is labelled."""
     learned = cross_val_routes(c, labels, vectors, folds, seed)
     if learned.fallback:
         return None

@@ -1,9 +1,9 @@
 """One pipeline re-scored over a whole query set — the Tune page's hot path.
 
 ``evaluate_config`` routes and fuses every query from the candidate table and scores all of
-them straight from the fused scores (``eval.fast.fused_values``: top-k selection and the
+them straight from the fused scores (``eval.metrics.measure.fused_values``: top-k selection and the
 metrics in one compiled pass, no ``Ranking``); ``LiveRun`` keeps the per-query values so a
-paired test against another run (``eval.compare.compare_pair``) needs no second pass. The
+paired test against another run (``eval.statistics.significance.compare_pair``) needs no second pass. The
 ranked run a page renders (``LiveRun.run``: rankings, per-path components, routes) is built
 when it is first asked for, from the same configuration.
 """
@@ -16,7 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
-from eval.fast import DEFAULT_METRICS, Judged, fused_matrix
+from eval.metrics.measure import DEFAULT_METRICS, Judged, fused_matrix
 from retrieval.candidates import Candidates
 from retrieval.pipeline import Fused, PipelineConfig, PipelineRun, fuse, ranked
 
@@ -36,7 +36,7 @@ class LiveRun:
         return ranked(self.fused)
 
     def counted(self, metric: str) -> np.ndarray:
-        """Per-query values over the counted queries (judged ones, missing ones as 0), as eval.sweep."""
+        """Per-query values over the counted queries (judged ones, missing ones as 0), as eval.search.sweep."""
         values = self.values[metric][self.judged.judged]
         return np.concatenate([values, np.zeros(self.judged.n_missing)]) if self.judged.n_missing else values
 

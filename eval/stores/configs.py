@@ -2,7 +2,7 @@
 
 A *label* names one: ``rrf`` (a pipeline of ``retrieval.pipeline.PIPELINES``),
 ``profile:debug`` (a seed 001 preset as an adaptive pipeline with that fixed profile) or
-``saved:<name>`` (a profile in ``$RWB_HOME/profiles``, ``eval.store.ProfileStore``); the
+``saved:<name>`` (a profile in ``$RWB_HOME/profiles``, ``eval.stores.profiles.ProfileStore``); the
 command line also takes a pipeline TOML file. The workbench's pickers and every command's
 ``--pipeline`` resolve labels here (``resolve_config``).
 A saved profile remembers the label it was derived from (``from: <label>`` in its
@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from eval.store import ProfileStore, check_name
+from eval.stores.files import check_name
+from eval.stores.profiles import ProfileStore
 from retrieval.fusion import get_fusion
 from retrieval.pipeline import PIPELINES, PipelineConfig, get_pipeline
 from retrieval.profiles import PRESETS

@@ -1,11 +1,11 @@
 """Evaluate pipelines on a candidate pool: mean, per-intent and per-query metrics.
 
-``evaluate_pipelines`` goes through ranx (``eval.runs`` adapters); ``eval.experiment``
+``evaluate_pipelines`` goes through ranx (``eval.metrics.ranx_io`` adapters); ``eval.experiments.experiment``
 composes it with significance, budget and router for ``rwb eval``, ``rwb report`` and the
-workbench. ``fast_metrics`` uses ``eval.fast`` (equal to ranx, metric for metric), as sweeps
+workbench. ``fast_metrics`` uses ``eval.metrics.measure`` (equal to ranx, metric for metric), as sweeps
 and the Tune page do. Neither touches an index: both re-score the stored pool.
 
-Which queries count is decided in ``eval.runs``: those with at least one relevant judgment;
+Which queries count is decided in ``eval.metrics.ranx_io``: those with at least one relevant judgment;
 a counted query a pipeline answers with nothing scores 0 on every metric.
 """
 
@@ -16,9 +16,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from eval.fast import DEFAULT_METRICS, METRICS, UNCUT, judge, mean_metrics, parse_metric
-from eval.runs import judged_query_ids, ranx_per_query, to_qrels, to_run
-from eval.configs import resolve_config
+from eval.metrics.measure import DEFAULT_METRICS, METRICS, UNCUT, judge, mean_metrics, parse_metric
+from eval.metrics.ranx_io import judged_query_ids, ranx_per_query, to_qrels, to_run
+from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PipelineConfig, PipelineRun, run_pipeline
 

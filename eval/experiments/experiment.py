@@ -1,12 +1,12 @@
 """An experiment: pipelines against a baseline on one candidate pool, with everything a report shows.
 
 ``run_experiment`` is the one composition of the harness's steps — ranx evaluation
-(``eval.evaluate``), paired significance against the baseline with a correction per metric
-(``eval.compare``), bootstrap confidence intervals of every mean and every difference
-(``eval.bootstrap``), the token-budget metric (``eval.budget``) and the intent router's
-accuracy and regret (``eval.router_eval``). ``rwb eval``, ``rwb report`` and the workbench's Evaluate and Reports
+(``eval.metrics.ranx_eval``), paired significance against the baseline with a correction per metric
+(``eval.statistics.significance``), bootstrap confidence intervals of every mean and every difference
+(``eval.statistics.bootstrap``), the token-budget metric (``eval.metrics.budget``) and the intent router's
+accuracy and regret (``eval.experiments.router_eval``). ``rwb eval``, ``rwb report`` and the workbench's Evaluate and Reports
 pages all call it, so they show the same numbers; ``Experiment.summary()`` is the JSON document
-and ``Experiment.write_report()`` the report files (``eval.report``).
+and ``Experiment.write_report()`` the report files (``eval.reports.report``).
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from eval.bootstrap import DEFAULT_RESAMPLES, LEVEL, Intervals, bootstrap_intervals
-from eval.budget import DEFAULT_BUDGET, BudgetScore, budget_recall, document_tokens
-from eval.compare import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, Significance, compare_to_baseline
-from eval.evaluate import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluation, evaluate_pipelines, intent_of,
+from eval.statistics.bootstrap import DEFAULT_RESAMPLES, LEVEL, Intervals, bootstrap_intervals
+from eval.metrics.budget import DEFAULT_BUDGET, BudgetScore, budget_recall, document_tokens
+from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, Significance, compare_to_baseline
+from eval.metrics.ranx_eval import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluation, evaluate_pipelines, intent_of,
                            parse_cutoffs, parse_metrics, resolve_pipelines, with_gain)
-from eval.report import eval_summary, write_report
-from eval.learned_router import evaluate_learned_router, prepare_pool, query_vectors
-from eval.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
-from eval.configs import resolve_config
+from eval.reports.report import eval_summary, write_report
+from eval.learning.router import evaluate_learned_router, prepare_pool, query_vectors
+from eval.experiments.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
+from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.dataset import Dataset
 from retrieval.pipeline import PipelineConfig
@@ -97,7 +97,7 @@ class Experiment:
     baseline: str                             # the baseline's label
     options: ExperimentOptions
     intervals: Intervals | None = None        # bootstrap CIs of every mean and every difference
-    learned_router: RouterEvaluation | None = None  # the learned router, cross-validated (eval.learned_router)
+    learned_router: RouterEvaluation | None = None  # the learned router, cross-validated (eval.learning.router)
 
     @property
     def primary(self) -> str:
@@ -127,7 +127,7 @@ class Experiment:
 
     def write_report(self, out_dir: str | Path, sweep=None, title: str | None = None) -> dict[str, Path]:
         """report.json, report.md and report.html in ``out_dir`` (``sweep``: an optional
-        ``eval.sweep.SweepResult`` to include); returns their paths by kind."""
+        ``eval.search.sweep.SweepResult`` to include); returns their paths by kind."""
         return write_report(out_dir, self.evaluation, self.significance, self.budget, self.router, sweep, title,
                             intervals=self.intervals, settings=self.settings())
 

@@ -1,0 +1,1 @@
+"""Importers: outside data (BEIR, LoCoMo, TREC, markdown workspaces) into a dataset folder."""

@@ -1,0 +1,1 @@
+"""Reports: report.json, report.md and a self-contained report.html."""

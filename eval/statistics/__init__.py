@@ -1,0 +1,1 @@
+"""Statistics over per-query values: paired significance tests with correction, bootstrap intervals."""

@@ -1,0 +1,133 @@
+"""Scoring a whole query set from its candidate table: route, fuse, rank.
+
+``fuse(candidates, config)`` routes and fuses every query (no index access, no ranking);
+``ranked`` ranks fused scores into a ``PipelineRun``; ``run_pipeline`` is both. The
+evaluators that score a configuration without building a ranking start from ``fuse``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.candidates import Candidates, derived
+from retrieval.fusion import FUSIONS, Scored
+from retrieval.fusion._base import recency_decay
+from retrieval.pipeline.config import PipelineConfig
+from retrieval.ranking import Ranking, rank_rows, visible_rows
+
+ROUTES = ("fast", "timeline", "hybrid")
+
+
+@dataclass(frozen=True, eq=False)
+class PipelineRun:
+    config: PipelineConfig
+    ranking: Ranking
+    scored: Scored
+    route: tuple[str, ...]     # per query
+    profile: tuple[str, ...]   # per query ("" when no profile applies)
+
+
+@dataclass(frozen=True, eq=False)
+class Fused:
+    """A pipeline's scores over a candidate table, with what ranking them needs
+    (``rank_rows``'s arguments): the step before ranking, shared by ``run_pipeline`` and by
+    the evaluators that score a configuration without building a ``Ranking`` (``eval.metrics.measure``)."""
+
+    config: PipelineConfig
+    table: Candidates                        # the keyword-match view the scores are over
+    scored: Scored
+    route: np.ndarray                        # per query: index into ROUTES
+    max_results: int | np.ndarray            # one cap, or one per query
+    min_score: float | None
+    token_budget: int | np.ndarray | None    # one budget, or one per query (−1: none)
+    keep: np.ndarray | None                  # rows ``min_score`` never drops (routed ones)
+    depth: int | None = None                 # every row outside visible_rows(table, depth) scores −inf
+
+
+def all_hybrid(c: Candidates) -> np.ndarray:
+    """Every query on the hybrid route (2), once per table (read-only)."""
+    return derived(c, ("all hybrid",), lambda: np.full(c.n_queries, 2, dtype=np.int8))
+
+
+def fuse(c: Candidates, config: PipelineConfig) -> Fused:
+    """Route and fuse every query of a candidate table (no ranking)."""
+    c = c.with_keyword_match(config.keyword_match)  # the BM25 path's OR or AND list
+    visible = visible_rows(c, config.path_depth)
+    route = all_hybrid(c)  # 0 fast, 1 timeline, 2 hybrid
+    if config.fast_path or config.timeline_path:
+        route = route.copy()
+        if config.fast_path:
+            has = np.bincount(c.query_idx[c.via_fast], minlength=c.n_queries) > 0
+            route[has] = 0
+        if config.timeline_path:
+            has = np.bincount(c.query_idx[c.via_timeline], minlength=c.n_queries) > 0
+            route[(route == 2) & has & c.timeline] = 1
+    routed = (config.fast_path or config.timeline_path) and bool((route < 2).any())
+    row_route = route[c.query_idx] if routed else None
+    hybrid_rows = row_route == 2 if routed else None
+    fusion = FUSIONS[config.fusion]
+    # every query hybrid (the usual case): the table's own visible mask, no copy
+    scored = fusion.score(c, visible & hybrid_rows if routed else visible, config.path_depth, config.params)
+    score = scored.score
+    max_results, budget, keep = config.max_results, config.token_budget, None
+    if routed:
+        fast = (row_route == 0) & c.via_fast
+        timeline = (row_route == 1) & c.via_timeline
+        # file order within the query's own fast-path rows, so a score never depends on
+        # which other rows (or queries) the candidate table happens to hold
+        last_line = np.zeros(c.n_queries)
+        np.maximum.at(last_line, c.query_idx[fast], c.line_start[fast])
+        file_order = 1.0 - c.line_start / (1.0 + last_line[c.query_idx])
+        newest = recency_decay(created_age(c), 30.0)  # newest DATE first, not edit time
+        score = np.where(fast, file_order, np.where(timeline, newest, score))
+        components = {k: np.where(hybrid_rows, v, 0.0) for k, v in scored.components.items()}
+        components["fast"] = np.where(fast, file_order, 0.0)
+        components["timeline"] = np.where(timeline, newest, 0.0)
+        scored = Scored(score, components, scored.multipliers)
+        # seed 000: the fast path returns the whole file (no cap, no budget); the timeline
+        # path reads the journal until the token budget is full (no cap)
+        widest = int(np.diff(c.offsets).max(initial=1)) or 1
+        max_results = np.where(route == 2, config.max_results, widest)
+        if budget is not None:
+            budget = np.where(route == 0, -1, budget)
+        keep = ~hybrid_rows
+    if config.min_similarity is not None:
+        with_vector = np.array([not _keyword_only(notes) for notes in c.degraded], dtype=bool)
+        below = (c.dense_sim < config.min_similarity) & with_vector[c.query_idx]
+        if routed:
+            below &= hybrid_rows
+        score = np.where(below, -np.inf, score)
+        scored = Scored(score, scored.components, scored.multipliers)
+    return Fused(config, c, scored, route, max_results, config.min_score, budget, keep,
+                 None if routed else config.path_depth)
+
+
+def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
+    """Route, fuse and rank every query of a candidate table."""
+    return ranked(fuse(c, config))
+
+
+def ranked(fused: Fused) -> PipelineRun:
+    """Rank fused scores: the ranked run, with each query's route and profile."""
+    c, config = fused.table, fused.config
+    ranking = rank_rows(c, fused.scored.score, fused.max_results, fused.min_score, fused.token_budget,
+                        keep=fused.keep)
+    fusion = FUSIONS[config.fusion]
+    routes = tuple(np.array([ROUTES[0], ROUTES[1], fusion.route], dtype=object)[fused.route].tolist())
+    if fusion.route == "hybrid" and any(c.degraded):
+        # no query vector (embedder or vectors unavailable): only the keyword path answered
+        routes = tuple("keyword-only" if r == "hybrid" and _keyword_only(notes) else r
+                       for r, notes in zip(routes, c.degraded))
+    profiles = fusion.profile_names(c, config.params) if fusion.profile_names else ("",) * c.n_queries
+    return PipelineRun(config, ranking, fused.scored, routes, profiles)
+
+
+def created_age(c: Candidates) -> np.ndarray:
+    """Days since each row's memory was created (its journal date), the timeline path's order."""
+    return c.cols["created_age"]
+
+
+def _keyword_only(notes: tuple[str, ...]) -> bool:
+    return any(note.endswith("keyword-only") for note in notes)
