@@ -28,7 +28,8 @@ PUBLISHED_SCIFACT_NDCG10 = {"bm25": 0.665, "vector": 0.645}  # BEIR BM25; all-Mi
 def cv_winner(c, qrels, folds: int = 5, seed: int = 0) -> dict:
     """Held-out nDCG@5 and recall@5 of the RRF sweep, and the in-sample best configuration."""
     from eval.metrics.measure import config_values
-    from eval.search.sweep import ParamSpec, Space, SumConstraint, apply_point, make_folds, sweep
+    from eval.search.space import ParamSpec, Space, SumConstraint, apply_point
+    from eval.search.sweep import make_folds, sweep
 
     space = Space((ParamSpec("rrf.rrf_k", 10.0, 100.0, 10.0), ParamSpec("rrf.w_dense", 0.0, 1.0, 0.1),
                    ParamSpec("rrf.w_sparse", 0.0, 1.0, 0.1)),

@@ -17,7 +17,7 @@ from pages._state import TUNE_CONFIG, TUNE_KNOB_PREFIX
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.fusion import FUSIONS
 from retrieval.params import Knob, KnobRef
-from retrieval.pipeline import PipelineConfig, knobs, sweepable_params, with_param
+from retrieval.pipeline import PipelineConfig, knobs, sweepable_params, with_params
 
 FUSION_PATH = "fusion"
 FUSION_KNOB = Knob("choice", "fusion method",
@@ -87,7 +87,7 @@ def apply(config: PipelineConfig, path: str, value, pool_depth: int = DEFAULT_PO
             return config
         new = dataclasses.replace(config, fusion=value, params=None)
     else:
-        new = with_param(config, path, value)
+        new = with_params(config, {path: value})
     if new.path_depth > pool_depth:
         raise ValueError(f"per-path depth {new.path_depth} exceeds the candidate pool ({pool_depth}); "
                          "lower max results, the multiplier or the depth")

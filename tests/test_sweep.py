@@ -11,10 +11,10 @@ import pytest
 from eval.metrics.ranx_eval import fast_metrics
 from eval.metrics.measure import judge, per_query
 from eval.stores.pool import load_pool
-from eval.search.sweep import (
-    ParamSpec, Space, SumConstraint, apply_point, make_folds, parse_param, parse_sum, sweep, sweepable_params,
-)
-from retrieval.pipeline import PIPELINES, from_toml, get_param, get_pipeline, run_pipeline
+from eval.search.space import ParamSpec, Space, SumConstraint, apply_point, parse_param, parse_sum
+from eval.search.sweep import make_folds, sweep
+from retrieval.pipeline import (PIPELINES, from_toml, get_param, get_pipeline, run_pipeline,
+                                sweepable_params)
 
 RRF = PIPELINES["rrf"]
 ADAPTIVE = PIPELINES["seed-adaptive"]
