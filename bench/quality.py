@@ -41,7 +41,7 @@ def cv_winner(c, qrels, folds: int = 5, seed: int = 0) -> dict:
     for fold in result.folds:
         point = [fold.best[name] for name in space.names]
         row = next(config_values(c, judged, [apply_point(PIPELINES["rrf"], space, point)], "recall@5"))[0]
-        values = np.concatenate([row[judged.judged], np.zeros(judged.n_missing)])
+        values = judged.counted(row)
         recall.append(float(values[fold_of == fold.fold].mean()))
     picks = [tuple(sorted(f.best.items())) for f in result.folds]
     return {"ndcg@5": round(result.held_out_mean, 4), "recall@5": round(float(np.mean(recall)), 4),

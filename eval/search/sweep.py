@@ -194,9 +194,7 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
             base_row, batch = batch[0], batch[1:]
             if not len(batch):
                 continue
-        values = batch[:, judged.judged]
-        if judged.n_missing:
-            values = np.concatenate([values, np.zeros((len(batch), judged.n_missing))], axis=1)
+        values = judged.counted(batch)
         size = len(values)
         total = values.sum(axis=1)
         # every configuration's per-fold sums in one bincount: (configuration, fold) slots,
@@ -227,7 +225,7 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
                    float(best_train[f]), float(best_test[f]))
         for f in range(folds)
     )
-    base_score = float(np.concatenate([base_row[judged.judged], np.zeros(judged.n_missing)]).mean())
+    base_score = float(judged.counted(base_row).mean())
     return SweepResult(
         base=base, space=space, metric=metric, mode=mode, seed=seed, n_queries=n,
         points=np.asarray(points, dtype=np.float64).reshape(len(points), len(space.specs)), scores=scores,

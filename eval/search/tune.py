@@ -143,8 +143,7 @@ class _Scorer:
     def pipeline(self, config: PipelineConfig) -> np.ndarray:
         """Per-query values over the counted queries (missing ones 0), straight from the fused
         scores (``eval.metrics.measure.config_values``)."""
-        values = next(config_values(self.c, self.judged, [config], self.metric))[0][self.judged.judged]
-        return np.concatenate([values, np.zeros(self.judged.n_missing)]) if self.judged.n_missing else values
+        return self.judged.counted(next(config_values(self.c, self.judged, [config], self.metric))[0])
 
 
 def _seed(*parts: int) -> int:
