@@ -10,13 +10,13 @@ for bit (``tests/test_kernels.py``).
 
 ``batch_sums`` is the inner loop of every knob move and every sweep: for each configuration (a
 row of a score matrix) and each query it selects the top rows once with
-``retrieval.kernels.select_query`` — the same selection, ties and token budget as
+``retrieval.kernels.top_within_budget`` — the same selection, ties and token budget as
 ``rank_rows`` — and accumulates the same sums for every cutoff asked, without building a
 ranking. ``finish`` is the one place the per-query sums become metric values (one formula per code of
 ``eval.metrics.measure.DEFINITIONS``); both paths use it.
 
 Compiled with ``cache=True``. Numba's cache is keyed on this file alone: after an edit to
-``retrieval/kernels.py`` (whose ``select_query`` these kernels compile in), ``make clean``
+``retrieval/kernels.py`` (whose ``top_within_budget`` these kernels compile in), ``make clean``
 drops the cached machine code, or these keep running the old selection.
 """
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from retrieval.kernels import buffer_size, select_query
+from retrieval.kernels import buffer_size, select_query, within_budget
 
 SUMS = ("hits", "dcg", "rr", "ap", "dcg_exp")
 """The per-query sums the kernels accumulate, by slot: relevant hits, Σ gain/log2(rank+2) with
@@ -102,9 +102,9 @@ def finish_many(codes, ks, cut_of, sums, idcg, safe_rel, judged, out):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keeps, keep_of, tokens, use_budget,
-               budgets, cuts, grade, gain, gain_burges, disc, sums):
-    """``sums[c, :, b, q]``: the ``SUMS`` (as ``cut_stats``) of query ``q`` ranked by ``scores[b]``, cut at
-    ``cuts[c]`` (0: the whole ranking) — the top ``min(tops[b], limits[b, q])`` rows as
+               budgets, cuts, grade, gain, gain_exp, disc, sums):
+    """``sums[c, :, b, q]``: the ``SUMS`` (as ``cut_stats``) of query ``q`` ranked by
+    ``scores[b]``, cut at ``cuts[c]`` (0: the whole ranking) — the top ``min(tops[b], limits[b, q])`` rows as
     ``rank_rows`` keeps them (``min_scores[b]`` where ``use_min[b]``, unless
     ``keeps[keep_of[b]]`` marks the row; ``budgets[b, q]`` tokens where ``use_budget[b]``).
     Each query's top rows are selected once for all cutoffs; ``sums`` starts zeroed."""
@@ -123,6 +123,7 @@ def batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keeps,
     size = buffer_size(offsets, widest)
     buf_s = np.empty(size, dtype=np.float64)
     buf_r = np.empty(size, dtype=np.int64)
+    buf_rank = np.empty(size, dtype=np.int64)
     no_keep = np.zeros(0, dtype=np.bool_)
     for b in range(n_b):
         score = scores[b]
@@ -136,16 +137,15 @@ def batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keeps,
                 continue
             count, n_inf = select_query(score, order, offsets[q], offsets[q + 1], m, use_min[b],
                                         min_scores[b], keep, use_keep, buf_s, buf_r)
-            slots = min(count, m - n_inf)
-            running = 0
-            for i in range(slots):
+            n = min(count, m - n_inf)
+            budgeted = use_budget[b]
+            if budgeted:
+                n = within_budget(buf_r, n, tokens, budgets[b, q], buf_rank)
+            for i in range(n):
                 row = buf_r[i]
-                running += tokens[row]
-                if use_budget[b] and running > budgets[b, q]:
-                    continue
-                r = n_inf + i
+                r = n_inf + (buf_rank[i] if budgeted else i)
                 g = gain[row] / disc[r]
-                g2 = gain_burges[row] / disc[r]
+                g2 = gain_exp[row] / disc[r]
                 relevant = grade[row] > 0
                 for c in range(n_c):
                     if cuts[c] > 0 and r >= cuts[c]:
