@@ -1,6 +1,7 @@
 """Glue to the harness (``eval``): cached ranx evaluations, significance, sweeps, reports, imports.
 
-The pages call these instead of composing harness steps themselves. Tune's live p-value is
+Most pages call these rather than composing harness steps themselves; the Tune page still
+composes its live view (evaluation, grading, missed-relevant results, badges) in the page. Tune's live p-value is
 the paired t-test (cheap enough for every knob move); Fisher's randomization test runs on
 demand and is cached per configuration. Both are raw p: correction is across systems per
 metric, as in ``rwb eval``, and a live comparison holds one system.
@@ -137,7 +138,7 @@ IMPORT_KINDS = {
 def import_dataset(kind: str, source: str, dest: str, *, force: bool = False, name: str = "",
                    corpus: str = "", queries: str = ""):
     """Call the harness importer for ``kind`` (``eval.importers.formats``); returns its ImportResult."""
-    from eval import importers
+    from eval.importers import formats as importers
     from retrieval.access import confine  # remote use: every path stays inside RWB_DATA_ROOT
 
     source, dest = str(confine(source)), str(confine(dest))

@@ -26,10 +26,9 @@ index, like every other, and an ``all`` pipeline of depth d sees exactly Tantivy
 The alternative — filtering the stored OR hits by how many query terms they hold — loses every
 AND hit ranked below the OR pool depth (a document holding all words can rank under documents
 holding a few rare ones), and re-ranking the survivors would need their positions in the AND
-list anyway; a second Tantivy query costs ~0.1 ms. Measured with openclaw's depth 24 and pools
-of depth 50, no AND hit lay below the OR list on devmem (15 AND hits in 10 of 120 queries) or
-CMRC2018 (64 in 60 of 3,219), so the two designs score the same there today; only this one is
-exact by construction. The graph feature's anchors stay those of the ``any`` list.
+list anyway; a second Tantivy query is cheap. On the sets measured the two designs score the
+same today (BENCHMARKS.md, "Keyword match any vs all"); only this one is exact by construction.
+The graph feature's anchors stay those of the ``any`` list.
 """
 
 from __future__ import annotations
