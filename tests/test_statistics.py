@@ -24,7 +24,7 @@ from eval.metrics.ranx_io import judged_query_ids, ranx_per_query, to_qrels, to_
 from retrieval.pipeline import PipelineConfig
 from retrieval.ranking import rank_rows
 from tests.conftest import make_candidates
-from tests.test_fast_eval import random_case
+from tests.test_measure import random_case
 
 # ---- a hand-built set: eight queries, one relevant document "r" each ------------------------------
 
