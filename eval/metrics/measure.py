@@ -9,9 +9,8 @@ compiled pass, no ``Ranking`` built — with the same values as ``per_query`` of
 
 Every metric is declared once, in ``DEFINITIONS``: its name, the code of its formula in
 ``eval.metrics.kernels.finish``, the per-query sums it reads, whether it is also valid without
-``@K``, and its definition, which follows ranx. ``tests/test_measure.py`` checks the metrics
-against ranx on random runs with ties (``ndcg_burges`` and bare ``map`` against ranx in
-``tests/test_statistics.py``).
+``@K``, and its definition, which follows ranx. ``tests/test_measure.py`` checks every declared
+metric against ranx on random runs with ties.
 
 A document is relevant when its grade is > 0. Only queries with at least one relevant
 judgment count (``eval.metrics.ranx_io`` makes the same choice for ranx); a counted query with no
