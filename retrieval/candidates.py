@@ -265,8 +265,9 @@ def recent_journal(table: "DocTable", now: datetime) -> np.ndarray:
 _NO_HITS: dict = {}
 
 
-def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime, via_fast: np.ndarray | None,
-               via_timeline: np.ndarray | None, window=None, dense_sim: np.ndarray | None = None,
+def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime,
+               via_fast: np.ndarray | None, via_timeline: np.ndarray | None, window=None,
+               dense_sim: np.ndarray | None = None,
                dense: dict = _NO_HITS, sparse: dict = _NO_HITS, every: dict = _NO_HITS,
                linked: set | frozenset = frozenset()) -> dict[str, np.ndarray]:
     """Every ``ROW_COLUMNS`` feature of query ``qi``'s rows, one per document of ``idx``: the
@@ -279,7 +280,8 @@ def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime, via_f
     f = table.features
     created, updated = f["created_ts"][idx], f["updated_ts"][idx]
     if window:
-        in_window = ((created >= window.start.timestamp()) & (created < window.end.timestamp())).astype(np.float32)
+        inside = (created >= window.start.timestamp()) & (created < window.end.timestamp())
+        in_window = inside.astype(np.float32)
     else:
         in_window = np.full(n, np.nan, dtype=np.float32)
     no = np.zeros(n, dtype=bool)
@@ -287,9 +289,9 @@ def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime, via_f
         "query_idx": np.full(n, qi, dtype=np.int32), "doc_idx": idx.astype(np.int32),
         "dense_sim": dense_sim if dense_sim is not None else np.zeros(n, dtype=np.float32),
         "dense_rank": np.array([dense[i][0] if i in dense else -1 for i in idx], dtype=np.int32),
-        "bm25_score": np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], dtype=np.float32),
+        "bm25_score": np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], np.float32),
         "bm25_rank": np.array([sparse[i][0] if i in sparse else -1 for i in idx], dtype=np.int32),
-        "bm25_all_score": np.array([every[i][1] if i in every else 0.0 for i in idx], dtype=np.float32),
+        "bm25_all_score": np.array([every[i][1] if i in every else 0.0 for i in idx], np.float32),
         "bm25_all_rank": np.array([every[i][0] if i in every else -1 for i in idx], dtype=np.int32),
         "via_fast": via_fast if via_fast is not None else no,
         "via_timeline": via_timeline if via_timeline is not None else no,
@@ -297,8 +299,8 @@ def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime, via_f
         "created_age": np.maximum(0.0, (now.timestamp() - created) / 86400.0).astype(np.float32),
         "in_window": in_window,
         "graph": np.array([1.0 if i in linked else 0.0 for i in idx], dtype=np.float32),
-        **{name: f[name][idx] for name in ("confidence", "vitality", "reinforcement", "access_count",
-                                           "token_count", "tie_key", "line_start")},
+        **{name: f[name][idx] for name in ("confidence", "vitality", "reinforcement",
+                                           "access_count", "token_count", "tie_key", "line_start")},
     }
 
 
@@ -350,8 +352,9 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         idx.sort()
         n = len(idx)
         sims = (handle.vectors[idx] @ qvecs[qi]).astype(np.float32) if qvecs is not None else None
-        built = query_rows(table, qi, idx, now, (table.path[idx] == target) if target else None,
-                           recent[idx] if timeline else None, window, sims, dense, sparse, every, linked)
+        via_fast = (table.path[idx] == target) if target else None
+        built = query_rows(table, qi, idx, now, via_fast, recent[idx] if timeline else None, window,
+                           sims, dense, sparse, every, linked)
         for name in ROW_COLUMNS:
             rows[name].append(built[name])
         offsets.append(offsets[-1] + n)

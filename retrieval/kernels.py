@@ -138,8 +138,8 @@ def rank_queries(score, order, offsets, top, limits, use_min, min_score, keep, u
         if m <= 0:
             total[q] = 0
             continue
-        count, n_inf = select_query(score, order, offsets[q], offsets[q + 1], m, use_min, min_score, keep,
-                                    use_keep, buf_s, buf_r)
+        count, n_inf = select_query(score, order, offsets[q], offsets[q + 1], m, use_min, min_score,
+                                    keep, use_keep, buf_s, buf_r)
         n = min(count, m - n_inf)
         if use_budget:
             n = within_budget(buf_r, n, tokens, budgets[q], buf_rank)

@@ -9,10 +9,11 @@ byte per dimension, so its distances are close to exact; on the 1M-row benchmark
 the recall target where IVF_PQ did not, and trains faster (BENCHMARKS.md, "1M rows").
 Below the threshold search is exact, and it runs in memory: the table's own vectors are read
 once per store into a float32 matrix (unit rows) and scanned with one matrix-vector product,
-faster than LanceDB's flat search (BENCHMARKS.md, "Engine findings"). The scan applies the prefilters with LanceDB's own
-semantics (an undated row, NaN ``created_ts``, passes ``created_after`` as DataFusion orders NaN
-above every number, and fails ``created_before``) and returns the same top ``depth``
-(``tests/test_vector_store.py``); equal similarities keep table order, at the cut too.
+faster than LanceDB's flat search (BENCHMARKS.md, "Engine findings"). The scan applies the
+prefilters with LanceDB's own semantics (an undated row, NaN ``created_ts``, passes
+``created_after`` as DataFusion orders NaN above every number, and fails ``created_before``)
+and returns the same top ``depth`` (``tests/test_vector_store.py``); equal similarities keep
+table order, at the cut too.
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ def test_quality_step_values_at_and_around_the_thresholds():
     assert f_conf.tolist() == [1.0, 1.0, 1.0, 0.8, 0.8, 0.5, 0.5]
     assert f_vit.tolist() == [1.2, 1.2, 1.0, 1.0, 1.0, 0.8, 0.8]
     # the Tune page's band counts follow the same steps: (high, mid, low)
-    assert band_counts(confidence, vitality, strong) == {"confidence": (3, 2, 2), "vitality": (2, 3, 2)}
+    counts = band_counts(confidence, vitality, strong)
+    assert counts == {"confidence": (3, 2, 2), "vitality": (2, 3, 2)}
 
 
 def test_penalty_none_disables_both_multipliers():

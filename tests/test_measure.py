@@ -201,7 +201,7 @@ def test_map_over_the_whole_ranking_by_hand_and_as_ranx():
 def test_cutoffs_map_and_exponential_gain_equal_ranx_on_random_runs(seed):
     metrics = [*parse_metrics("ndcg,ndcg_burges,recall,precision,mrr,hit_rate,map", (1, 3, 5, 10, 20)), "map"]
     assert len(metrics) == 6 * 5 + 1 + 1 and "map@5" not in metrics            # bare map stays uncut
-    assert {parse_metric(m)[0] for m in metrics} == set(METRIC_NAMES)         # every declared metric
+    assert {parse_metric(m)[0] for m in metrics} == set(METRIC_NAMES)  # every declared metric
     c, qrels, score = random_case(seed)
     ranking = rank_rows(c, score, 30)
     fast = per_query(c, judge(c, qrels), ranking, metrics)

@@ -13,8 +13,8 @@ import pytest
 from retrieval.fusion import FUSIONS
 from retrieval.fusion.adaptive import AdaptiveParams
 from retrieval.pipeline import (
-    PIPELINES, ParamError, PipelineConfig, describe, from_toml, get_pipeline, knobs, sweepable_params, to_toml,
-    with_param, with_params,
+    PIPELINES, ParamError, PipelineConfig, describe, from_toml, get_pipeline, knobs,
+    sweepable_params, to_toml, with_param, with_params,
 )
 from retrieval.profiles import preset
 
@@ -108,7 +108,7 @@ def test_with_param_validates_the_value_and_names_the_path():
 
 def test_with_params_sets_several_values_and_a_refusal_names_the_path_and_value():
     rrf = PIPELINES["rrf"]
-    both = with_params(rrf, {"rrf.rrf_k": 20.0, "rrf.w_dense": 0.5})   # fusion fields only: one copy
+    both = with_params(rrf, {"rrf.rrf_k": 20.0, "rrf.w_dense": 0.5})  # fusion fields: one copy
     assert (both.params.rrf_k, both.params.w_dense, both.params.w_sparse) == (20.0, 0.5, 1.0)
     assert both == with_param(with_param(rrf, "rrf.rrf_k", 20.0), "rrf.w_dense", 0.5)
     mixed = with_params(rrf, {"max_results": 4, "rrf.rrf_k": 30.0})      # a top-level field too

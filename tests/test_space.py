@@ -62,9 +62,11 @@ def test_bad_params_are_refused_with_the_reason(text, message):
 def test_a_point_is_applied_with_integer_parameters_as_int_and_refused_naming_the_value():
     specs = (parse_param("rrf.rrf_k=10:30:10", RRF), parse_param("max_results=3:5:1", RRF))
     config = apply_point(RRF, specs, (20.0, 4.0))
-    assert config.params.rrf_k == 20.0 and config.max_results == 4 and type(config.max_results) is int
+    assert config.params.rrf_k == 20.0
+    assert config.max_results == 4 and type(config.max_results) is int
     assert RRF.params.rrf_k == 60.0 and RRF.max_results == 10          # the base is not touched
-    with pytest.raises(ValueError, match=r"rrf.rrf_k=0 is not valid for pipeline 'rrf': rrf.rrf_k must be > 0"):
+    refusal = r"rrf.rrf_k=0 is not valid for pipeline 'rrf': rrf.rrf_k must be > 0"
+    with pytest.raises(ValueError, match=refusal):
         apply_point(RRF, specs, (0.0, 4.0))
 
 

@@ -12,8 +12,8 @@ for bit (``tests/test_kernels.py``).
 row of a score matrix) and each query it selects the top rows once with
 ``retrieval.kernels.top_within_budget`` — the same selection, ties and token budget as
 ``rank_rows`` — and accumulates the same sums for every cutoff asked, without building a
-ranking. ``finish`` is the one place the per-query sums become metric values (one formula per code of
-``eval.metrics.measure.DEFINITIONS``); both paths use it.
+ranking. ``finish`` is the one place the per-query sums become metric values (one formula per
+code of ``eval.metrics.measure.DEFINITIONS``); both paths use it.
 
 Compiled with ``cache=True``. Numba's cache is keyed on this file alone: after an edit to
 ``retrieval/kernels.py`` (whose ``top_within_budget`` these kernels compile in), ``make clean``
@@ -83,8 +83,8 @@ def finish(code, k, hits, dcg, rr, ap, dcg_exp, idcg, safe_rel, judged):
 def finish_all(code, k, sums, idcg, safe_rel, judged, out):
     """``out[q]``: ``finish`` of every query from ``cut_stats``' sums."""
     for q in range(len(out)):
-        out[q] = finish(code, k, sums[HITS, q], sums[DCG, q], sums[RR, q], sums[AP, q], sums[DCG_EXP, q],
-                        idcg[q], safe_rel[q], judged[q])
+        out[q] = finish(code, k, sums[HITS, q], sums[DCG, q], sums[RR, q], sums[AP, q],
+                        sums[DCG_EXP, q], idcg[q], safe_rel[q], judged[q])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -95,18 +95,19 @@ def finish_many(codes, ks, cut_of, sums, idcg, safe_rel, judged, out):
         c = cut_of[m]
         for b in range(out.shape[1]):
             for q in range(out.shape[2]):
-                out[m, b, q] = finish(codes[m], ks[m], sums[c, HITS, b, q], sums[c, DCG, b, q], sums[c, RR, b, q],
-                                      sums[c, AP, b, q], sums[c, DCG_EXP, b, q], idcg[m, q], safe_rel[q],
-                                      judged[q])
+                out[m, b, q] = finish(codes[m], ks[m], sums[c, HITS, b, q], sums[c, DCG, b, q],
+                                      sums[c, RR, b, q], sums[c, AP, b, q], sums[c, DCG_EXP, b, q],
+                                      idcg[m, q], safe_rel[q], judged[q])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keeps, keep_of, tokens, use_budget,
                budgets, cuts, grade, gain, gain_exp, disc, sums):
     """``sums[c, :, b, q]``: the ``SUMS`` (as ``cut_stats``) of query ``q`` ranked by
-    ``scores[b]``, cut at ``cuts[c]`` (0: the whole ranking) — the top ``min(tops[b], limits[b, q])`` rows as
-    ``rank_rows`` keeps them (``min_scores[b]`` where ``use_min[b]``, unless
-    ``keeps[keep_of[b]]`` marks the row; ``budgets[b, q]`` tokens where ``use_budget[b]``).
+    ``scores[b]``, cut at ``cuts[c]`` (0: the whole ranking) — the top
+    ``min(tops[b], limits[b, q])`` rows as ``rank_rows`` keeps them (``min_scores[b]`` where
+    ``use_min[b]``, unless ``keeps[keep_of[b]]`` marks the row; ``budgets[b, q]`` tokens where
+    ``use_budget[b]``).
     Each query's top rows are selected once for all cutoffs; ``sums`` starts zeroed."""
     n_b = scores.shape[0]
     n_q = len(offsets) - 1

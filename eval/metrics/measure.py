@@ -45,14 +45,16 @@ class Definition:
 
 DEFINITIONS = (
     Definition("ndcg", 0, ("dcg",), False,
-               "Σ_{i≤k} rel_i / log2(i+1) over the ideal ordering's same sum (Järvelin; linear gain)"),
+               "Σ_{i≤k} rel_i / log2(i+1) over the ideal ordering's same sum "
+               "(Järvelin; linear gain)"),
     Definition("recall", 1, ("hits",), False, "relevant retrieved in the top k / all relevant"),
     Definition("precision", 2, ("hits",), False, "relevant retrieved in the top k / k"),
-    Definition("mrr", 3, ("rr",), False, "1 / rank of the first relevant result in the top k (0 if none)"),
+    Definition("mrr", 3, ("rr",), False,
+               "1 / rank of the first relevant result in the top k (0 if none)"),
     Definition("hit_rate", 4, ("hits",), False, "1 if any relevant result is in the top k"),
     Definition("map", 5, ("ap",), True,
-               "Σ precision@i over relevant ranks i ≤ k / all relevant; bare map: over the whole "
-               "ranking (ranx's and trec_eval's MAP)"),
+               "Σ precision@i over relevant ranks i ≤ k / all relevant; bare map: over the "
+               "whole ranking (ranx's and trec_eval's MAP)"),
     Definition("ndcg_burges", 6, ("dcg_exp",), False,
                "nDCG with the exponential gain 2^rel − 1 (Burges et al., ICML 2005)"),
 )
@@ -245,8 +247,8 @@ def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_M
             shared[k] = np.zeros((len(SUMS), n_q))
             cut_stats(rows, qidx, rank, judged.grade, judged.grade, gain_exp, k, disc, shared[k])
         value = np.empty(n_q)
-        finish_all(DEFINED[metric].code, k, shared[k], ideal_dcg(judged, metric, k), safe_rel, judged.judged,
-                   value)
+        finish_all(DEFINED[metric].code, k, shared[k], ideal_dcg(judged, metric, k), safe_rel,
+                   judged.judged, value)
         out[name] = value
     return out
 
@@ -281,7 +283,8 @@ def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
         cuts = np.array(sorted({k for _, k in parsed}), dtype=np.int64)
         n_q = len(judged.judged)
         idcg = np.stack([ideal_dcg(judged, metric, k) for metric, k in parsed]) if parsed else np.zeros((0, n_q))
-        return _Plan(tuple(metrics), cuts, np.array([DEFINED[m].code for m, _ in parsed], dtype=np.int64),
+        codes = np.array([DEFINED[m].code for m, _ in parsed], dtype=np.int64)
+        return _Plan(tuple(metrics), cuts, codes,
                      np.array([k for _, k in parsed], dtype=np.int64),
                      np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
                      any("dcg_exp" in DEFINED[m].sums for m, _ in parsed), idcg)

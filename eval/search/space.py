@@ -77,7 +77,10 @@ class ParamSpec:
         if not self.lo - 1e-12 <= value <= self.hi + 1e-12:
             return False
         step = self.step if self.step is not None else (1 if self.integer else None)
-        return step is None or abs((value - self.lo) / step - round((value - self.lo) / step)) < 1e-9
+        if step is None:
+            return True
+        at = (value - self.lo) / step
+        return abs(at - round(at)) < 1e-9
 
     def __str__(self) -> str:
         step = f":{self.step:g}" if self.step is not None else ""
@@ -89,7 +92,7 @@ def numeric_param(name: str, config: PipelineConfig, verb: str = "swept") -> str
     ``ValueError`` naming the fusion it belongs to, or listing the ones that can be ``verb``."""
     valid = sweepable_params(config)
     if name not in valid:
-        get_param(config, name)  # names the fusion the parameter belongs to, or lists the valid ones
+        get_param(config, name)  # names the parameter's fusion, or lists the valid ones
         kind = {"swept": "sweepable", "tuned": "tunable"}.get(verb, verb)
         raise ValueError(f"{name!r} cannot be {verb} (not a number); {kind}: {', '.join(valid)}")
     return name
@@ -112,7 +115,8 @@ def parse_param(text: str, config: PipelineConfig, verb: str = "swept",
         lo, hi = float(match.group(2)), float(match.group(3))
         step = float(match.group(4)) if match.group(4) is not None else None
     except ValueError:
-        raise ValueError(f"bad --param {text!r}: lo, hi and step must be numbers ({form})") from None
+        raise ValueError(f"bad --param {text!r}: lo, hi and step must be numbers ({form})"
+                         ) from None
     return ParamSpec(name, lo, hi, step, _is_int(config, name))
 
 
@@ -153,10 +157,12 @@ def point_values(specs: Sequence[ParamSpec], point) -> dict[str, int | float]:
 
 
 def _not_valid(base: PipelineConfig, error: ParamError) -> ValueError:
-    return ValueError(f"{error.path}={error.value:g} is not valid for pipeline {base.name!r}: {error}")
+    return ValueError(f"{error.path}={error.value:g} is not valid for pipeline {base.name!r}: "
+                      f"{error}")
 
 
-def apply_point(base: PipelineConfig, specs: "Sequence[ParamSpec] | Space", point) -> PipelineConfig:
+def apply_point(base: PipelineConfig, specs: "Sequence[ParamSpec] | Space", point
+                ) -> PipelineConfig:
     """``base`` with the point's values set (``with_params``); an invalid value is refused
     naming the parameter, its value and the pipeline."""
     return point_setter(base, specs)(point)

@@ -129,7 +129,8 @@ class SweepResult:
                 "folds": len(self.folds), "train_mean": self.train_mean, "held_out_mean": self.held_out_mean,
                 "per_fold": [dataclasses.asdict(f) for f in self.folds],
             },
-            "points": [dict(point_values(self.space, p), score=float(s)) for p, s in zip(self.points, self.scores)],
+            "points": [dict(point_values(self.space, p), score=float(s))
+                       for p, s in zip(self.points, self.scores)],
             "best_toml": self.best_toml(),
         }
 
@@ -176,7 +177,8 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
     for point in (points[0], points[-1]):  # fail early, naming the parameter, on an invalid value
         config = setter(point)
         if config.path_depth > c.pool_depth:
-            raise ValueError(f"{', '.join(f'{k}={v:g}' for k, v in point_values(space, point).items())} takes "
+            values = ", ".join(f"{k}={v:g}" for k, v in point_values(space, point).items())
+            raise ValueError(f"{values} takes "
                              f"{config.path_depth} candidates per path but the pool holds {c.pool_depth}; "
                              f"narrow the range or rerun with --pool-depth {config.path_depth}")
     n_fold = np.bincount(fold_of, minlength=folds).astype(np.float64)

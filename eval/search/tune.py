@@ -93,8 +93,8 @@ def default_space(config: PipelineConfig) -> tuple[ParamSpec, ...]:
     return tuple(out)
 
 
-def check_space(base: PipelineConfig, space: tuple[ParamSpec, ...], sampler: str, pool_depth: int | None = None
-                ) -> None:
+def check_space(base: PipelineConfig, space: tuple[ParamSpec, ...], sampler: str,
+                pool_depth: int | None = None) -> None:
     """Refuse, naming the parameter, a range whose ends are invalid for the pipeline or take
     more candidates than the pool holds, a repeated name, and an oversized grid."""
     names = [p.name for p in space]
@@ -143,7 +143,8 @@ class _Scorer:
     def pipeline(self, config: PipelineConfig) -> np.ndarray:
         """Per-query values over the counted queries (missing ones 0), straight from the fused
         scores (``eval.metrics.measure.config_values``)."""
-        return self.judged.counted(next(config_values(self.c, self.judged, [config], self.metric))[0])
+        values = next(config_values(self.c, self.judged, [config], self.metric))[0]
+        return self.judged.counted(values)
 
 
 def _seed(*parts: int) -> int:
@@ -178,8 +179,8 @@ class Search:
     n_trials: int           # trials run (a grid may end early)
 
 
-def search(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampler: str, trials: int, seed: int,
-           on_trial: Callable[[], None] | None = None) -> Search:
+def search(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampler: str,
+           trials: int, seed: int, on_trial: Callable[[], None] | None = None) -> Search:
     """The sampler's best configuration on the queries ``idx`` (first of equal scores)."""
     import optuna
 
@@ -222,9 +223,9 @@ class Choice:
     inner_default: float      # the default's mean on the same queries
 
 
-def procedure(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampler: str, trials: int,
-              seed: int, inner_folds: int, guard: bool, default: np.ndarray, where: tuple,
-              on_trial: Callable[[], None] | None = None) -> Choice:
+def procedure(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampler: str,
+              trials: int, seed: int, inner_folds: int, guard: bool, default: np.ndarray,
+              where: tuple, on_trial: Callable[[], None] | None = None) -> Choice:
     """The tuning procedure (search + guard) on the queries ``idx``; see the module docstring."""
     found = search(scorer, space, idx, sampler, trials, _seed(seed, *where, -1), on_trial)
     default_mean = float(default[idx].mean())
@@ -422,8 +423,9 @@ def _run_search(job: _Job, search: tuple) -> tuple["Choice", set]:
 
 
 def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig | str,
-         space: tuple[ParamSpec, ...] | None = None, *, trials: int = DEFAULT_TRIALS, folds: int = 5,
-         seed: int = 0, sampler: str = "tpe", metric: str = "ndcg@5", inner_folds: int = DEFAULT_INNER_FOLDS,
+         space: tuple[ParamSpec, ...] | None = None, *, trials: int = DEFAULT_TRIALS,
+         folds: int = 5, seed: int = 0, sampler: str = "tpe", metric: str = "ndcg@5",
+         inner_folds: int = DEFAULT_INNER_FOLDS,
          guard: bool = True, progress: Callable[[int, int], None] | None = None,
          executor: "Executor | None" = None) -> TuneResult:
     """Nested cross-validation of the tuning procedure, then the procedure on all queries.

@@ -69,10 +69,12 @@ def quality_bands(confidence: np.ndarray, vitality: np.ndarray, q: QualityFactor
 
 def quality_multiplier(confidence: np.ndarray, vitality: np.ndarray, q: QualityFactors
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """(F_conf(C), F_vit(V)) as step functions over ``quality_bands``; see ``retrieval.profiles``."""
+    """(F_conf(C), F_vit(V)) as step functions over ``quality_bands`` (``retrieval.profiles``)."""
     (c_high, c_low), (v_high, v_low) = quality_bands(confidence, vitality, q)
-    f_conf = np.where(c_high, q.conf_high_factor, np.where(c_low, q.conf_low_factor, q.conf_mid_factor))
-    f_vit = np.where(v_high, q.vit_high_factor, np.where(v_low, q.vit_low_factor, q.vit_mid_factor))
+    f_conf = np.where(c_high, q.conf_high_factor,
+                      np.where(c_low, q.conf_low_factor, q.conf_mid_factor))
+    f_vit = np.where(v_high, q.vit_high_factor,
+                     np.where(v_low, q.vit_low_factor, q.vit_mid_factor))
     return f_conf, f_vit
 
 
@@ -81,7 +83,8 @@ def band_counts(confidence: np.ndarray, vitality: np.ndarray, q: QualityFactors
     """Documents in each confidence and vitality band, (high, mid, low), under ``q``'s
     thresholds (``quality_bands``)."""
     out = {}
-    for name, (high, low) in zip(("confidence", "vitality"), quality_bands(confidence, vitality, q)):
+    bands = quality_bands(confidence, vitality, q)
+    for name, (high, low) in zip(("confidence", "vitality"), bands):
         n_high, n_low = int(high.sum()), int(low.sum())
         out[name] = (n_high, len(high) - n_high - n_low, n_low)
     return out

@@ -20,8 +20,8 @@ from retrieval.pipeline.scoring import ROUTES, Fused, PipelineRun, all_hybrid, c
 from retrieval.pipeline.search import Response, Result, response_for, search, whole_file
 from retrieval.pipeline.toml_form import from_dict, from_toml, get_pipeline, to_dict, to_toml
 
-__all__ = ["PIPELINES", "ROUTES", "Fused", "ParamError", "PipelineConfig", "PipelineRun", "Response",
-           "Result", "all_hybrid", "created_age", "describe", "from_dict", "from_toml", "fuse",
-           "get_param", "get_pipeline", "knobs", "params_setter", "ranked", "response_for",
+__all__ = ["PIPELINES", "ROUTES", "Fused", "ParamError", "PipelineConfig", "PipelineRun",
+           "Response", "Result", "all_hybrid", "created_age", "describe", "from_dict", "from_toml",
+           "fuse", "get_param", "get_pipeline", "knobs", "params_setter", "ranked", "response_for",
            "run_pipeline", "search", "sweepable_params", "to_dict", "to_toml", "whole_file",
            "with_param", "with_params"]

@@ -5,8 +5,8 @@ budget: it carries its fusion's parameters (``params``, an instance of the fusio
 in ``retrieval.fusion``) plus routing, ranking and budget — nothing else. ``knobs(config)``
 lists its parameters by dotted path (``rrf.rrf_k``, ``max_results``,
 ``adaptive.profiles.debug.w_sparse``); ``get_param`` reads one and ``with_params`` sets any
-number of them, validated (``with_param``: one). These paths are the names the TOML form, ``--param``, the Tune knobs and the
-Sweep axes use.
+number of them, validated (``with_param``: one). These paths are the names the TOML form,
+``--param``, the Tune knobs and the Sweep axes use.
 """
 
 from __future__ import annotations
@@ -144,7 +144,8 @@ def _set_one(config: PipelineConfig, path: str, value) -> PipelineConfig:
         return _replace(config, parts, value)
     except ValueError as error:
         message, leaf = str(error), parts[-1]
-        worded = path + message[len(leaf):] if message.startswith(f"{leaf} ") else f"{path}: {message}"
+        own = message.startswith(f"{leaf} ")  # the class names the field: name the path instead
+        worded = path + message[len(leaf):] if own else f"{path}: {message}"
         raise ParamError(worded, path, value) from None
 
 

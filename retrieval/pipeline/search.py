@@ -99,8 +99,10 @@ def _routed_without_search(handle, query: Query, config: PipelineConfig, scope: 
     allowed = table.allowed(Filters(scope or query.scope, project, group or query.group))
     now = dataset.query_reference_time(query)
     via_fast = (table.path == target) & allowed if target else np.zeros(len(allowed), dtype=bool)
-    via_timeline = (recent_journal(table, now) & allowed if timeline and not via_fast.any()  # fast answered: stop
-                    else np.zeros(len(allowed), dtype=bool))
+    if timeline and not via_fast.any():  # when the fast path answered, stop there
+        via_timeline = recent_journal(table, now) & allowed
+    else:
+        via_timeline = np.zeros(len(allowed), dtype=bool)
     idx = np.flatnonzero(via_fast | via_timeline)
     if not len(idx):
         return None
