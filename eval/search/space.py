@@ -131,7 +131,7 @@ def spaced(name: str, lo: float, hi: float, steps: int, integer: bool) -> ParamS
     return ParamSpec(name, lo, hi, step, integer)
 
 
-def ranged(config: PipelineConfig) -> list[str]:
+def tunable(config: PipelineConfig) -> list[str]:
     """Parameters with a range of their own: the sweepable ones with a slider range."""
     return [k.path for k in knobs(config)
             if k.knob.sweepable and k.knob.lo is not None and k.knob.hi is not None]
@@ -139,7 +139,8 @@ def ranged(config: PipelineConfig) -> list[str]:
 
 def knob_space(config: PipelineConfig, names) -> tuple[ParamSpec, ...]:
     """The named sweepable parameters over their slider ranges and steps (``Knob.lo``–``hi``)."""
-    refs = {k.path: k for k in knobs(config) if k.path in set(ranged(config))}
+    ranged = set(tunable(config))
+    refs = {k.path: k for k in knobs(config) if k.path in ranged}
     out = []
     for name in names:
         if name not in refs:

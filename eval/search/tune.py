@@ -56,7 +56,7 @@ import tomli_w
 from eval.statistics.significance import holm, randomization_test
 from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
-from eval.search.space import ParamSpec, apply_point, knob_space, parse_param, ranged
+from eval.search.space import ParamSpec, apply_point, knob_space, parse_param, tunable
 from eval.search.sweep import make_folds
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
@@ -86,7 +86,7 @@ def parse_tune_param(text: str, config: PipelineConfig) -> ParamSpec:
 
 def default_space(config: PipelineConfig) -> tuple[ParamSpec, ...]:
     """Every sweepable parameter of the pipeline's own fusion over its slider range and step."""
-    out = knob_space(config, [p for p in ranged(config) if p.startswith(f"{config.fusion}.")])
+    out = knob_space(config, [p for p in tunable(config) if p.startswith(f"{config.fusion}.")])
     if not out:
         raise ValueError(f"{config.name!r} ({config.fusion}) has no parameter of its own to tune; "
                          f"give --param name=lo:hi[:step] (tunable: {', '.join(sweepable_params(config)) or 'none'})")
