@@ -10,14 +10,14 @@ for bit (``tests/test_kernels.py``).
 
 ``batch_sums`` is the inner loop of every knob move and every sweep: for each configuration (a
 row of a score matrix) and each query it selects the top rows once with
-``retrieval.kernels.top_within_budget`` — the same selection, ties and token budget as
-``rank_rows`` — and accumulates the same sums for every cutoff asked, without building a
-ranking. ``finish`` is the one place the per-query sums become metric values (one formula per
+``retrieval.kernels.select_query`` and ``within_budget`` — the same selection, ties and token
+budget as ``rank_rows`` — and accumulates the same sums for every cutoff asked, without
+building a ranking. ``finish`` is the one place the per-query sums become metric values (one formula per
 code of ``eval.metrics.measure.DEFINITIONS``); both paths use it.
 
 Compiled with ``cache=True``. Numba's cache is keyed on this file alone: after an edit to
-``retrieval/kernels.py`` (whose ``top_within_budget`` these kernels compile in), ``make clean``
-drops the cached machine code, or these keep running the old selection.
+``retrieval/kernels.py`` (whose ``select_query`` and ``within_budget`` these kernels compile
+in), ``make clean`` drops the cached machine code, or these keep running the old selection.
 """
 
 from __future__ import annotations
