@@ -28,7 +28,8 @@ PUBLISHED_SCIFACT_NDCG10 = {"bm25": 0.665, "vector": 0.645}  # BEIR BM25; all-Mi
 def cv_winner(c, qrels, folds: int = 5, seed: int = 0) -> dict:
     """Held-out nDCG@5 and recall@5 of the RRF sweep, and the in-sample best configuration."""
     from eval.metrics.measure import config_values
-    from eval.search.sweep import ParamSpec, Space, SumConstraint, apply_point, make_folds, sweep
+    from eval.search.space import ParamSpec, Space, SumConstraint, apply_point
+    from eval.search.sweep import make_folds, sweep
 
     space = Space((ParamSpec("rrf.rrf_k", 10.0, 100.0, 10.0), ParamSpec("rrf.w_dense", 0.0, 1.0, 0.1),
                    ParamSpec("rrf.w_sparse", 0.0, 1.0, 0.1)),
@@ -40,7 +41,7 @@ def cv_winner(c, qrels, folds: int = 5, seed: int = 0) -> dict:
     for fold in result.folds:
         point = [fold.best[name] for name in space.names]
         row = next(config_values(c, judged, [apply_point(PIPELINES["rrf"], space, point)], "recall@5"))[0]
-        values = np.concatenate([row[judged.judged], np.zeros(judged.n_missing)])
+        values = judged.counted(row)
         recall.append(float(values[fold_of == fold.fold].mean()))
     picks = [tuple(sorted(f.best.items())) for f in result.folds]
     return {"ndcg@5": round(result.held_out_mean, 4), "recall@5": round(float(np.mean(recall)), 4),

@@ -144,7 +144,8 @@ def _ray_table(c: Candidates, qrels: dict, repeats: int) -> list[dict]:
     import ray
 
     from eval.search.executors import RayExecutor
-    from eval.search.sweep import Space, parse_param, sweep
+    from eval.search.space import Space, parse_param
+    from eval.search.sweep import sweep
 
     base = PIPELINES["rrf"]
     sets = [("real", c, qrels, RAY_GRID), ("10x resampled", *resample(c, qrels, 10 * c.n_queries), RAY_GRID_LARGE)]

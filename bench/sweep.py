@@ -51,7 +51,8 @@ BLOCK = 3
 
 def _ours_sweeps(c, qrels, folds: int):
     """Two sweeps with eval.search.sweep; returns [(family, SweepResult)]."""
-    from eval.search.sweep import ParamSpec, Space, SumConstraint, sweep
+    from eval.search.space import ParamSpec, Space, SumConstraint
+    from eval.search.sweep import sweep
 
     base_w = PipelineConfig("wsum-minmax", "weighted", depth=DEPTH,
                             params=WeightedParams(text_norm="minmax"))
@@ -125,7 +126,8 @@ def _ray_row(c, qrels, repeats: int) -> dict:
     import ray
 
     from eval.search.executors import RayExecutor
-    from eval.search.sweep import Space, parse_param, sweep
+    from eval.search.space import Space, parse_param
+    from eval.search.sweep import sweep
 
     base = PIPELINES["rrf"]
     space = Space(tuple(parse_param(text, base) for text in RAY_GRID))

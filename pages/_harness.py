@@ -1,14 +1,14 @@
 """Glue to the harness (``eval``): cached ranx evaluations, significance, sweeps, reports, imports.
 
-The pages call these instead of composing harness steps themselves. Tune's live p-value is
-the paired t-test (cheap enough for every knob move); Fisher's randomization test runs on
-demand and is cached per configuration. Both are raw p: correction is across systems per
-metric, as in ``rwb eval``, and a live comparison holds one system.
+Most pages call these rather than composing harness steps themselves; the Tune page still
+composes its live view (evaluation, grading, missed-relevant results, badges) in the page.
+Tune's live p-value is the paired t-test (cheap enough for every knob move); Fisher's
+randomization test runs on demand and is cached per configuration. Both are raw p: correction
+is across systems per metric, as in ``rwb eval``, and a live comparison holds one system.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from pathlib import Path
@@ -21,7 +21,8 @@ from eval.statistics.significance import Significance, compare_pair
 from eval.metrics.ranx_eval import Evaluation
 from eval.experiments.experiment import Experiment, ExperimentOptions, run_experiment
 from eval.reports.report import fmt_p
-from eval.search.sweep import ParamSpec, Space, SweepResult
+from eval.search.space import ParamSpec, Space, spaced
+from eval.search.sweep import SweepResult
 from eval.search.sweep import sweep as harness_sweep
 from eval.experiments.live import LiveRun
 from pages._state import METRICS, Workspace, get_dataset, get_judged, get_pool, metric_label
@@ -100,14 +101,8 @@ def experiment_for(ws: Workspace, labelled: dict[str, PipelineConfig],
 # ---- Sweep: the harness's grid/random search with cross-validation (eval.search.sweep) ----------------
 
 def param_spec(config: PipelineConfig, name: str, lo: float, hi: float, steps: int, integer: bool) -> ParamSpec:
-    """``lo … hi`` in ``steps`` evenly spaced values (whole numbers for integer parameters)."""
-    lo, hi = (float(min(lo, hi)), float(max(lo, hi)))
-    if integer:
-        lo, hi = float(math.floor(lo)), float(math.ceil(hi))
-        step = max(1.0, float(round((hi - lo) / max(1, steps - 1))))
-    else:
-        step = (hi - lo) / (steps - 1) if steps > 1 and hi > lo else 1.0
-    return ParamSpec(name, lo, hi, step, integer)
+    """``lo … hi`` in ``steps`` evenly spaced values (``eval.search.space.spaced``)."""
+    return spaced(name, lo, hi, steps, integer)
 
 
 def run_sweep(ws: Workspace, base: PipelineConfig, specs: Sequence[ParamSpec], metric: str,

@@ -10,14 +10,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
 import streamlit as st
 
 from pages._state import TUNE_CONFIG, TUNE_KNOB_PREFIX
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.fusion import FUSIONS
+from retrieval.fusion.adaptive import band_counts  # noqa: F401  (the Tune page's band captions)
 from retrieval.params import Knob, KnobRef
-from retrieval.pipeline import PipelineConfig, knobs, sweepable_params, with_param
+from retrieval.pipeline import PipelineConfig, knobs, sweepable_params, with_params
 
 FUSION_PATH = "fusion"
 FUSION_KNOB = Knob("choice", "fusion method",
@@ -87,7 +87,7 @@ def apply(config: PipelineConfig, path: str, value, pool_depth: int = DEFAULT_PO
             return config
         new = dataclasses.replace(config, fusion=value, params=None)
     else:
-        new = with_param(config, path, value)
+        new = with_params(config, {path: value})
     if new.path_depth > pool_depth:
         raise ValueError(f"per-path depth {new.path_depth} exceeds the candidate pool ({pool_depth}); "
                          "lower max results, the multiplier or the depth")
@@ -145,17 +145,6 @@ def render(ref: KnobRef, pool_depth: int, error_key: str) -> None:
     else:
         lo, hi = float(min(knob.lo, value)), float(max(knob.hi, value))
         st.slider(label, lo, hi, step=float(knob.step or (hi - lo) / 100), **common)
-
-
-def band_counts(confidence: np.ndarray, vitality: np.ndarray, quality) -> dict[str, tuple[int, int, int]]:
-    """Documents in each confidence and vitality band (high, mid, low) under ``quality``'s
-    thresholds — as ``F_conf``/``F_vit`` split them."""
-    c_high = int((confidence >= quality.conf_high).sum())
-    c_low = int((confidence < quality.conf_low).sum())
-    v_high = int((vitality > quality.vit_high).sum())
-    v_low = int((vitality < quality.vit_low).sum())
-    return {"confidence": (c_high, len(confidence) - c_high - c_low, c_low),
-            "vitality": (v_high, len(vitality) - v_high - v_low, v_low)}
 
 
 # ---- Sweep axes -------------------------------------------------------------------------------

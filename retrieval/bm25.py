@@ -60,12 +60,10 @@ ANALYZERS: dict[str, Analyzer] = {a.name: a for a in (
              "as unigram, plus every pair of adjacent Han characters (Chinese word order counts)"),
 )}
 DEFAULT_ANALYZER = "bigram"
-"""Chosen by measurement (MiniLM pools of depth 50, bigram − unigram, paired randomization test):
-CMRC2018 (Chinese QA, 3,219 queries) bm25 nDCG@5 0.9549 → 0.9875 (+0.033, p < 0.001, 243 queries
-better / 22 worse), rrf 0.7485 → 0.7653 (+0.017, p < 0.001); devmem (120 mixed queries) bm25
-0.5014 → 0.4943 (−0.007, 0 better / 7 worse: Chinese questions about English memories, whose
-bigrams 我们/怎么/哪些 match unrelated Chinese notes), rrf 0.5148 → 0.5141 (n.s.), seed-adaptive
-0.5809 → 0.5789 (n.s.); SciFact, LoCoMo, CoSQA: identical scores (no Han text, no bigrams)."""
+"""Chosen by measurement (BENCHMARKS.md, "Chinese BM25: unigrams vs unigrams + character
+bigrams"): bigrams gain on Chinese QA (CMRC2018) far more than they lose on mixed devmem, where
+Chinese questions about English memories match unrelated Chinese notes through common bigrams
+(我们/怎么/哪些); sets without Han text score the same under both."""
 ANALYZER_VERSION = ANALYZERS[DEFAULT_ANALYZER].version
 """The default analyzer's version (a pool or index records its own: ``Candidates.analyzer``)."""
 

@@ -26,10 +26,9 @@ index, like every other, and an ``all`` pipeline of depth d sees exactly Tantivy
 The alternative — filtering the stored OR hits by how many query terms they hold — loses every
 AND hit ranked below the OR pool depth (a document holding all words can rank under documents
 holding a few rare ones), and re-ranking the survivors would need their positions in the AND
-list anyway; a second Tantivy query costs ~0.1 ms. Measured with openclaw's depth 24 and pools
-of depth 50, no AND hit lay below the OR list on devmem (15 AND hits in 10 of 120 queries) or
-CMRC2018 (64 in 60 of 3,219), so the two designs score the same there today; only this one is
-exact by construction. The graph feature's anchors stay those of the ``any`` list.
+list anyway; a second Tantivy query is cheap. On the sets measured the two designs score the
+same today (BENCHMARKS.md, "Keyword match any vs all"); only this one is exact by construction.
+The graph feature's anchors stay those of the ``any`` list.
 """
 
 from __future__ import annotations
@@ -255,6 +254,56 @@ def _embed_queries(handle: IndexHandle, texts: Sequence[str], degraded: list[str
         return None
 
 
+def recent_journal(table: "DocTable", now: datetime) -> np.ndarray:
+    """Per document: a journal memory created in the ``TIMELINE_DAYS`` days up to ``now`` (what
+    the timeline path reads)."""
+    created = table.features["created_ts"]
+    since = (now - timedelta(days=TIMELINE_DAYS)).timestamp()
+    return table.journal & (created >= since) & (created <= now.timestamp())
+
+
+_NO_HITS: dict = {}
+
+
+def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime,
+               via_fast: np.ndarray | None, via_timeline: np.ndarray | None, window=None,
+               dense_sim: np.ndarray | None = None,
+               dense: dict = _NO_HITS, sparse: dict = _NO_HITS, every: dict = _NO_HITS,
+               linked: set | frozenset = frozenset()) -> dict[str, np.ndarray]:
+    """Every ``ROW_COLUMNS`` feature of query ``qi``'s rows, one per document of ``idx``: the
+    one row builder of a candidate table. ``dense`` / ``sparse`` / ``every``: document index →
+    (rank, score) of the dense, BM25 ``any`` and BM25 ``all`` lists (a document a path did not
+    return has rank -1 and score 0); ``dense_sim`` the cosines (0 without a query vector);
+    ``via_fast`` / ``via_timeline`` per row (None: no row); ``window`` the time window the
+    query names (None: ``in_window`` is NaN); ``linked`` the documents joined to an anchor."""
+    n = len(idx)
+    f = table.features
+    created, updated = f["created_ts"][idx], f["updated_ts"][idx]
+    if window:
+        inside = (created >= window.start.timestamp()) & (created < window.end.timestamp())
+        in_window = inside.astype(np.float32)
+    else:
+        in_window = np.full(n, np.nan, dtype=np.float32)
+    no = np.zeros(n, dtype=bool)
+    return {
+        "query_idx": np.full(n, qi, dtype=np.int32), "doc_idx": idx.astype(np.int32),
+        "dense_sim": dense_sim if dense_sim is not None else np.zeros(n, dtype=np.float32),
+        "dense_rank": np.array([dense[i][0] if i in dense else -1 for i in idx], dtype=np.int32),
+        "bm25_score": np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], np.float32),
+        "bm25_rank": np.array([sparse[i][0] if i in sparse else -1 for i in idx], dtype=np.int32),
+        "bm25_all_score": np.array([every[i][1] if i in every else 0.0 for i in idx], np.float32),
+        "bm25_all_rank": np.array([every[i][0] if i in every else -1 for i in idx], dtype=np.int32),
+        "via_fast": via_fast if via_fast is not None else no,
+        "via_timeline": via_timeline if via_timeline is not None else no,
+        "age_days": np.maximum(0.0, (now.timestamp() - updated) / 86400.0).astype(np.float32),
+        "created_age": np.maximum(0.0, (now.timestamp() - created) / 86400.0).astype(np.float32),
+        "in_window": in_window,
+        "graph": np.array([1.0 if i in linked else 0.0 for i in idx], dtype=np.float32),
+        **{name: f[name][idx] for name in ("confidence", "vitality", "reinforcement",
+                                           "access_count", "token_count", "tie_key", "line_start")},
+    }
+
+
 def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: int = DEFAULT_POOL_DEPTH,
                      scope: str = "", group: str = "", project: str = "",
                      progress: Callable[[int, int], None] | None = None) -> Candidates:
@@ -273,7 +322,6 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         sparse_lists = [handle.bm25.search(q.text, pool_depth, f[0]) for q, f in zip(queries, filters)]
         all_lists = [handle.bm25.search(q.text, pool_depth, f[0], match="all") for q, f in zip(queries, filters)]
         dense_lists = dense_future.result()
-    statics = table.features
     neighbours = table.neighbours
     rows: dict[str, list] = {name: [] for name in ROW_COLUMNS}
     offsets = [0]
@@ -294,10 +342,8 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         allowed = table.allowed(filters[qi][0])
         if target:
             members.update(dict.fromkeys(np.flatnonzero((table.path == target) & allowed).tolist()))
-        recent_since = now - timedelta(days=TIMELINE_DAYS)
-        created = statics["created_ts"]
+        recent = recent_journal(table, now) if timeline else None
         if timeline:
-            recent = table.journal & (created >= recent_since.timestamp()) & (created <= now.timestamp())
             members.update(dict.fromkeys(np.flatnonzero(recent & allowed).tolist()))
         anchors = [i for i, (r, _) in dense.items() if r < GRAPH_ANCHORS] + \
                   [i for i, (r, _) in sparse.items() if r < GRAPH_ANCHORS]
@@ -305,34 +351,12 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         idx = np.fromiter(members, dtype=np.int64, count=len(members))
         idx.sort()
         n = len(idx)
-        rows["query_idx"].append(np.full(n, qi, dtype=np.int32))
-        rows["doc_idx"].append(idx.astype(np.int32))
-        if qvecs is not None:
-            rows["dense_sim"].append((handle.vectors[idx] @ qvecs[qi]).astype(np.float32))
-        else:
-            rows["dense_sim"].append(np.zeros(n, dtype=np.float32))
-        rows["dense_rank"].append(np.array([dense[i][0] if i in dense else -1 for i in idx], dtype=np.int32))
-        rows["bm25_rank"].append(np.array([sparse[i][0] if i in sparse else -1 for i in idx], dtype=np.int32))
-        rows["bm25_score"].append(np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], dtype=np.float32))
-        rows["bm25_all_rank"].append(np.array([every[i][0] if i in every else -1 for i in idx], dtype=np.int32))
-        rows["bm25_all_score"].append(np.array([every[i][1] if i in every else 0.0 for i in idx], dtype=np.float32))
-        rows["via_fast"].append((table.path[idx] == target) if target else np.zeros(n, dtype=bool))
-        rows["via_timeline"].append(
-            table.journal[idx] & (created[idx] >= recent_since.timestamp()) & (created[idx] <= now.timestamp())
-            if timeline else np.zeros(n, dtype=bool))
-        updated = statics["updated_ts"][idx]
-        rows["age_days"].append(np.maximum(0.0, (now.timestamp() - updated) / 86400.0).astype(np.float32))
-        rows["created_age"].append(np.maximum(0.0, (now.timestamp() - created[idx]) / 86400.0).astype(np.float32))
-        if window:
-            when = created[idx]
-            inside = (when >= window.start.timestamp()) & (when < window.end.timestamp())
-            rows["in_window"].append(inside.astype(np.float32))
-        else:
-            rows["in_window"].append(np.full(n, np.nan, dtype=np.float32))
-        rows["graph"].append(np.array([1.0 if i in linked else 0.0 for i in idx], dtype=np.float32))
-        for name in ("confidence", "vitality", "reinforcement", "access_count", "token_count", "tie_key",
-                     "line_start"):
-            rows[name].append(statics[name][idx])
+        sims = (handle.vectors[idx] @ qvecs[qi]).astype(np.float32) if qvecs is not None else None
+        via_fast = (table.path[idx] == target) if target else None
+        built = query_rows(table, qi, idx, now, via_fast, recent[idx] if timeline else None, window,
+                           sims, dense, sparse, every, linked)
+        for name in ROW_COLUMNS:
+            rows[name].append(built[name])
         offsets.append(offsets[-1] + n)
         if progress:
             progress(qi + 1, len(queries))

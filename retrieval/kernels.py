@@ -12,11 +12,12 @@ sort of the query's finite scores. Either way the order is exactly NumPy's
   and NaN rows last and never kept — as the padded-matrix ranking did;
 - ``min_score`` turns a row below it into ``−inf`` unless ``keep`` marks it;
 - the token budget accumulates the kept rows' tokens in rank order and keeps a row while
-  the running sum is ≤ the budget (seed 000's loop).
+  the running sum is ≤ the budget (seed 000's loop; ``within_budget``, which
+  ``eval.metrics.kernels.batch_sums`` calls as well).
 
-Compiled with explicit signatures and ``cache=True``: the first import on a machine
-compiles (about 2 s) and writes the machine code next to this file; every later process
-loads it (tens of milliseconds) when the module is imported, never on a knob move.
+Compiled lazily with ``cache=True`` and no explicit signatures: the first call on a machine
+compiles and writes the machine code next to this file; a later process loads it from there
+on its first call of each kernel (``select_query.signatures`` is empty until then).
 """
 
 from __future__ import annotations
@@ -100,6 +101,26 @@ def buffer_size(offsets, m):
 
 
 @njit(cache=True, nogil=True)
+def within_budget(buf_r, slots, tokens, budget, buf_rank):
+    """The token budget over the rows ``select_query`` put in ``buf_r[:slots]`` (best first):
+    their tokens accumulate in rank order and a row is kept while the running sum is ≤
+    ``budget`` (a row past it is skipped; a later, cheaper one may still fit). Compacts the kept
+    rows to the front of ``buf_r``, writes each one's position in the cut (0-based, skipped rows
+    counted) into ``buf_rank``, and returns how many were kept."""
+    running = 0
+    n = 0
+    for i in range(slots):
+        r = buf_r[i]
+        running += tokens[r]
+        if running > budget:
+            continue
+        buf_r[n] = r  # n ≤ i: compacting in place
+        buf_rank[n] = i
+        n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
 def rank_queries(score, order, offsets, top, limits, use_min, min_score, keep, use_keep, tokens, use_budget,
                  budgets, out_rows, out_qidx, out_rank, total):
     """Rank every query: writes the kept rows grouped by query in rank order into
@@ -110,6 +131,7 @@ def rank_queries(score, order, offsets, top, limits, use_min, min_score, keep, u
     size = buffer_size(offsets, top)
     buf_s = np.empty(size, dtype=np.float64)
     buf_r = np.empty(size, dtype=np.int64)
+    buf_rank = np.empty(size, dtype=np.int64)
     k = 0
     for q in range(n_q):
         m = min(top, limits[q])
@@ -118,18 +140,15 @@ def rank_queries(score, order, offsets, top, limits, use_min, min_score, keep, u
             continue
         count, n_inf = select_query(score, order, offsets[q], offsets[q + 1], m, use_min, min_score,
                                     keep, use_keep, buf_s, buf_r)
-        slots = min(count, m - n_inf)
-        budget = budgets[q]
-        running = 0
+        n = min(count, m - n_inf)
+        if use_budget:
+            n = within_budget(buf_r, n, tokens, budgets[q], buf_rank)
         spent = 0
-        for i in range(slots):
+        for i in range(n):
             r = buf_r[i]
-            running += tokens[r]
-            if use_budget and running > budget:
-                continue
             out_rows[k] = r
             out_qidx[k] = q
-            out_rank[k] = n_inf + i
+            out_rank[k] = n_inf + (buf_rank[i] if use_budget else i)
             spent += tokens[r]
             k += 1
         total[q] = spent

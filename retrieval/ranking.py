@@ -53,7 +53,7 @@ def visible_order(c: Candidates, depth: int) -> tuple[np.ndarray, np.ndarray]:
     """``table_order(c)`` restricted to ``visible_rows(c, depth)``: each query's visible rows in
     tie order and their offsets, once per table and depth (read-only). A scoring that gives
     every other row −inf ranks the same walking only these (those rows are never kept and
-    take no rank); at depth 20 of a 50-deep pool that is about 40 % of the rows."""
+    take no rank)."""
     def build():
         order = table_order(c)[0]
         order = order[visible_rows(c, depth)[order]]

@@ -5,16 +5,15 @@ so a value such as ``' OR '1'='1`` is compared as a literal and matches nothing.
 Above ``ANN_THRESHOLD`` rows an ANN index is built (``ann_index``: IVF_SQ, √n partitions,
 through ``create_index("vector", config=…)``) and LanceDB searches it with ``SEARCH_KNOBS``
 (60 partitions probed, 5 × limit candidates re-ranked on the stored vectors). IVF_SQ keeps one
-byte per dimension, so its distances are close to exact. On the 1M-row benchmark
-(``bench/scale.py``, 1,000 partitions) it finds 0.985 of the exact top 10 at ~6 ms p50; IVF_PQ
-with dim/16 sub-vectors found 0.33 (0.82 with refine 10), and at 200k rows IVF_PQ trained 3.6×
-(dim/16) to 7× (dim/8) slower than IVF_SQ while reaching less (0.93 / 0.96 with refine 40).
+byte per dimension, so its distances are close to exact; on the 1M-row benchmark it reaches
+the recall target where IVF_PQ did not, and trains faster (BENCHMARKS.md, "1M rows").
 Below the threshold search is exact, and it runs in memory: the table's own vectors are read
-once per store into a float32 matrix (unit rows) and scanned with one matrix-vector product (0.3–1 ms at 10k rows,
-where LanceDB's flat search takes ~8 ms). The scan applies the prefilters with LanceDB's own
-semantics (an undated row, NaN ``created_ts``, passes ``created_after`` as DataFusion orders NaN
-above every number, and fails ``created_before``) and returns the same top ``depth``
-(``tests/test_vector_store.py``); equal similarities keep table order, at the cut too.
+once per store into a float32 matrix (unit rows) and scanned with one matrix-vector product,
+faster than LanceDB's flat search (BENCHMARKS.md, "Engine findings"). The scan applies the
+prefilters with LanceDB's own semantics (an undated row, NaN ``created_ts``, passes
+``created_after`` as DataFusion orders NaN above every number, and fails ``created_before``)
+and returns the same top ``depth`` (``tests/test_vector_store.py``); equal similarities keep
+table order, at the cut too.
 """
 
 from __future__ import annotations

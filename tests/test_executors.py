@@ -18,7 +18,8 @@ from eval.search.executors import RAY_MISSING, LocalExecutor, RayExecutor, query
 from eval.metrics.measure import judge
 from eval.stores.pool import load_pool
 from eval.metrics.measure import config_values
-from eval.search.sweep import Space, parse_param, sweep
+from eval.search.space import Space, parse_param
+from eval.search.sweep import sweep
 from retrieval.pipeline import PIPELINES
 
 from tests.conftest import TINY

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from retrieval.fusion._base import recency_decay
-from retrieval.fusion.adaptive import AdaptiveParams, adaptive, quality_multiplier
+from retrieval.fusion.adaptive import AdaptiveParams, adaptive, band_counts, quality_multiplier
 from retrieval.pipeline import PIPELINES, PipelineConfig, run_pipeline
 from retrieval.profiles import PENALTIES, preset
 from tests.conftest import everything_visible, make_candidates, ranked_ids, score_of
@@ -32,6 +32,9 @@ def test_quality_step_values_at_and_around_the_thresholds():
     f_conf, f_vit = quality_multiplier(confidence, vitality, strong)
     assert f_conf.tolist() == [1.0, 1.0, 1.0, 0.8, 0.8, 0.5, 0.5]
     assert f_vit.tolist() == [1.2, 1.2, 1.0, 1.0, 1.0, 0.8, 0.8]
+    # the Tune page's band counts follow the same steps: (high, mid, low)
+    counts = band_counts(confidence, vitality, strong)
+    assert counts == {"confidence": (3, 2, 2), "vitality": (2, 3, 2)}
 
 
 def test_penalty_none_disables_both_multipliers():

@@ -10,7 +10,8 @@ import pytest
 
 from eval.metrics.measure import judge, mean_metrics, per_query
 from eval.metrics.measure import config_values
-from eval.search.sweep import ParamSpec, Space, sweep
+from eval.search.space import ParamSpec, Space
+from eval.search.sweep import sweep
 from retrieval.kernels import INSERTION_MAX
 from retrieval.pipeline import PIPELINES, run_pipeline, with_param
 from retrieval.ranking import rank_rows

@@ -13,7 +13,8 @@ import pytest
 from retrieval.fusion import FUSIONS
 from retrieval.fusion.adaptive import AdaptiveParams
 from retrieval.pipeline import (
-    PIPELINES, PipelineConfig, describe, from_toml, get_pipeline, knobs, sweepable_params, to_toml, with_param,
+    PIPELINES, ParamError, PipelineConfig, describe, from_toml, get_pipeline, knobs,
+    sweepable_params, to_toml, with_param, with_params,
 )
 from retrieval.profiles import preset
 
@@ -103,6 +104,21 @@ def test_with_param_validates_the_value_and_names_the_path():
     with pytest.raises(ValueError, match=r"'weighted.vector_weight' does not apply to 'rrf' \(fusion = rrf\)"):
         with_param(PIPELINES["rrf"], "weighted.vector_weight", 0.5)
     assert with_param(PIPELINES["rrf"], "max_results", 5.0).max_results == 5
+
+
+def test_with_params_sets_several_values_and_a_refusal_names_the_path_and_value():
+    rrf = PIPELINES["rrf"]
+    both = with_params(rrf, {"rrf.rrf_k": 20.0, "rrf.w_dense": 0.5})  # fusion fields: one copy
+    assert (both.params.rrf_k, both.params.w_dense, both.params.w_sparse) == (20.0, 0.5, 1.0)
+    assert both == with_param(with_param(rrf, "rrf.rrf_k", 20.0), "rrf.w_dense", 0.5)
+    mixed = with_params(rrf, {"max_results": 4, "rrf.rrf_k": 30.0})      # a top-level field too
+    assert (mixed.max_results, mixed.params.rrf_k) == (4, 30.0)
+    assert rrf.params.rrf_k == 60.0 and rrf.max_results == 10
+    with pytest.raises(ParamError, match="rrf.rrf_k must be > 0") as refused:
+        with_params(rrf, {"rrf.w_dense": 0.5, "rrf.rrf_k": 0.0})
+    assert (refused.value.path, refused.value.value) == ("rrf.rrf_k", 0.0)
+    with pytest.raises(ParamError, match=r"'weighted.vector_weight' does not apply to 'rrf'"):
+        with_params(rrf, {"weighted.vector_weight": 0.5})
 
 
 def test_knobs_are_derived_from_the_registry_and_only_the_used_ones():

@@ -13,7 +13,8 @@ import pytest
 from eval.experiments.experiment import ExperimentOptions, run_experiment
 from eval.reports.report import PLOTLY_BUNDLE
 from eval.stores.pool import load_pool
-from eval.search.sweep import Space, parse_param, sweep
+from eval.search.space import Space, parse_param
+from eval.search.sweep import sweep
 from retrieval.bm25 import ANALYZERS
 from retrieval.pipeline import PIPELINES, from_toml
 

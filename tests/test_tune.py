@@ -11,16 +11,16 @@ import pytest
 from eval.cli import main as rwb_main
 from eval.metrics.ranx_eval import evaluate_pipelines
 from eval.stores.pool import load_pool
-from eval.search.tune import (TuneParam, apply_params, default_space, in_sample_warning, parse_tune_param, tune,
-                       tuning_table)
+from eval.search.space import ParamSpec
+from eval.search.tune import default_space, in_sample_warning, parse_tune_param, tune, tuning_table
 from retrieval.dataset import load_dataset
-from retrieval.pipeline import PIPELINES, get_pipeline
+from retrieval.pipeline import PIPELINES, get_pipeline, with_params
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "tiny"
 RRF = PIPELINES["rrf"]
-SPACE = (TuneParam("rrf.rrf_k", 1, 100, 1, False), TuneParam("rrf.w_dense", 0, 2, 0.25),
-         TuneParam("rrf.w_sparse", 0, 2, 0.25))
+SPACE = (ParamSpec("rrf.rrf_k", 1, 100, 1, False), ParamSpec("rrf.w_dense", 0, 2, 0.25),
+         ParamSpec("rrf.w_sparse", 0, 2, 0.25))
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_the_held_out_estimate_is_recomputed_by_hand_from_the_fold_configs(resul
     # each fold's configuration, applied through ranx (not the fast path), on its own held-out queries
     value = {}
     for fold in result.outer:
-        config = apply_params(RRF, fold.params)
+        config = with_params(RRF, fold.params)
         ev = evaluate_pipelines(pool, tiny.qrels, {"fold": config}, ["ndcg@5"])
         for q in fold.test_ids:
             value[q] = ev.per_query["fold"][q]["ndcg@5"]
@@ -79,7 +79,7 @@ def test_the_same_seed_gives_the_same_result(result, pool, tiny):
 
 
 def test_grid_and_random_samplers_stay_on_the_grid(pool, tiny):
-    space = (TuneParam("rrf.rrf_k", 10, 30, 10, False), TuneParam("rrf.w_dense", 0, 1, 0.5))
+    space = (ParamSpec("rrf.rrf_k", 10, 30, 10, False), ParamSpec("rrf.w_dense", 0, 1, 0.5))
     for sampler in ("grid", "random"):
         r = tune(pool, tiny.qrels, "rrf", space, trials=50, folds=2, seed=1, sampler=sampler, guard=False)
         for fold in r.outer:
@@ -88,13 +88,13 @@ def test_grid_and_random_samplers_stay_on_the_grid(pool, tiny):
 
 
 def test_parameters_and_sizes_are_checked():
-    assert parse_tune_param("rrf.rrf_k=10:100", RRF) == TuneParam("rrf.rrf_k", 10, 100, None)
+    assert parse_tune_param("rrf.rrf_k=10:100", RRF) == ParamSpec("rrf.rrf_k", 10, 100, None)
     assert str(parse_tune_param("max_results=3:8:1", RRF)) == "max_results=3:8:1"
     assert [p.name for p in default_space(RRF)] == ["rrf.rrf_k", "rrf.w_dense", "rrf.w_sparse"]
     with pytest.raises(ValueError, match="does not apply to 'rrf'"):
         parse_tune_param("adaptive.half_life_days=1:2", RRF)
     with pytest.raises(ValueError, match="needs lo:hi:step"):
-        TuneParam("rrf.w_dense", 0, 1).grid()
+        ParamSpec("rrf.w_dense", 0, 1).grid()
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -11,7 +11,8 @@ from eval.metrics.measure import parse_metric
 from eval.learning.router import prepare_pool
 from eval.progress import Progress
 from eval.reports.report import SWEEP_HEADER, sweep_rows, text_table
-from eval.search.sweep import MAX_POINTS, Space, SweepResult, parse_param, parse_sum, sweep
+from eval.search.space import Space, parse_param, parse_sum
+from eval.search.sweep import MAX_POINTS, SweepResult, sweep
 from eval.search.tune import (DEFAULT_INNER_FOLDS, DEFAULT_TRIALS, SAMPLERS, TuneResult, check_sizes, check_space,
                        default_space, parse_tune_param, tune)
 from eval.stores.configs import resolve_config

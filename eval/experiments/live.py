@@ -36,9 +36,8 @@ class LiveRun:
         return ranked(self.fused)
 
     def counted(self, metric: str) -> np.ndarray:
-        """Per-query values over the counted queries (judged ones, missing ones as 0), as eval.search.sweep."""
-        values = self.values[metric][self.judged.judged]
-        return np.concatenate([values, np.zeros(self.judged.n_missing)]) if self.judged.n_missing else values
+        """Per-query values over the counted queries (``Judged.counted``)."""
+        return self.judged.counted(self.values[metric])
 
 
 def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,

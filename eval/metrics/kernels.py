@@ -2,20 +2,22 @@
 configurations scored from their fused scores without building a ranking for any of them.
 
 ``cut_stats`` walks a ``Ranking`` (rows grouped by query, in rank order) once per cutoff and
-accumulates what every metric of ``eval.metrics.measure`` needs: hits, DCG, the reciprocal rank of the
-first relevant result and the average-precision sum. The sums run in rank order from 0.0, the
+accumulates what every metric of ``eval.metrics.measure`` needs (``SUMS``: hits, DCG, the
+reciprocal rank of the first relevant result, the average-precision sum, the exponential-gain
+DCG). The sums run in rank order from 0.0, the
 order ``numpy.bincount`` adds its weights in, so every value equals the NumPy evaluator's bit
 for bit (``tests/test_kernels.py``).
 
 ``batch_sums`` is the inner loop of every knob move and every sweep: for each configuration (a
 row of a score matrix) and each query it selects the top rows once with
-``retrieval.kernels.select_query`` — the same selection, ties and token budget as
-``rank_rows`` — and accumulates the same sums for every cutoff asked, without building a
-ranking. ``finish`` is the one place the per-query sums become metric values; both paths use it.
+``retrieval.kernels.select_query`` and ``within_budget`` — the same selection, ties and token
+budget as ``rank_rows`` — and accumulates the same sums for every cutoff asked, without
+building a ranking. ``finish`` is the one place the per-query sums become metric values (one formula per
+code of ``eval.metrics.measure.DEFINITIONS``); both paths use it.
 
 Compiled with ``cache=True``. Numba's cache is keyed on this file alone: after an edit to
-``retrieval/kernels.py`` (whose ``select_query`` these kernels compile in), ``make clean``
-drops the cached machine code, or these keep running the old selection.
+``retrieval/kernels.py`` (whose ``select_query`` and ``within_budget`` these kernels compile
+in), ``make clean`` drops the cached machine code, or these keep running the old selection.
 """
 
 from __future__ import annotations
@@ -23,77 +25,89 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from retrieval.kernels import buffer_size, select_query
+from retrieval.kernels import buffer_size, select_query, within_budget
 
-KINDS = ("ndcg", "recall", "precision", "mrr", "hit_rate", "map", "ndcg_burges")
-"""Metric kinds by code (the index into this tuple)."""
+SUMS = ("hits", "dcg", "rr", "ap", "dcg_exp")
+"""The per-query sums the kernels accumulate, by slot: relevant hits, Σ gain/log2(rank+2) with
+the linear gain (the grade), the reciprocal rank of the first relevant result, Σ (relevant so
+far)/(rank+1) over the relevant results, and the DCG sum with the exponential gain (2^grade − 1).
+Which metric reads which is declared in ``eval.metrics.measure.DEFINITIONS``."""
+HITS, DCG, RR, AP, DCG_EXP = range(len(SUMS))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def cut_stats(rows, qidx, rank, grade, gain, k, disc, hits, dcg, rr, ap):
-    """Per-query sums over the entries with ``rank < k`` (all of them when ``k`` is 0):
-    relevant hits, Σ gain/log2(rank+2), 1/(rank+1) of the first relevant entry, and
-    Σ (relevant so far)/(rank+1) over the relevant entries. Outputs start zeroed."""
+def cut_stats(rows, qidx, rank, grade, gain, gain_exp, k, disc, sums):
+    """``sums[:, q]`` (slots of ``SUMS``) over the entries with ``rank < k`` (all of them when
+    ``k`` is 0); ``gain`` and ``gain_exp`` are each row's linear and exponential gains.
+    ``sums`` starts zeroed."""
     for i in range(len(rows)):
         r = rank[i]
         if k > 0 and r >= k:
             continue
         q = qidx[i]
         row = rows[i]
-        dcg[q] += gain[row] / disc[r]
+        sums[DCG, q] += gain[row] / disc[r]
+        sums[DCG_EXP, q] += gain_exp[row] / disc[r]
         if grade[row] > 0:
-            hits[q] += 1.0
-            if hits[q] == 1.0:
-                rr[q] = 1.0 / (r + 1.0)
-            ap[q] += hits[q] / (r + 1.0)
+            sums[HITS, q] += 1.0
+            hits = sums[HITS, q]
+            if hits == 1.0:
+                sums[RR, q] = 1.0 / (r + 1.0)
+            sums[AP, q] += hits / (r + 1.0)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def finish(kind, k, hits, dcg, rr, ap, idcg, safe_rel, judged):
-    """One query's metric value from its sums (NaN for a query that does not count)."""
+def finish(code, k, hits, dcg, rr, ap, dcg_exp, idcg, safe_rel, judged):
+    """One query's value of the metric with formula ``code`` (``eval.metrics.measure.DEFINITIONS``)
+    from its sums (NaN for a query that does not count)."""
     if not judged:
         return np.nan
-    if kind == 0 or kind == 6:
+    if code == 0:
         return dcg / idcg if idcg > 0 else 0.0
-    if kind == 1:
+    if code == 1:
         return hits / safe_rel
-    if kind == 2:
+    if code == 2:
         return hits / k
-    if kind == 3:
+    if code == 3:
         return rr
-    if kind == 4:
+    if code == 4:
         return 1.0 if hits > 0 else 0.0
-    return ap / safe_rel
+    if code == 5:
+        return ap / safe_rel
+    if code == 6:
+        return dcg_exp / idcg if idcg > 0 else 0.0
+    return np.nan
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def finish_all(kind, k, hits, dcg, rr, ap, idcg, safe_rel, judged, out):
+def finish_all(code, k, sums, idcg, safe_rel, judged, out):
+    """``out[q]``: ``finish`` of every query from ``cut_stats``' sums."""
     for q in range(len(out)):
-        out[q] = finish(kind, k, hits[q], dcg[q], rr[q], ap[q], idcg[q], safe_rel[q], judged[q])
+        out[q] = finish(code, k, sums[HITS, q], sums[DCG, q], sums[RR, q], sums[AP, q],
+                        sums[DCG_EXP, q], idcg[q], safe_rel[q], judged[q])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def finish_many(kinds, ks, cut_of, burges, sums, idcg, safe_rel, judged, out):
-    """``out[m, b, q]``: metric ``m`` (kind ``kinds[m]`` at ``ks[m]``, from the sums of cutoff
-    ``cut_of[m]``, the exponential-gain DCG where ``burges[m]``) of configuration ``b`` on query
-    ``q``, for the sums ``batch_sums`` wrote."""
+def finish_many(codes, ks, cut_of, sums, idcg, safe_rel, judged, out):
+    """``out[m, b, q]``: metric ``m`` (formula ``codes[m]`` at ``ks[m]``, from the sums of cutoff
+    ``cut_of[m]``) of configuration ``b`` on query ``q``, for the sums ``batch_sums`` wrote."""
     for m in range(out.shape[0]):
         c = cut_of[m]
-        d = 4 if burges[m] else 1
         for b in range(out.shape[1]):
             for q in range(out.shape[2]):
-                out[m, b, q] = finish(kinds[m], ks[m], sums[c, 0, b, q], sums[c, d, b, q], sums[c, 2, b, q],
-                                      sums[c, 3, b, q], idcg[m, q], safe_rel[q], judged[q])
+                out[m, b, q] = finish(codes[m], ks[m], sums[c, HITS, b, q], sums[c, DCG, b, q],
+                                      sums[c, RR, b, q], sums[c, AP, b, q], sums[c, DCG_EXP, b, q],
+                                      idcg[m, q], safe_rel[q], judged[q])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keeps, keep_of, tokens, use_budget,
-               budgets, cuts, grade, gain, gain_burges, disc, sums):
-    """``sums[c, :, b, q]``: hits, DCG, reciprocal rank, average-precision sum and the DCG of
-    the exponential gain (as ``cut_stats``) of query ``q`` ranked by ``scores[b]``, cut at
-    ``cuts[c]`` (0: the whole ranking) — the top ``min(tops[b], limits[b, q])`` rows as
-    ``rank_rows`` keeps them (``min_scores[b]`` where ``use_min[b]``, unless
-    ``keeps[keep_of[b]]`` marks the row; ``budgets[b, q]`` tokens where ``use_budget[b]``).
+               budgets, cuts, grade, gain, gain_exp, disc, sums):
+    """``sums[c, :, b, q]``: the ``SUMS`` (as ``cut_stats``) of query ``q`` ranked by
+    ``scores[b]``, cut at ``cuts[c]`` (0: the whole ranking) — the top
+    ``min(tops[b], limits[b, q])`` rows as ``rank_rows`` keeps them (``min_scores[b]`` where
+    ``use_min[b]``, unless ``keeps[keep_of[b]]`` marks the row; ``budgets[b, q]`` tokens where
+    ``use_budget[b]``).
     Each query's top rows are selected once for all cutoffs; ``sums`` starts zeroed."""
     n_b = scores.shape[0]
     n_q = len(offsets) - 1
@@ -110,6 +124,7 @@ def batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keeps,
     size = buffer_size(offsets, widest)
     buf_s = np.empty(size, dtype=np.float64)
     buf_r = np.empty(size, dtype=np.int64)
+    buf_rank = np.empty(size, dtype=np.int64)
     no_keep = np.zeros(0, dtype=np.bool_)
     for b in range(n_b):
         score = scores[b]
@@ -123,25 +138,24 @@ def batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keeps,
                 continue
             count, n_inf = select_query(score, order, offsets[q], offsets[q + 1], m, use_min[b],
                                         min_scores[b], keep, use_keep, buf_s, buf_r)
-            slots = min(count, m - n_inf)
-            running = 0
-            for i in range(slots):
+            n = min(count, m - n_inf)
+            budgeted = use_budget[b]
+            if budgeted:
+                n = within_budget(buf_r, n, tokens, budgets[b, q], buf_rank)
+            for i in range(n):
                 row = buf_r[i]
-                running += tokens[row]
-                if use_budget[b] and running > budgets[b, q]:
-                    continue
-                r = n_inf + i
+                r = n_inf + (buf_rank[i] if budgeted else i)
                 g = gain[row] / disc[r]
-                g2 = gain_burges[row] / disc[r]
+                g2 = gain_exp[row] / disc[r]
                 relevant = grade[row] > 0
                 for c in range(n_c):
                     if cuts[c] > 0 and r >= cuts[c]:
                         continue
-                    sums[c, 1, b, q] += g
-                    sums[c, 4, b, q] += g2
+                    sums[c, DCG, b, q] += g
+                    sums[c, DCG_EXP, b, q] += g2
                     if relevant:
-                        sums[c, 0, b, q] += 1.0
-                        hits = sums[c, 0, b, q]
+                        sums[c, HITS, b, q] += 1.0
+                        hits = sums[c, HITS, b, q]
                         if hits == 1.0:
-                            sums[c, 2, b, q] = 1.0 / (r + 1.0)
-                        sums[c, 3, b, q] += hits / (r + 1.0)
+                            sums[c, RR, b, q] = 1.0 / (r + 1.0)
+                        sums[c, AP, b, q] += hits / (r + 1.0)

@@ -5,17 +5,12 @@ ideal DCG of every query are computed once (``judge``, ``ideal_dcg``); scoring a
 then one compiled pass over it per cutoff (``eval.metrics.kernels``), equal bit for bit to the
 ``bincount`` sums it replaced. ``fused_values`` scores configurations straight from their
 fused scores (``retrieval.pipeline.fuse``) — top-k selection and every cutoff's sums in one
-compiled pass, no ``Ranking`` built — with the same values as ``per_query`` of the ranking. Definitions follow ranx (``tests/test_fast_eval.py`` checks every
-metric against ranx on random runs with ties):
+compiled pass, no ``Ranking`` built — with the same values as ``per_query`` of the ranking.
 
-- ``ndcg@k``: Σ_{i≤k} rel_i / log2(i+1) over the ideal ordering's same sum (Järvelin; linear gain);
-- ``ndcg_burges@k``: the same with the exponential gain 2^rel − 1 (Burges et al., ICML 2005);
-- ``recall@k``: relevant retrieved in the top k / all relevant;
-- ``precision@k``: relevant retrieved in the top k / k;
-- ``mrr@k``: 1 / rank of the first relevant result in the top k (0 if none);
-- ``hit_rate@k``: 1 if any relevant result is in the top k;
-- ``map@k``: Σ precision@i over relevant ranks i ≤ k / all relevant; bare ``map``: over the
-  whole ranking (ranx's and trec_eval's MAP; the only name without a cutoff).
+Every metric is declared once, in ``DEFINITIONS``: its name, the code of its formula in
+``eval.metrics.kernels.finish``, the per-query sums it reads, whether it is also valid without
+``@K``, and its definition, which follows ranx. ``tests/test_measure.py`` checks every declared
+metric against ranx on random runs with ties.
 
 A document is relevant when its grade is > 0. Only queries with at least one relevant
 judgment count (``eval.metrics.ranx_io`` makes the same choice for ranx); a counted query with no
@@ -32,13 +27,40 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from eval.metrics.kernels import KINDS, batch_sums, cut_stats, finish_all, finish_many
+from eval.metrics.kernels import SUMS, batch_sums, cut_stats, finish_all, finish_many
 from retrieval.candidates import Candidates, derived
 from retrieval.pipeline import Fused, PipelineConfig, fuse
 from retrieval.ranking import Ranking, table_order, visible_order
 
-METRICS = ("ndcg", "recall", "precision", "mrr", "hit_rate", "map", "ndcg_burges")
-UNCUT = ("map",)  # names also valid without @K: the whole ranking (k = 0 below)
+@dataclass(frozen=True)
+class Definition:
+    """One metric: ``name@K`` (or bare ``name`` when ``uncut``: the whole ranking)."""
+
+    name: str
+    code: int                 # its formula in eval.metrics.kernels.finish
+    sums: tuple[str, ...]     # the per-query sums it reads (eval.metrics.kernels.SUMS)
+    uncut: bool               # also valid without @K
+    definition: str
+
+
+DEFINITIONS = (
+    Definition("ndcg", 0, ("dcg",), False,
+               "Σ_{i≤k} rel_i / log2(i+1) over the ideal ordering's same sum "
+               "(Järvelin; linear gain)"),
+    Definition("recall", 1, ("hits",), False, "relevant retrieved in the top k / all relevant"),
+    Definition("precision", 2, ("hits",), False, "relevant retrieved in the top k / k"),
+    Definition("mrr", 3, ("rr",), False,
+               "1 / rank of the first relevant result in the top k (0 if none)"),
+    Definition("hit_rate", 4, ("hits",), False, "1 if any relevant result is in the top k"),
+    Definition("map", 5, ("ap",), True,
+               "Σ precision@i over relevant ranks i ≤ k / all relevant; bare map: over the "
+               "whole ranking (ranx's and trec_eval's MAP)"),
+    Definition("ndcg_burges", 6, ("dcg_exp",), False,
+               "nDCG with the exponential gain 2^rel − 1 (Burges et al., ICML 2005)"),
+)
+DEFINED = {d.name: d for d in DEFINITIONS}
+METRICS = tuple(DEFINED)
+UNCUT = tuple(d.name for d in DEFINITIONS if d.uncut)  # names also valid without @K (k = 0 below)
 DEFAULT_METRICS = ("ndcg@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5")
 _METRIC = re.compile(r"^([a-z_]+)@(\d+)$")
 
@@ -68,6 +90,14 @@ class Judged:
     def n_judged(self) -> int:
         """Queries that count in a mean: judged ones of the table plus the missing ones."""
         return int(self.judged.sum()) + self.n_missing
+
+    def counted(self, values: np.ndarray) -> np.ndarray:
+        """Per-query ``values`` (last axis: the table's queries) over the counted queries: the
+        judged ones in table order, then 0 for each missing one."""
+        out = values[..., self.judged]
+        if not self.n_missing:
+            return out
+        return np.concatenate([out, np.zeros(out.shape[:-1] + (self.n_missing,))], axis=-1)
 
 
 def _positions(c: Candidates) -> tuple[dict[str, int], dict[str, int]]:
@@ -168,23 +198,25 @@ def _derived(judged: Judged, key, build):
     return value
 
 
-def gains(judged: Judged, metric: str) -> np.ndarray:
-    """Each candidate row's gain: its grade (``ndcg``) or ``2^grade − 1`` (``ndcg_burges``)."""
-    if metric != "ndcg_burges":
-        return judged.grade
+def exp_gains(judged: Judged) -> np.ndarray:
+    """Each candidate row's exponential gain ``2^grade − 1`` (the linear gain is the grade)."""
     return _derived(judged, "burges", lambda: 2.0 ** judged.grade - 1.0)
 
 
 def ideal_dcg(judged: Judged, metric: str, k: int) -> np.ndarray:
-    """Per query: the DCG of the ideal ordering cut at ``k`` (0 for a query without relevant grades)."""
+    """Per query: the DCG of the ideal ordering cut at ``k`` with the gain ``metric`` reads
+    (0 for a metric that reads no DCG, and for a query without relevant grades)."""
+    sums = DEFINED[metric].sums
+    exponential = "dcg_exp" in sums
+
     def build():
         width = min(k, judged.ideal.shape[1])
         ideal = judged.ideal[:, :width]
-        ideal = 2.0 ** ideal - 1.0 if metric == "ndcg_burges" else ideal
+        ideal = 2.0 ** ideal - 1.0 if exponential else ideal
         return (ideal / np.log2(np.arange(width) + 2.0)).sum(axis=1)
-    if metric not in ("ndcg", "ndcg_burges"):
+    if not exponential and "dcg" not in sums:
         return _derived(judged, "zeros", lambda: np.zeros(len(judged.judged)))
-    return _derived(judged, (metric, k), build)
+    return _derived(judged, (exponential, k), build)
 
 
 def safe_relevant(judged: Judged) -> np.ndarray:
@@ -206,16 +238,17 @@ def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_M
     qidx = np.ascontiguousarray(ranking.query_idx, dtype=np.int64)
     rank = np.ascontiguousarray(ranking.rank, dtype=np.int64)
     disc = discounts(int(rank.max(initial=-1)) + 1)
-    shared: dict[tuple, tuple] = {}  # per (cutoff, gain): the sums, computed once for all metrics
+    gain_exp = exp_gains(judged) if any("dcg_exp" in DEFINED[parse_metric(name)[0]].sums
+                                        for name in metrics) else judged.grade
+    shared: dict[int, np.ndarray] = {}  # per cutoff: the sums, computed once for all metrics
     for name in metrics:
         metric, k = parse_metric(name)
-        key = (k, metric == "ndcg_burges")
-        if key not in shared:
-            sums = (np.zeros(n_q), np.zeros(n_q), np.zeros(n_q), np.zeros(n_q))
-            cut_stats(rows, qidx, rank, judged.grade, gains(judged, metric), k, disc, *sums)
-            shared[key] = sums
+        if k not in shared:
+            shared[k] = np.zeros((len(SUMS), n_q))
+            cut_stats(rows, qidx, rank, judged.grade, judged.grade, gain_exp, k, disc, shared[k])
         value = np.empty(n_q)
-        finish_all(KINDS.index(metric), k, *shared[key], ideal_dcg(judged, metric, k), safe_rel, judged.judged, value)
+        finish_all(DEFINED[metric].code, k, shared[k], ideal_dcg(judged, metric, k), safe_rel,
+                   judged.judged, value)
         out[name] = value
     return out
 
@@ -237,10 +270,10 @@ class _Plan:
 
     names: tuple[str, ...]
     cuts: np.ndarray      # distinct cutoffs, ascending (0: the whole ranking)
-    kinds: np.ndarray     # per metric: its code in KINDS
+    codes: np.ndarray     # per metric: its formula's code (DEFINITIONS)
     ks: np.ndarray        # per metric: its cutoff
     cut_of: np.ndarray    # per metric: index into cuts
-    burges: np.ndarray    # per metric: exponential gain
+    exponential: bool     # some metric reads the exponential-gain DCG
     idcg: np.ndarray      # (metrics, queries)
 
 
@@ -250,10 +283,11 @@ def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
         cuts = np.array(sorted({k for _, k in parsed}), dtype=np.int64)
         n_q = len(judged.judged)
         idcg = np.stack([ideal_dcg(judged, metric, k) for metric, k in parsed]) if parsed else np.zeros((0, n_q))
-        return _Plan(tuple(metrics), cuts, np.array([KINDS.index(m) for m, _ in parsed], dtype=np.int64),
+        codes = np.array([DEFINED[m].code for m, _ in parsed], dtype=np.int64)
+        return _Plan(tuple(metrics), cuts, codes,
                      np.array([k for _, k in parsed], dtype=np.int64),
                      np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
-                     np.array([m == "ndcg_burges" for m, _ in parsed], dtype=np.bool_), idcg)
+                     any("dcg_exp" in DEFINED[m].sums for m, _ in parsed), idcg)
     return _derived(judged, ("plan", metrics), build)
 
 
@@ -306,13 +340,13 @@ def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS
             use_budget[b] = True
             budgets[b] = np.where(np.asarray(budget) < 0, NEVER, budget) if np.ndim(budget) else budget
     keep_matrix = np.stack(keeps) if keeps else np.zeros((1, 0), dtype=np.bool_)
-    sums = np.zeros((len(plan.cuts), 5, size, n_q))
+    sums = np.zeros((len(plan.cuts), len(SUMS), size, n_q))
     batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keep_matrix, keep_of, tokens,
                use_budget, budgets, plan.cuts, judged.grade, judged.grade,
-               gains(judged, "ndcg_burges") if plan.burges.any() else judged.grade,
+               exp_gains(judged) if plan.exponential else judged.grade,
                discounts(int(tops.max(initial=1))), sums)
     out = np.empty((len(plan.names), size, n_q))
-    finish_many(plan.kinds, plan.ks, plan.cut_of, plan.burges, sums, plan.idcg, safe_relevant(judged),
+    finish_many(plan.codes, plan.ks, plan.cut_of, sums, plan.idcg, safe_relevant(judged),
                 judged.judged, out)
     return out
 

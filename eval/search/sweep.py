@@ -5,12 +5,8 @@ A pipeline's sweepable parameters are the ones its fusion and its ranking use
 ``adaptive.profiles.debug.quality.conf_low_factor`` on a routed adaptive one,
 ``candidate_multiplier``, ``min_score``, …); a parameter of another fusion is refused.
 
-A parameter's values are ``lo, lo + step, …`` up to ``hi`` (``name=lo:hi:step``). A sum
-constraint (``a+b+c=1``) keeps only the grid points whose values sum to the total, compared
-with ``math.isclose`` — never ``==``: in floating point ``0.2 + 0.7 + 0.1`` is
-``0.9999999999999999``, which is how ranx's weight grid silently loses combinations (a 3-way
-grid at step 0.1 summing to 1 has C(12, 2) = 66 points; ``==`` keeps 62). ``random`` draws
-that many distinct points of the same grid, seeded.
+The search space (``name=lo:hi:step`` ranges, their grid, ``a+b+c=1`` sum constraints) is
+``eval.search.space``'s. ``random`` draws that many distinct points of the grid, seeded.
 
 Every configuration is scored once per query on the stored pool; folds are then only index
 sets. Configurations are evaluated in batches (``config_values``): each is fused as
@@ -29,195 +25,22 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import math
-import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
 from eval.metrics.measure import BATCH_BYTES, config_values, judge, parse_metric
+from eval.search.space import (ParamSpec, Space, SumConstraint, apply_point, parse_param, parse_sum,
+                               point_setter, point_values)
 from retrieval.candidates import Candidates
-from retrieval.pipeline import (PipelineConfig, fusion_fields, get_param, knobs, sweepable_params, to_toml,
-                                with_fusion_fields, with_param)
+from retrieval.pipeline import PipelineConfig, sweepable_params, to_toml
 
 if TYPE_CHECKING:
     from eval.search.executors import Executor
 
 MAX_POINTS = 1_000_000       # configurations one sweep may evaluate
-ENUMERATE_LIMIT = 200_000    # random search lists the grid up to this size, else draws points
-_SPEC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=\s*([^:]+):([^:]+):([^:]+)\s*$")
-
-
-def _is_int_param(config: PipelineConfig, name: str) -> bool:
-    return next(k.knob.kind == "int" for k in knobs(config) if k.path == name)
-
-
-def set_param(config: PipelineConfig, name: str, value: float) -> PipelineConfig:
-    """``with_param``, validated against the pipeline's own parameters."""
-    return with_param(config, name, value)
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """``name=lo:hi:step``: the values ``lo + i·step`` for ``i = 0 … ⌊(hi − lo)/step⌋``."""
-
-    name: str
-    lo: float
-    hi: float
-    step: float
-    integer: bool = False
-
-    def __post_init__(self):
-        if not all(math.isfinite(v) for v in (self.lo, self.hi, self.step)):
-            raise ValueError(f"--param {self.name}: lo, hi and step must be finite numbers")
-        if self.lo > self.hi:
-            raise ValueError(f"--param {self.name}: lo ({self.lo:g}) must be ≤ hi ({self.hi:g})")
-        if not self.step > 0:
-            raise ValueError(f"--param {self.name}: step must be > 0, got {self.step:g}")
-        if self.integer and not all(float(v).is_integer() for v in (self.lo, self.hi, self.step)):
-            raise ValueError(f"--param {self.name} is an integer parameter: lo, hi and step must be whole numbers")
-
-    @property
-    def values(self) -> tuple[float, ...]:
-        n = int(math.floor((self.hi - self.lo) / self.step + 1e-9)) + 1
-        # rounding: 0.1·3 is 0.30000000000000004; the grid point meant is 0.3
-        out = tuple(round(self.lo + i * self.step, 12) for i in range(n))
-        return tuple(int(v) for v in out) if self.integer else out
-
-    def __str__(self) -> str:
-        return f"{self.name}={self.lo:g}:{self.hi:g}:{self.step:g}"
-
-
-@dataclass(frozen=True)
-class SumConstraint:
-    """Grid points must satisfy ``Σ names = total`` (``math.isclose``, abs_tol 1e-9)."""
-
-    names: tuple[str, ...]
-    total: float
-
-    def holds(self, values: dict[str, float]) -> bool:
-        return self.holds_sum(math.fsum(values[n] for n in self.names))
-
-    def holds_sum(self, total: float) -> bool:
-        return math.isclose(total, self.total, rel_tol=1e-9, abs_tol=1e-9)
-
-    def holds_sums(self, totals: np.ndarray) -> np.ndarray:
-        """``holds_sum`` of many sums (``math.isclose``'s rule, vectorised)."""
-        tolerance = np.maximum(1e-9 * np.maximum(np.abs(totals), abs(self.total)), 1e-9)
-        return np.abs(totals - self.total) <= tolerance
-
-    def __str__(self) -> str:
-        return f"{'+'.join(self.names)}={self.total:g}"
-
-
-def numeric_param(name: str, config: PipelineConfig, verb: str = "swept") -> str:
-    """``name`` when it is one of ``config``'s numeric (sweepable) parameters; otherwise a
-    ``ValueError`` naming the fusion it belongs to, or listing the ones that can be ``verb``."""
-    valid = sweepable_params(config)
-    if name not in valid:
-        get_param(config, name)  # names the fusion the parameter belongs to, or lists the valid ones
-        kind = {"swept": "sweepable", "tuned": "tunable"}.get(verb, verb)
-        raise ValueError(f"{name!r} cannot be {verb} (not a number); {kind}: {', '.join(valid)}")
-    return name
-
-
-def parse_param(text: str, config: PipelineConfig) -> ParamSpec:
-    """``name=lo:hi:step`` for a sweepable parameter of ``config``."""
-    match = _SPEC.match(text)
-    if not match:
-        raise ValueError(f"bad --param {text!r}: expected name=lo:hi:step, e.g. rrf.rrf_k=10:100:10")
-    name = numeric_param(match.group(1), config)
-    try:
-        lo, hi, step = (float(match.group(i)) for i in (2, 3, 4))
-    except ValueError:
-        raise ValueError(f"bad --param {text!r}: lo, hi and step must be numbers (name=lo:hi:step)") from None
-    return ParamSpec(name, lo, hi, step, _is_int_param(config, name))
-
-
-def parse_sum(text: str, specs: Sequence[ParamSpec]) -> SumConstraint:
-    """``a+b+c=1`` over swept parameters."""
-    left, sep, right = text.partition("=")
-    names = tuple(n.strip() for n in left.split("+") if n.strip())
-    try:
-        total = float(right)
-    except ValueError:
-        total = math.nan
-    if not sep or len(names) < 2 or not math.isfinite(total):
-        raise ValueError(f"bad --sum {text!r}: expected name+name[+…]=total, e.g. rrf.w_dense+rrf.w_sparse=1")
-    swept = {s.name for s in specs}
-    unknown = [n for n in names if n not in swept]
-    if unknown:
-        raise ValueError(f"--sum {text!r}: {unknown[0]!r} is not a swept parameter; swept: {sorted(swept)}")
-    return SumConstraint(names, total)
-
-
-@dataclass(frozen=True)
-class Space:
-    """The grid of several parameters, with optional sum constraints."""
-
-    specs: tuple[ParamSpec, ...]
-    constraints: tuple[SumConstraint, ...] = ()
-
-    def __post_init__(self):
-        names = [s.name for s in self.specs]
-        if not names:
-            raise ValueError("no parameter to sweep; give --param name=lo:hi:step")
-        if len(set(names)) != len(names):
-            raise ValueError(f"a parameter is given twice: {names}")
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.specs)
-
-    @property
-    def raw_size(self) -> int:
-        return math.prod(len(s.values) for s in self.specs)
-
-    def _ok(self, point: tuple, names: tuple[str, ...] | None = None) -> bool:
-        values = dict(zip(names or self.names, point))
-        return all(c.holds(values) for c in self.constraints)
-
-    def grid(self) -> Iterator[tuple]:
-        """Every point, in ``itertools.product`` order, that meets the constraints."""
-        points = itertools.product(*(s.values for s in self.specs))
-        if not self.constraints:
-            yield from points
-            return
-        names = self.names
-        if self.raw_size <= ENUMERATE_LIMIT:  # every point's sums at once
-            grid = list(points)
-            matrix = np.array(grid, dtype=np.float64).reshape(len(grid), len(names))
-            ok = np.ones(len(grid), dtype=bool)
-            for c in self.constraints:
-                ok &= c.holds_sums(matrix[:, [names.index(n) for n in c.names]].sum(axis=1))
-            yield from itertools.compress(grid, ok.tolist())
-            return
-        checks = [(tuple(names.index(n) for n in c.names), c) for c in self.constraints]
-        for point in points:
-            if all(c.holds_sum(math.fsum([point[i] for i in at])) for at, c in checks):
-                yield point
-
-    def sample(self, n: int, seed: int) -> list[tuple]:
-        """``n`` distinct grid points drawn uniformly (all of them if the grid is smaller)."""
-        if n < 1:
-            raise ValueError(f"--random must be ≥ 1, got {n}")
-        rng = np.random.default_rng([seed, 1])
-        if self.raw_size <= ENUMERATE_LIMIT:
-            points = list(self.grid())
-            if n >= len(points):
-                return points
-            return [points[i] for i in rng.choice(len(points), size=n, replace=False)]
-        values = [s.values for s in self.specs]
-        seen: dict[tuple, None] = {}
-        for _ in range(1000 * n):
-            point = tuple(v[rng.integers(len(v))] for v in values)
-            if point not in seen and self._ok(point):
-                seen[point] = None
-                if len(seen) == n:
-                    break
-        return list(seen)
 
 
 def make_folds(n_queries: int, folds: int, seed: int) -> np.ndarray:
@@ -271,7 +94,7 @@ class SweepResult:
 
     @property
     def best_params(self) -> dict[str, float]:
-        return _as_params(self.space, self.points[self.best_index])
+        return point_values(self.space, self.points[self.best_index])
 
     @property
     def best_score(self) -> float:
@@ -306,40 +129,10 @@ class SweepResult:
                 "folds": len(self.folds), "train_mean": self.train_mean, "held_out_mean": self.held_out_mean,
                 "per_fold": [dataclasses.asdict(f) for f in self.folds],
             },
-            "points": [dict(_as_params(self.space, p), score=float(s)) for p, s in zip(self.points, self.scores)],
+            "points": [dict(point_values(self.space, p), score=float(s))
+                       for p, s in zip(self.points, self.scores)],
             "best_toml": self.best_toml(),
         }
-
-
-def _as_params(space: Space, point) -> dict[str, float]:
-    return {s.name: (int(v) if s.integer else float(v)) for s, v in zip(space.specs, point)}
-
-
-def apply_point(base: PipelineConfig, space: Space, point) -> PipelineConfig:
-    config = base
-    for name, value in _as_params(space, point).items():
-        try:
-            config = set_param(config, name, value)
-        except ValueError as error:
-            raise ValueError(f"{name}={value:g} is not valid for pipeline {base.name!r}: {error}") from None
-    return config
-
-
-def point_setter(base: PipelineConfig, space: Space) -> Callable[[tuple], PipelineConfig]:
-    """``apply_point`` for every point of one sweep. When every swept name is a field of the
-    fusion's own parameters (the usual sweep), a point replaces those fields only
-    (``with_fusion_fields``), once they are known to be among the pipeline's parameters."""
-    fields = fusion_fields(base, space.names)
-    if fields is None or not set(space.names) <= {ref.path for ref in knobs(base)}:
-        return lambda point: apply_point(base, space, point)
-
-    def setter(point) -> PipelineConfig:
-        values = _as_params(space, point)
-        try:
-            return with_fusion_fields(base, **dict(zip(fields, values.values())))
-        except ValueError:
-            return apply_point(base, space, point)  # the same error, worded as with_param words it
-    return setter
 
 
 def _batches(c: Candidates, judged, configs: Iterator[PipelineConfig], metric: str, total: int,
@@ -384,7 +177,8 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
     for point in (points[0], points[-1]):  # fail early, naming the parameter, on an invalid value
         config = setter(point)
         if config.path_depth > c.pool_depth:
-            raise ValueError(f"{', '.join(f'{k}={v:g}' for k, v in _as_params(space, point).items())} takes "
+            values = ", ".join(f"{k}={v:g}" for k, v in point_values(space, point).items())
+            raise ValueError(f"{values} takes "
                              f"{config.path_depth} candidates per path but the pool holds {c.pool_depth}; "
                              f"narrow the range or rerun with --pool-depth {config.path_depth}")
     n_fold = np.bincount(fold_of, minlength=folds).astype(np.float64)
@@ -402,9 +196,7 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
             base_row, batch = batch[0], batch[1:]
             if not len(batch):
                 continue
-        values = batch[:, judged.judged]
-        if judged.n_missing:
-            values = np.concatenate([values, np.zeros((len(batch), judged.n_missing))], axis=1)
+        values = judged.counted(batch)
         size = len(values)
         total = values.sum(axis=1)
         # every configuration's per-fold sums in one bincount: (configuration, fold) slots,
@@ -426,16 +218,16 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
     best_index = int(np.argmax(scores))  # first maximum: ties go to the earlier configuration
     tuned = setter(points[best_index])
     label = name or f"{base.name}-tuned"
-    summary = ", ".join(f"{k}={v:g}" for k, v in _as_params(space, points[best_index]).items())
+    summary = ", ".join(f"{k}={v:g}" for k, v in point_values(space, points[best_index]).items())
     tuned = dataclasses.replace(tuned, name=label, description=(
         f"{base.name} tuned by rwb sweep on {c.dataset} ({metric} {scores[best_index]:.4f} on {n} queries): "
         f"{summary}"))
     fold_results = tuple(
-        FoldResult(f, int(n - n_fold[f]), int(n_fold[f]), _as_params(space, points[best_at[f]]),
+        FoldResult(f, int(n - n_fold[f]), int(n_fold[f]), point_values(space, points[best_at[f]]),
                    float(best_train[f]), float(best_test[f]))
         for f in range(folds)
     )
-    base_score = float(np.concatenate([base_row[judged.judged], np.zeros(judged.n_missing)]).mean())
+    base_score = float(judged.counted(base_row).mean())
     return SweepResult(
         base=base, space=space, metric=metric, mode=mode, seed=seed, n_queries=n,
         points=np.asarray(points, dtype=np.float64).reshape(len(points), len(space.specs)), scores=scores,

@@ -43,7 +43,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import re
 import time
 import tomllib
 import warnings
@@ -57,10 +56,12 @@ import tomli_w
 from eval.statistics.significance import holm, randomization_test
 from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
-from eval.search.sweep import make_folds, numeric_param
+from eval.search.space import ParamSpec, apply_point, knob_space, parse_param, tunable
+from eval.search.sweep import make_folds
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
-from retrieval.pipeline import PipelineConfig, get_param, get_pipeline, knobs, sweepable_params, to_dict, with_param
+from retrieval.pipeline import (PipelineConfig, get_param, get_pipeline, sweepable_params, to_dict,
+                                with_params)
 
 if TYPE_CHECKING:
     from eval.search.executors import Executor
@@ -74,88 +75,16 @@ DEFAULT_TRIALS = 30
 DEFAULT_INNER_FOLDS = 3
 PERMUTATIONS = 10_000
 SINGLE_PATHS = ("vector", "bm25")
-_SPEC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=\s*([^:]+):([^:]+)(?::([^:]+))?\s*$")
 
 
-# ---- the search space ------------------------------------------------------------------------
+# ---- the search space (eval.search.space) ------------------------------------------------------
 
-@dataclass(frozen=True)
-class TuneParam:
-    """``name=lo:hi[:step]``: a range to search (continuous when no step; integers step by 1)."""
-
-    name: str
-    lo: float
-    hi: float
-    step: float | None = None
-    integer: bool = False
-
-    def __post_init__(self):
-        values = (self.lo, self.hi) + ((self.step,) if self.step is not None else ())
-        if not all(math.isfinite(v) for v in values):
-            raise ValueError(f"--param {self.name}: lo, hi and step must be finite numbers")
-        if self.lo > self.hi:
-            raise ValueError(f"--param {self.name}: lo ({self.lo:g}) must be ≤ hi ({self.hi:g})")
-        if self.step is not None and not self.step > 0:
-            raise ValueError(f"--param {self.name}: step must be > 0, got {self.step:g}")
-        if self.integer and not all(float(v).is_integer() for v in values):
-            raise ValueError(f"--param {self.name} is an integer parameter: lo, hi and step must be whole numbers")
-
-    def grid(self) -> tuple:
-        """The grid values ``lo, lo + step, …`` up to ``hi`` (an integer parameter steps by 1 by default)."""
-        step = self.step if self.step is not None else (1 if self.integer else None)
-        if step is None:
-            raise ValueError(f"--param {self.name} has no step: the grid sampler needs lo:hi:step")
-        n = int(math.floor((self.hi - self.lo) / step + 1e-9)) + 1
-        out = tuple(round(self.lo + i * step, 12) for i in range(n))
-        return tuple(int(v) for v in out) if self.integer else out
-
-    def contains(self, value) -> bool:
-        if value is None or isinstance(value, bool) or not self.lo - 1e-12 <= value <= self.hi + 1e-12:
-            return False
-        step = self.step if self.step is not None else (1 if self.integer else None)
-        return step is None or abs((value - self.lo) / step - round((value - self.lo) / step)) < 1e-9
-
-    def __str__(self) -> str:
-        return f"{self.name}={self.lo:g}:{self.hi:g}" + (f":{self.step:g}" if self.step is not None else "")
+def parse_tune_param(text: str, config: PipelineConfig) -> ParamSpec:
+    """``name=lo:hi[:step]`` for a sweepable parameter of ``config`` (no step: continuous)."""
+    return parse_param(text, config, "tuned", optional_step=True)
 
 
-def _knob(config: PipelineConfig, name: str):
-    return next(k.knob for k in knobs(config) if k.path == name)
-
-
-def parse_tune_param(text: str, config: PipelineConfig) -> TuneParam:
-    """``name=lo:hi[:step]`` for a sweepable parameter of ``config``."""
-    match = _SPEC.match(text)
-    if not match:
-        raise ValueError(f"bad --param {text!r}: expected name=lo:hi[:step], e.g. rrf.rrf_k=10:100:10")
-    name = numeric_param(match.group(1), config, "tuned")
-    try:
-        lo, hi = float(match.group(2)), float(match.group(3))
-        step = float(match.group(4)) if match.group(4) is not None else None
-    except ValueError:
-        raise ValueError(f"bad --param {text!r}: lo, hi and step must be numbers (name=lo:hi[:step])") from None
-    return TuneParam(name, lo, hi, step, _knob(config, name).kind == "int")
-
-
-def knob_space(config: PipelineConfig, names) -> tuple[TuneParam, ...]:
-    """The named sweepable parameters over their slider ranges and steps (``Knob.lo``–``hi``)."""
-    refs = {k.path: k for k in knobs(config) if k.knob.sweepable and k.knob.lo is not None and k.knob.hi is not None}
-    out = []
-    for name in names:
-        if name not in refs:
-            raise ValueError(f"{name!r} has no range to tune for {config.name!r}; tunable: {', '.join(refs)}")
-        knob = refs[name].knob
-        out.append(TuneParam(name, float(knob.lo), float(knob.hi), float(knob.step) if knob.step else None,
-                             knob.kind == "int"))
-    return tuple(out)
-
-
-def tunable(config: PipelineConfig) -> list[str]:
-    """Parameters ``knob_space`` can give a range: the sweepable ones with a slider range."""
-    return [k.path for k in knobs(config) if k.knob.sweepable and k.knob.lo is not None and k.knob.hi is not None]
-
-
-def default_space(config: PipelineConfig) -> tuple[TuneParam, ...]:
+def default_space(config: PipelineConfig) -> tuple[ParamSpec, ...]:
     """Every sweepable parameter of the pipeline's own fusion over its slider range and step."""
     out = knob_space(config, [p for p in tunable(config) if p.startswith(f"{config.fusion}.")])
     if not out:
@@ -164,8 +93,8 @@ def default_space(config: PipelineConfig) -> tuple[TuneParam, ...]:
     return tuple(out)
 
 
-def check_space(base: PipelineConfig, space: tuple[TuneParam, ...], sampler: str, pool_depth: int | None = None
-                ) -> None:
+def check_space(base: PipelineConfig, space: tuple[ParamSpec, ...], sampler: str,
+                pool_depth: int | None = None) -> None:
     """Refuse, naming the parameter, a range whose ends are invalid for the pipeline or take
     more candidates than the pool holds, a repeated name, and an oversized grid."""
     names = [p.name for p in space]
@@ -176,13 +105,7 @@ def check_space(base: PipelineConfig, space: tuple[TuneParam, ...], sampler: str
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r}; choose from {list(SAMPLERS)}")
     for end in ("lo", "hi"):
-        config = base
-        for p in space:
-            value = int(getattr(p, end)) if p.integer else getattr(p, end)
-            try:
-                config = with_param(config, p.name, value)
-            except ValueError as error:
-                raise ValueError(f"{p.name}={value:g} is not valid for pipeline {base.name!r}: {error}") from None
+        config = apply_point(base, space, [getattr(p, end) for p in space])
         if pool_depth is not None and config.path_depth > pool_depth:
             raise ValueError(f"the range ends ({end}) take {config.path_depth} candidates per path but the pool "
                              f"holds {pool_depth}; narrow the range or rerun with --pool-depth {config.path_depth}")
@@ -190,13 +113,6 @@ def check_space(base: PipelineConfig, space: tuple[TuneParam, ...], sampler: str
         size = math.prod(len(p.grid()) for p in space)
         if size > MAX_GRID:
             raise ValueError(f"the grid has {size:,} points (limit {MAX_GRID:,}); use coarser steps or --sampler tpe")
-
-
-def apply_params(base: PipelineConfig, params: dict) -> PipelineConfig:
-    config = base
-    for name, value in params.items():
-        config = with_param(config, name, value)
-    return config
 
 
 # ---- scoring (on the stored pool, once per configuration) ------------------------------------
@@ -213,7 +129,7 @@ class _Scorer:
         key = tuple(sorted(params.items()))
         if key not in self.cache:
             try:
-                config = apply_params(self.base, params)
+                config = with_params(self.base, params)
             except ValueError:  # a cross-field rule (e.g. conf_low ≤ conf_high) refuses the point
                 self.cache[key] = None
             else:
@@ -227,8 +143,8 @@ class _Scorer:
     def pipeline(self, config: PipelineConfig) -> np.ndarray:
         """Per-query values over the counted queries (missing ones 0), straight from the fused
         scores (``eval.metrics.measure.config_values``)."""
-        values = next(config_values(self.c, self.judged, [config], self.metric))[0][self.judged.judged]
-        return np.concatenate([values, np.zeros(self.judged.n_missing)]) if self.judged.n_missing else values
+        values = next(config_values(self.c, self.judged, [config], self.metric))[0]
+        return self.judged.counted(values)
 
 
 def _seed(*parts: int) -> int:
@@ -236,7 +152,7 @@ def _seed(*parts: int) -> int:
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:4], "little")
 
 
-def _sampler(kind: str, space: tuple[TuneParam, ...], seed: int):
+def _sampler(kind: str, space: tuple[ParamSpec, ...], seed: int):
     import optuna
 
     if kind == "tpe":
@@ -248,7 +164,7 @@ def _sampler(kind: str, space: tuple[TuneParam, ...], seed: int):
     return optuna.samplers.GridSampler({p.name: list(p.grid()) for p in space}, seed=seed)
 
 
-def _suggest(trial, p: TuneParam):
+def _suggest(trial, p: ParamSpec):
     if p.integer:
         return int(trial.suggest_int(p.name, int(p.lo), int(p.hi), step=int(p.step or 1)))
     if p.lo == p.hi:
@@ -263,8 +179,8 @@ class Search:
     n_trials: int           # trials run (a grid may end early)
 
 
-def search(scorer: _Scorer, space: tuple[TuneParam, ...], idx: np.ndarray, sampler: str, trials: int, seed: int,
-           on_trial: Callable[[], None] | None = None) -> Search:
+def search(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampler: str,
+           trials: int, seed: int, on_trial: Callable[[], None] | None = None) -> Search:
     """The sampler's best configuration on the queries ``idx`` (first of equal scores)."""
     import optuna
 
@@ -307,9 +223,9 @@ class Choice:
     inner_default: float      # the default's mean on the same queries
 
 
-def procedure(scorer: _Scorer, space: tuple[TuneParam, ...], idx: np.ndarray, sampler: str, trials: int,
-              seed: int, inner_folds: int, guard: bool, default: np.ndarray, where: tuple,
-              on_trial: Callable[[], None] | None = None) -> Choice:
+def procedure(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampler: str,
+              trials: int, seed: int, inner_folds: int, guard: bool, default: np.ndarray,
+              where: tuple, on_trial: Callable[[], None] | None = None) -> Choice:
     """The tuning procedure (search + guard) on the queries ``idx``; see the module docstring."""
     found = search(scorer, space, idx, sampler, trials, _seed(seed, *where, -1), on_trial)
     default_mean = float(default[idx].mean())
@@ -359,7 +275,7 @@ class Comparison:
 @dataclass(frozen=True, eq=False)
 class TuneResult:
     base: PipelineConfig
-    space: tuple[TuneParam, ...]
+    space: tuple[ParamSpec, ...]
     sampler: str
     trials: int
     folds: int
@@ -507,8 +423,9 @@ def _run_search(job: _Job, search: tuple) -> tuple["Choice", set]:
 
 
 def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig | str,
-         space: tuple[TuneParam, ...] | None = None, *, trials: int = DEFAULT_TRIALS, folds: int = 5,
-         seed: int = 0, sampler: str = "tpe", metric: str = "ndcg@5", inner_folds: int = DEFAULT_INNER_FOLDS,
+         space: tuple[ParamSpec, ...] | None = None, *, trials: int = DEFAULT_TRIALS,
+         folds: int = 5, seed: int = 0, sampler: str = "tpe", metric: str = "ndcg@5",
+         inner_folds: int = DEFAULT_INNER_FOLDS,
          guard: bool = True, progress: Callable[[int, int], None] | None = None,
          executor: "Executor | None" = None) -> TuneResult:
     """Nested cross-validation of the tuning procedure, then the procedure on all queries.
@@ -573,7 +490,7 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
     comparisons = tuple(Comparison(**r, p_fisher_holm=f, p_student_holm=s)
                         for r, f, s in zip(raw, fisher_holm, student_holm))
     if final.kind == "tuned":
-        final_config = apply_params(base, final.params)
+        final_config = with_params(base, final.params)
         final_score = float(scorer.values(final.params).mean())
     else:
         final_config, final_score = base, float(default.mean())

@@ -73,7 +73,7 @@ CORRECTION_NAMES = {"holm": "Holm–Bonferroni", "bonferroni": "Bonferroni", "no
 def paired_t(baseline: np.ndarray, treatment: np.ndarray) -> float:
     """Two-sided paired t-test p, as scipy's ``ttest_rel``: with ``d = treatment − baseline``,
     ``t = mean(d) / (sd(d)/√n)`` and ``p = 2·P(T_{n−1} ≤ −|t|)``; 1 when the runs do not differ,
-    NaN under two queries (0.1 ms: cheap enough for every knob move on Tune)."""
+    NaN under two queries (cheap enough for every knob move on Tune)."""
     from scipy.special import stdtr
 
     n = len(baseline)

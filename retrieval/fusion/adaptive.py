@@ -58,13 +58,36 @@ class AdaptiveParams(Params):
         return self.profile
 
 
-def quality_multiplier(confidence: np.ndarray, vitality: np.ndarray, q: QualityFactors) -> tuple[np.ndarray, np.ndarray]:
-    """(F_conf(C), F_vit(V)) as step functions; see ``retrieval.profiles``."""
-    f_conf = np.where(confidence >= q.conf_high, q.conf_high_factor,
-                      np.where(confidence < q.conf_low, q.conf_low_factor, q.conf_mid_factor))
-    f_vit = np.where(vitality > q.vit_high, q.vit_high_factor,
-                     np.where(vitality < q.vit_low, q.vit_low_factor, q.vit_mid_factor))
+def quality_bands(confidence: np.ndarray, vitality: np.ndarray, q: QualityFactors
+                  ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The steps of F_conf and F_vit under ``q``'s thresholds, as masks ((high, low) of
+    confidence, (high, low) of vitality): ``C ≥ conf_high`` is high and ``C < conf_low`` low;
+    ``V > vit_high`` high and ``V < vit_low`` low; a document in neither is mid."""
+    return ((confidence >= q.conf_high, confidence < q.conf_low),
+            (vitality > q.vit_high, vitality < q.vit_low))
+
+
+def quality_multiplier(confidence: np.ndarray, vitality: np.ndarray, q: QualityFactors
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(F_conf(C), F_vit(V)) as step functions over ``quality_bands`` (``retrieval.profiles``)."""
+    (c_high, c_low), (v_high, v_low) = quality_bands(confidence, vitality, q)
+    f_conf = np.where(c_high, q.conf_high_factor,
+                      np.where(c_low, q.conf_low_factor, q.conf_mid_factor))
+    f_vit = np.where(v_high, q.vit_high_factor,
+                     np.where(v_low, q.vit_low_factor, q.vit_mid_factor))
     return f_conf, f_vit
+
+
+def band_counts(confidence: np.ndarray, vitality: np.ndarray, q: QualityFactors
+                ) -> dict[str, tuple[int, int, int]]:
+    """Documents in each confidence and vitality band, (high, mid, low), under ``q``'s
+    thresholds (``quality_bands``)."""
+    out = {}
+    bands = quality_bands(confidence, vitality, q)
+    for name, (high, low) in zip(("confidence", "vitality"), bands):
+        n_high, n_low = int(high.sum()), int(low.sum())
+        out[name] = (n_high, len(high) - n_high - n_low, n_low)
+    return out
 
 
 def query_routes(c: Candidates, params: AdaptiveParams) -> tuple[str, ...]:

@@ -3,7 +3,7 @@
 One module per concern:
 
 - ``config``: ``PipelineConfig`` and its parameters by dotted path (``knobs``, ``get_param``,
-  ``with_param``);
+  ``with_params``, ``with_param``);
 - ``presets``: the named pipelines (``PIPELINES``);
 - ``toml_form``: the TOML form (``to_toml``, ``from_toml``, ``get_pipeline``);
 - ``scoring``: a whole query set re-scored from its candidate table (``fuse``, ``ranked``,
@@ -13,14 +13,15 @@ One module per concern:
 The names below are the package's public API, imported from those modules.
 """
 
-from retrieval.pipeline.config import (PipelineConfig, describe, fusion_fields, get_param, knobs,
-                                       sweepable_params, with_fusion_fields, with_param)
+from retrieval.pipeline.config import (ParamError, PipelineConfig, describe, get_param, knobs,
+                                       params_setter, sweepable_params, with_param, with_params)
 from retrieval.pipeline.presets import PIPELINES
 from retrieval.pipeline.scoring import ROUTES, Fused, PipelineRun, all_hybrid, created_age, fuse, ranked, run_pipeline
 from retrieval.pipeline.search import Response, Result, response_for, search, whole_file
 from retrieval.pipeline.toml_form import from_dict, from_toml, get_pipeline, to_dict, to_toml
 
-__all__ = ["PIPELINES", "ROUTES", "Fused", "PipelineConfig", "PipelineRun", "Response", "Result", "all_hybrid",
-           "created_age", "describe", "from_dict", "from_toml", "fuse", "fusion_fields", "get_param",
-           "get_pipeline", "knobs", "ranked", "response_for", "run_pipeline", "search", "sweepable_params",
-           "to_dict", "to_toml", "whole_file", "with_fusion_fields", "with_param"]
+__all__ = ["PIPELINES", "ROUTES", "Fused", "ParamError", "PipelineConfig", "PipelineRun",
+           "Response", "Result", "all_hybrid", "created_age", "describe", "from_dict", "from_toml",
+           "fuse", "get_param", "get_pipeline", "knobs", "params_setter", "ranked", "response_for",
+           "run_pipeline", "search", "sweepable_params", "to_dict", "to_toml", "whole_file",
+           "with_param", "with_params"]

@@ -4,9 +4,9 @@
 budget: it carries its fusion's parameters (``params``, an instance of the fusion's own class
 in ``retrieval.fusion``) plus routing, ranking and budget — nothing else. ``knobs(config)``
 lists its parameters by dotted path (``rrf.rrf_k``, ``max_results``,
-``adaptive.profiles.debug.w_sparse``); ``get_param`` reads one and ``with_param`` sets one,
-validated. These paths are the names the TOML form, ``--param``, the Tune knobs and the
-Sweep axes use.
+``adaptive.profiles.debug.w_sparse``); ``get_param`` reads one and ``with_params`` sets any
+number of them, validated (``with_param``: one). These paths are the names the TOML form,
+``--param``, the Tune knobs and the Sweep axes use.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import copy
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from retrieval.bm25 import MATCH_MODES
 from retrieval.fusion import FUSIONS, get_fusion
@@ -117,12 +118,25 @@ def _replace(obj, parts: list[str], value):
     return dataclasses.replace(obj, **{head: _replace(getattr(obj, head), rest, value)})
 
 
-def with_param(config: PipelineConfig, path: str, value) -> PipelineConfig:
-    """A validated copy of ``config`` with parameter ``path`` set to ``value``.
+class ParamError(ValueError):
+    """A value refused for parameter ``path`` (the message names the path)."""
 
-    ``path`` must be one of ``knobs(config)``: a parameter of another fusion, or one this
-    configuration does not use, is refused with the list of those it has."""
-    _knob(config, path)
+    def __init__(self, message: str, path: str, value):
+        super().__init__(message)
+        self.path, self.value = path, value
+
+
+def with_param(config: PipelineConfig, path: str, value) -> PipelineConfig:
+    """A validated copy of ``config`` with parameter ``path`` set to ``value`` (``with_params``
+    of one value)."""
+    return with_params(config, {path: value})
+
+
+def _set_one(config: PipelineConfig, path: str, value) -> PipelineConfig:
+    try:
+        _knob(config, path)
+    except ValueError as error:
+        raise ParamError(str(error), path, value) from None
     parts = path.split(".")
     try:
         if parts[0] == config.fusion and len(parts) > 1:
@@ -130,7 +144,43 @@ def with_param(config: PipelineConfig, path: str, value) -> PipelineConfig:
         return _replace(config, parts, value)
     except ValueError as error:
         message, leaf = str(error), parts[-1]
-        raise ValueError(path + message[len(leaf):] if message.startswith(f"{leaf} ") else f"{path}: {message}") from None
+        own = message.startswith(f"{leaf} ")  # the class names the field: name the path instead
+        worded = path + message[len(leaf):] if own else f"{path}: {message}"
+        raise ParamError(worded, path, value) from None
+
+
+def with_params(config: PipelineConfig, values: dict) -> PipelineConfig:
+    """A validated copy of ``config`` with each parameter ``path`` of ``values`` set to its value
+    — the one way a configuration is changed by path (``--param``, sweeps, tuning, the knobs).
+
+    Each path must be one of ``knobs(config)``: a parameter of another fusion, or one this
+    configuration does not use, is refused with the list of those it has. A refused value
+    raises ``ParamError`` (a ``ValueError`` naming the path)."""
+    return params_setter(config, tuple(values))(tuple(values.values()))
+
+
+def params_setter(config: PipelineConfig, paths) -> Callable[[Sequence], PipelineConfig]:
+    """``with_params`` of ``config`` for many value lists over the same ``paths`` (a sweep's
+    inner step). When every path is a top-level field of the pipeline's own fusion, the paths
+    are checked once and a value list replaces those fields only (``with_fusion_fields``)."""
+    paths = tuple(paths)
+
+    def one_by_one(values) -> PipelineConfig:
+        out = config
+        for path, value in zip(paths, values):
+            out = _set_one(out, path, value)
+        return out
+
+    fields = fusion_fields(config, paths)
+    if fields is None or not set(paths) <= {ref.path for ref in knobs(config)}:
+        return one_by_one
+
+    def setter(values) -> PipelineConfig:
+        try:
+            return with_fusion_fields(config, **dict(zip(fields, values)))
+        except ValueError:
+            return one_by_one(values)  # the same refusal, worded as ``with_param`` words it
+    return setter
 
 
 def fusion_fields(config: PipelineConfig, paths) -> tuple[str, ...] | None:
@@ -147,8 +197,8 @@ def fusion_fields(config: PipelineConfig, paths) -> tuple[str, ...] | None:
 
 def with_fusion_fields(config: PipelineConfig, **values) -> PipelineConfig:
     """``config`` with top-level fields of its fusion's parameters replaced, validated by the
-    parameter class (a sweep's inner step: the pipeline's own, already validated settings are
-    shared rather than checked again, as ``with_param`` would for each point)."""
+    parameter class (``params_setter``'s fast path: the pipeline's own, already validated
+    settings are shared rather than checked again, as ``with_param`` would for each point)."""
     params = dataclasses.replace(config.params, **values)
     out = copy.copy(config)
     object.__setattr__(out, "params", params)

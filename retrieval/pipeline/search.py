@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from datetime import timedelta
-
 import numpy as np
 
 from retrieval.bm25 import Filters
-from retrieval.candidates import ROW_COLUMNS, Candidates, build_candidates, doc_table
+from retrieval.candidates import Candidates, build_candidates, doc_table, query_rows, recent_journal
 from retrieval.dataset import Query, scrub_text
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.scoring import ROUTES, PipelineRun, run_pipeline
 from retrieval.pipeline.toml_form import get_pipeline
-from retrieval.routing import TIMELINE_DAYS, fast_path_target, route_intent, triggers_timeline
+from retrieval.routing import fast_path_target, route_intent, triggers_timeline
 
 
 @dataclass(frozen=True)
@@ -100,29 +98,16 @@ def _routed_without_search(handle, query: Query, config: PipelineConfig, scope: 
     table = doc_table(dataset)
     allowed = table.allowed(Filters(scope or query.scope, project, group or query.group))
     now = dataset.query_reference_time(query)
-    created = table.features["created_ts"]
     via_fast = (table.path == target) & allowed if target else np.zeros(len(allowed), dtype=bool)
-    since = (now - timedelta(days=TIMELINE_DAYS)).timestamp()
-    via_timeline = (table.journal & (created >= since) & (created <= now.timestamp()) & allowed
-                    if timeline else np.zeros(len(allowed), dtype=bool))
-    if via_fast.any():
-        via_timeline = np.zeros(len(allowed), dtype=bool)  # the fast path answered: stop there
+    if timeline and not via_fast.any():  # when the fast path answered, stop there
+        via_timeline = recent_journal(table, now) & allowed
+    else:
+        via_timeline = np.zeros(len(allowed), dtype=bool)
     idx = np.flatnonzero(via_fast | via_timeline)
     if not len(idx):
         return None
-    n, f = len(idx), table.features
-    known = {
-        "query_idx": np.zeros(n, np.int32), "doc_idx": idx.astype(np.int32),
-        "dense_rank": np.full(n, -1, np.int32), "bm25_rank": np.full(n, -1, np.int32),
-        "via_fast": via_fast[idx], "via_timeline": via_timeline[idx],
-        "age_days": np.maximum(0.0, (now.timestamp() - f["updated_ts"][idx]) / 86400.0).astype(np.float32),
-        "created_age": np.maximum(0.0, (now.timestamp() - created[idx]) / 86400.0).astype(np.float32),
-        "in_window": np.full(n, np.nan, np.float32),
-        **{name: f[name][idx] for name in ("confidence", "vitality", "reinforcement", "access_count",
-                                           "token_count", "tie_key", "line_start")},
-    }
-    cols = {name: known.get(name, np.full(n, -1, np.int32) if name.endswith("_rank") else np.zeros(n, np.float32))
-            for name in ROW_COLUMNS}
+    n = len(idx)
+    cols = query_rows(table, 0, idx, now, via_fast[idx], via_timeline[idx])
     return Candidates(
         dataset=dataset.name, fingerprint=dataset.fingerprint, embedder="none (no search)",
         pool_depth=config.path_depth, doc_ids=tuple(handle.doc_ids), query_ids=(query.id,),

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 from ranx import Qrels, Run, evaluate
 
+from eval.metrics.measure import METRICS as METRIC_NAMES
 from eval.metrics.measure import judge, mean_metrics, parse_metric, per_query
+from eval.metrics.ranx_eval import parse_metrics
 from eval.metrics.ranx_io import judged_query_ids, ranked_lists, ranx_per_query, to_qrels, to_run
 from retrieval.ranking import rank_rows
 from tests.conftest import make_candidates
@@ -175,3 +177,36 @@ def test_a_judgment_edited_after_judging_is_seen_by_the_next_judge():
     assert again is not first
     row = c.offsets[qi]
     assert again.grade[row] == 3.0
+
+
+# ---- cutoffs, MAP and gain against ranx -------------------------------------------------------------
+
+def test_map_over_the_whole_ranking_by_hand_and_as_ranx():
+    # relevant a (grade 1) and c (grade 2) of three relevant documents, ranked 1st and 3rd:
+    # AP = (1/1 + 2/3) / 3 = 5/9; nDCG@3 linear = (1 + 2/log2 4) / (2 + 1/log2 3 + 1/log2 4)
+    c = make_candidates([[{"id": "a"}, {"id": "b"}, {"id": "c"}]])
+    ranking = rank_rows(c, np.array([3.0, 2.0, 1.0]), 10)
+    qrels = {"q0": {"a": 1, "c": 2, "z": 1}}
+    ours = per_query(c, judge(c, qrels), ranking, ["map", "ndcg@3", "ndcg_burges@3"])
+    assert ours["map"][0] == pytest.approx(5 / 9)
+    assert ours["ndcg@3"][0] == pytest.approx((1 + 2 / 2) / (2 + 1 / math.log2(3) + 1 / 2))
+    # exponential gain: (2^1 − 1) + (2^2 − 1)/log2 4 over (2^2 − 1) + (2^1 − 1)/log2 3 + (2^1 − 1)/log2 4
+    assert ours["ndcg_burges@3"][0] == pytest.approx((1 + 3 / 2) / (3 + 1 / math.log2(3) + 1 / 2))
+    reference = evaluate(Qrels(qrels), Run({"q0": {"a": 3.0, "b": 2.0, "c": 1.0}}), ["map", "ndcg@3", "ndcg_burges@3"])
+    for m, v in reference.items():
+        assert ours[m][0] == pytest.approx(v)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cutoffs_map_and_exponential_gain_equal_ranx_on_random_runs(seed):
+    metrics = [*parse_metrics("ndcg,ndcg_burges,recall,precision,mrr,hit_rate,map", (1, 3, 5, 10, 20)), "map"]
+    assert len(metrics) == 6 * 5 + 1 + 1 and "map@5" not in metrics            # bare map stays uncut
+    assert {parse_metric(m)[0] for m in metrics} == set(METRIC_NAMES)  # every declared metric
+    c, qrels, score = random_case(seed)
+    ranking = rank_rows(c, score, 30)
+    fast = per_query(c, judge(c, qrels), ranking, metrics)
+    reference = ranx_per_query(to_qrels(qrels), to_run(c, ranking, qrels, "random"), metrics)
+    for metric in metrics:
+        for query_id in judged_query_ids(qrels, c.query_ids):
+            qi = c.query_ids.index(query_id)
+            assert fast[metric][qi] == pytest.approx(reference[metric][query_id], abs=1e-9), (metric, query_id)

@@ -1,4 +1,5 @@
-"""Evaluation through ranx, significance against a baseline, the router and budget metrics.
+"""Evaluation through ranx (eval/metrics/ranx_eval.py), significance against a baseline, the
+router and budget metrics.
 
 Real pool of the tiny fixture (real Tantivy, LanceDB and MiniLM under a tmp RWB_HOME) and
 hand-built candidate tables for counts checked by hand.
