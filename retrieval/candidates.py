@@ -52,6 +52,7 @@ from retrieval.dataset import Dataset, Query
 from retrieval.files import atomic_write_bytes
 from retrieval.index import IndexHandle
 from retrieval.limits import MAX_DEPTH, check_size
+from retrieval.memo import memo
 from retrieval.routing import JOURNAL_PREFIX, TIMELINE_DAYS, fast_path_target, route_intent, triggers_timeline
 from retrieval.timewindow import parse_time_window
 from retrieval.vector_store import VectorFilters, VectorStoreUnavailable
@@ -117,7 +118,7 @@ class Candidates:
             return self
         if match != "all":
             raise ValueError(f"keyword match must be one of {list(MATCH_MODES)}, got {match!r}")
-        return derived(self, ("keyword all",), lambda: replace(self, cols={
+        return memo(self, ("keyword all",), lambda: replace(self, cols={
             **self.cols, "bm25_rank": self.cols["bm25_all_rank"], "bm25_score": self.cols["bm25_all_score"]}))
 
     def visible(self, depth: int) -> np.ndarray:
@@ -187,30 +188,6 @@ class PoolCorrupt(ValueError):
 
 
 POOL_MAGIC = b"RWBPOOL\x02"
-_DERIVED: "weakref.WeakKeyDictionary[Candidates, dict]" = weakref.WeakKeyDictionary()
-DERIVED_SIZE = 64
-"""Values kept per table; past this many, the table's are dropped and built again on demand."""
-
-
-def derived(c: "Candidates", key: tuple, build: Callable[[], object]):
-    """``build()`` once per candidate table and ``key``: what is computed from a table alone
-    (its tie order, visible masks, the keyword-match view…), kept while the table lives
-    (tables are never changed in place). Arrays, alone or in a tuple, come back read-only."""
-    table = _DERIVED.get(c)
-    if table is None:
-        table = _DERIVED[c] = {}
-    if key in table:
-        return table[key]
-    value = build()
-    for array in (value if isinstance(value, tuple) else (value,)):
-        if isinstance(array, np.ndarray):
-            array.flags.writeable = False
-    if len(table) >= DERIVED_SIZE:
-        table.clear()
-    table[key] = value
-    return value
-
-
 def _filters(query: Query, scope: str = "", group: str = "", project: str = "") -> tuple[Filters, VectorFilters]:
     scope, group = scope or query.scope, group or query.group
     return Filters(scope, project, group), VectorFilters(scope, project, group)

@@ -33,7 +33,8 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from eval.metrics.kernels import KINDS, batch_sums, cut_stats, finish_all, finish_many
-from retrieval.candidates import Candidates, derived
+from retrieval.candidates import Candidates
+from retrieval.memo import memo
 from retrieval.pipeline import Fused, PipelineConfig, fuse
 from retrieval.ranking import Ranking, table_order, visible_order
 
@@ -72,7 +73,7 @@ class Judged:
 
 def _positions(c: Candidates) -> tuple[dict[str, int], dict[str, int]]:
     """Index of each document id and of each query id of a table, built once per table."""
-    return derived(c, ("positions",), lambda: ({doc_id: i for i, doc_id in enumerate(c.doc_ids)},
+    return memo(c, ("positions",), lambda: ({doc_id: i for i, doc_id in enumerate(c.doc_ids)},
                                               {query_id: i for i, query_id in enumerate(c.query_ids)}))
 
 
@@ -145,7 +146,6 @@ def _judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     return Judged(grade, ideal, n_relevant, n_relevant > 0, missing)
 
 
-_DERIVED: "weakref.WeakKeyDictionary[Judged, dict]" = weakref.WeakKeyDictionary()
 _DISC = np.log2(np.arange(64) + 2.0)
 
 
@@ -157,22 +157,11 @@ def discounts(n: int) -> np.ndarray:
     return _DISC
 
 
-def _derived(judged: Judged, key, build):
-    """Arrays derived from a ``Judged`` once (gains, ideal DCG per cutoff), kept with it."""
-    table = _DERIVED.get(judged)
-    if table is None:
-        table = _DERIVED[judged] = {}
-    value = table.get(key)
-    if value is None:
-        value = table[key] = build()
-    return value
-
-
 def gains(judged: Judged, metric: str) -> np.ndarray:
     """Each candidate row's gain: its grade (``ndcg``) or ``2^grade − 1`` (``ndcg_burges``)."""
     if metric != "ndcg_burges":
         return judged.grade
-    return _derived(judged, "burges", lambda: 2.0 ** judged.grade - 1.0)
+    return memo(judged, "burges", lambda: 2.0 ** judged.grade - 1.0)
 
 
 def ideal_dcg(judged: Judged, metric: str, k: int) -> np.ndarray:
@@ -183,8 +172,8 @@ def ideal_dcg(judged: Judged, metric: str, k: int) -> np.ndarray:
         ideal = 2.0 ** ideal - 1.0 if metric == "ndcg_burges" else ideal
         return (ideal / np.log2(np.arange(width) + 2.0)).sum(axis=1)
     if metric not in ("ndcg", "ndcg_burges"):
-        return _derived(judged, "zeros", lambda: np.zeros(len(judged.judged)))
-    return _derived(judged, (metric, k), build)
+        return memo(judged, "zeros", lambda: np.zeros(len(judged.judged)))
+    return memo(judged, ("ideal dcg", metric, k), build)
 
 
 def safe_relevant(judged: Judged) -> np.ndarray:
@@ -192,7 +181,7 @@ def safe_relevant(judged: Judged) -> np.ndarray:
     def build():
         n_rel = judged.n_relevant.astype(np.float64)
         return np.where(n_rel > 0, n_rel, 1.0)
-    return _derived(judged, "safe_rel", build)
+    return memo(judged, "safe_rel", build)
 
 
 def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_METRICS) -> dict[str, np.ndarray]:
@@ -254,7 +243,7 @@ def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
                      np.array([k for _, k in parsed], dtype=np.int64),
                      np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
                      np.array([m == "ndcg_burges" for m, _ in parsed], dtype=np.bool_), idcg)
-    return _derived(judged, ("plan", metrics), build)
+    return memo(judged, ("plan", metrics), build)
 
 
 def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS) -> np.ndarray:

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.candidates import Candidates, derived
+from retrieval.candidates import Candidates
 from retrieval.fusion import FUSIONS, Scored
 from retrieval.fusion._base import recency_decay
+from retrieval.memo import memo
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.ranking import Ranking, rank_rows, visible_rows
 
@@ -48,7 +49,7 @@ class Fused:
 
 def all_hybrid(c: Candidates) -> np.ndarray:
     """Every query on the hybrid route (2), once per table (read-only)."""
-    return derived(c, ("all hybrid",), lambda: np.full(c.n_queries, 2, dtype=np.int8))
+    return memo(c, ("all hybrid",), lambda: np.full(c.n_queries, 2, dtype=np.int8))
 
 
 def fuse(c: Candidates, config: PipelineConfig) -> Fused:
