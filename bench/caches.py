@@ -3,18 +3,17 @@
 A memo is *bypassed* by swapping, while the "off" contestant runs, every module-level name
 that refers to it: a keyed memo (``retrieval.memo.memo``) by a function that calls ``build()``
 for that memo's keys and goes to the memo for all others; a ``functools`` LRU by the function
-it wraps (``__wrapped__``); a weak dictionary by one that keeps nothing. The code of the path
+it wraps (``__wrapped__``). The code of the path
 is otherwise the same, so "off" is what the path costs once that memo is deleted. The memos a
 path consults are found by running it once with recording wrappers; each memo is timed on
 the paths that consult it:
 
 - knob: a Tune knob move on devmem — ``evaluate_config`` then ``ranked`` of its fused scores
   (the ranked run the page renders) — once for each preset that consults the memo;
+- rescore: ``evaluate_config`` alone for the same presets (``bench/rescore.py``'s figure);
 - batch: ``eval.metrics.measure.config_values`` over the sweep benchmark's 21-point grid
   (judgments computed beforehand), as one batch of a sweep;
-- batch ndcg_burges@5: the same batch scored with the exponential gain;
 - sweep: ``eval.search.sweep.sweep`` of both grids (judging, folds, cross-validation);
-- judge: ``eval.metrics.measure._judge``, what a new or edited judgment costs;
 - eval: ``eval.experiments.experiment.run_experiment`` (``rwb eval``: rrf and weighted
   against vector), every memo off at once, full mode only (a call takes about a second);
 - search: ``retrieval.pipeline.search`` of one free-text query with rrf (full mode; quick
@@ -32,7 +31,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
 
 from bench.common import Section, interleaved, loadavg, log, median, ms, ratio
 from bench.context import Context, eval_datasets
@@ -40,8 +38,9 @@ from bench.data import pool
 
 KNOB_PRESETS = ("rrf", "weighted", "wsum", "openclaw", "seed-salience", "adaptive", "combmnz")
 SEARCH_TEXT = "how is the tokenizer configured"
-INNER = 3
-"""Passes over a path per timed call."""
+INNER = 8
+"""Passes over a path per timed call (20 in full mode): calls of tens of milliseconds, so that
+a slow spell of this shared machine is averaged within a call rather than deciding it."""
 PAYS = 1.10
 """Off / on above this on some path: the memo pays (below it, the difference is noise)."""
 
@@ -75,28 +74,6 @@ class _Names:
             yield
         finally:
             self.set(self.target)
-
-
-class _Forget(dict):
-    """A weak dictionary's stand-in that keeps nothing (every lookup misses)."""
-
-    def __setitem__(self, key, value):
-        pass
-
-
-class _Record(dict):
-    """A weak dictionary's stand-in that delegates and notes that it was consulted."""
-
-    def __init__(self, inner, seen: set, name: str):
-        super().__init__()
-        self.inner, self.seen, self.name = inner, seen, name
-
-    def get(self, key, default=None):
-        self.seen.add(self.name)
-        return self.inner.get(key, default)
-
-    def __setitem__(self, key, value):
-        self.inner[key] = value
 
 
 @dataclass
@@ -174,45 +151,9 @@ def _lru(name: str, where: str, fn) -> Memo:
     return Memo(name, where, lambda: names.bound_to(fn.__wrapped__), record)
 
 
-def _function(name: str, where: str, fn, fresh) -> Memo:
-    """A function keeping its result in a module global: off is ``fresh``, which rebuilds it."""
-    names = _Names(fn)
-
-    def record(seen):
-        def noting(*args, **kwargs):
-            seen.add(name)
-            return fn(*args, **kwargs)
-        return names.bound_to(noting)
-
-    return Memo(name, where, lambda: names.bound_to(fresh), record)
-
-
-def _weak(name: str, where: str, module, attr: str) -> Memo:
-    """A module-level weak dictionary: off is one that keeps nothing."""
-    original = getattr(module, attr)
-
-    @contextlib.contextmanager
-    def replaced(new):
-        setattr(module, attr, new)
-        try:
-            yield
-        finally:
-            setattr(module, attr, original)
-
-    return Memo(name, where, lambda: replaced(_Forget()), lambda seen: replaced(_Record(original, seen, name)))
-
-
-def _fresh_discounts(n: int) -> np.ndarray:
-    """``eval.metrics.measure.discounts`` without its module-level array: built on every call."""
-    return np.log2(np.arange(max(n, 64)) + 2.0)
-
-
 def memos() -> list[Memo]:
     """Every library memo on a path measured here."""
-    import eval.metrics.measure as measure
     import eval.search.sweep as sweep_mod
-    import retrieval.candidates as candidates
-    from retrieval import params
     from retrieval.fusion import rrf
 
     keyed = [
@@ -220,25 +161,18 @@ def memos() -> list[Memo]:
         ("tie order", "ranking.table_order", "tie order"),
         ("visible rows", "ranking.visible_rows", "visible"),
         ("visible order", "ranking.visible_order", "visible order"),
-        ("all-hybrid route", "pipeline.scoring.all_hybrid", "all hybrid"),
-        ("id positions", "measure._positions", "positions"),
         ("visible index", "fusion._base.visible_index", "visible index"),
         ("normalised path", "fusion._base.normalise", "normalise"),
         ("weighted paths", "fusion.weighted.weighted", "weighted"),
-        ("burges gains", "measure.gains", "burges"),
-        ("ideal DCG", "measure.ideal_dcg", "ideal dcg"),
-        ("safe divisor", "measure.safe_relevant", "safe_rel"),
         ("metric plan", "measure._plan", "plan"),
+        ("judged qrels", "measure.judge", "judged"),
+        ("document table", "candidates.doc_table", "doc table"),
     ]
     keys = _Keys()
     out = [_keyed(keys, *row) for row in keyed]
     out += [
         _lru("rrf term table", "fusion.rrf.term_table (lru_cache)", rrf.term_table),
-        _lru("declared fields", "params._declared (lru_cache)", params._declared),
         _lru("fold split", "search.sweep._folds (lru_cache)", sweep_mod._folds),
-        _function("DCG discounts", "measure.discounts (_DISC)", measure.discounts, _fresh_discounts),
-        _weak("judged qrels", "measure.judge (_JUDGED)", measure, "_JUDGED"),
-        _weak("document table", "candidates.doc_table (_TABLES)", candidates, "_TABLES"),
     ]
     return out
 
@@ -251,15 +185,23 @@ def _all_off(items: list[Memo]):
         yield
 
 
-def _timed(on: Callable[[], object], off: Callable[[], object], repeats: int) -> tuple[float, float]:
+def _timed(on: Callable[[], object], off: Callable[[], object], repeats: int) -> dict:
+    """Median and fastest seconds per call of ``on`` and ``off``, alternating."""
     times = interleaved({"on": on, "off": off}, repeats)
-    return median(times["on"]), median(times["off"])
+    return {"on": median(times["on"]), "off": median(times["off"]),
+            "best_on": min(times["on"]), "best_off": min(times["off"])}
+
+
+def _row(t: dict, passes: int) -> dict:
+    """Per pass: on and off (medians), their ratio, and the ratio of the fastest calls."""
+    return {"on_ms": ms(t["on"] / passes), "off_ms": ms(t["off"] / passes),
+            "off_over_on": round(ratio(t["off"], t["on"]), 3),
+            "best_off_over_on": round(ratio(t["best_off"], t["best_on"]), 3)}
 
 
 def run(ctx: Context) -> Section:
     from eval.experiments.experiment import run_experiment
     from eval.experiments.live import evaluate_config
-    import eval.metrics.measure as measure
     from eval.metrics.measure import config_values, judge
     from eval.search.sweep import ParamSpec, Space, SumConstraint, sweep
     from retrieval.candidates import doc_table
@@ -268,42 +210,45 @@ def run(ctx: Context) -> Section:
     from bench.sweep import _grid_configs
 
     section = Section("caches")
-    repeats = ctx.pick(15, 31, smoke=1)
+    repeats = ctx.pick(11, 21, smoke=1)
     name, path = next(iter(eval_datasets(ctx).items()))
     dataset, c = pool(path)
     judged = judge(c, dataset.qrels)
     items = memos()
-    presets = {label: PIPELINES[label] for label in KNOB_PRESETS if PIPELINES[label].path_depth <= c.pool_depth}
-    base_w = PipelineConfig("wsum-minmax", "weighted", depth=20, params=WeightedParams(text_norm="minmax"))
+    presets = {label: PIPELINES[label] for label in KNOB_PRESETS
+               if PIPELINES[label].path_depth <= c.pool_depth}
+    base_w = PipelineConfig("wsum-minmax", "weighted", depth=20,
+                            params=WeightedParams(text_norm="minmax"))
     space_w = Space((ParamSpec("weighted.vector_weight", 0.0, 1.0, 0.1),
                      ParamSpec("weighted.text_weight", 0.0, 1.0, 0.1)),
                     (SumConstraint(("weighted.vector_weight", "weighted.text_weight"), 1.0),))
     space_r = Space((ParamSpec("rrf.rrf_k", 10.0, 100.0, 10.0),))
-    folds = 5
+    folds = max(2, min(5, judged.n_judged))
+
+    inner = ctx.pick(INNER, 20, smoke=1)
 
     def knob(configs):
         def call():
-            for _ in range(INNER):
+            for _ in range(inner):
                 for config in configs:
                     ranked(evaluate_config(c, judged, config).fused)
         return call
 
+    def rescore(configs):
+        def call():
+            for _ in range(inner):
+                for config in configs:
+                    evaluate_config(c, judged, config)
+        return call
+
     def batch():
-        for _ in range(INNER):
+        for _ in range(inner):
             for _values in config_values(c, judged, _grid_configs(), "ndcg@5"):
                 pass
 
-    def burges():
-        for _ in range(INNER):
-            for _values in config_values(c, judged, _grid_configs(), "ndcg_burges@5"):
-                pass
-
-    def rejudge():
-        for _ in range(INNER):
-            measure._judge(c, dataset.qrels)
 
     def sweeps():
-        for _ in range(INNER):
+        for _ in range(inner):
             sweep(c, dataset.qrels, base_w, space_w, "ndcg@5", folds=folds)
             sweep(c, dataset.qrels, PIPELINES["rrf"], space_r, "ndcg@5", folds=folds)
 
@@ -317,11 +262,11 @@ def run(ctx: Context) -> Section:
         handle = open_index(dataset, "minilm")
 
         def search():
-            for _ in range(INNER):
+            for _ in range(inner):
                 answer(handle, SEARCH_TEXT, "rrf")
     else:
         def search():
-            for _ in range(INNER):
+            for _ in range(inner):
                 doc_table(dataset)
 
     # which memo each path consults (one recorded pass each)
@@ -339,55 +284,60 @@ def run(ctx: Context) -> Section:
 
     for label, config in presets.items():
         consults(f"knob:{label}", knob([config]))
-    others = (("batch", batch), ("batch ndcg_burges@5", burges), ("sweep", sweeps), ("judge", rejudge),
-              ("search", search))
+    others = (("batch", batch), ("sweep", sweeps), ("search", search))
     for label, fn in others:
         consults(label, fn)
-    log(f"caches {name}: {c.n_queries} queries, {c.n_rows} rows, {len(items)} memos, {repeats} repeats")
+    log(f"caches {name}: {c.n_queries} queries, {c.n_rows} rows, {len(items)} memos, "
+        f"{repeats} repeats")
 
     rows = {}
     load_start = loadavg()
     for memo in items:
-        knob_configs = [config for label, config in presets.items() if memo.name in consulted[f"knob:{label}"]]
+        knob_configs = [config for label, config in presets.items()
+                        if memo.name in consulted[f"knob:{label}"]]
         paths = {}
         if knob_configs:
             paths["knob"] = knob(knob_configs)
+            paths["rescore"] = rescore(knob_configs)
         for label, fn in others:
-            if memo.name in consulted[label] and not (label == "batch ndcg_burges@5" and "batch" in paths):
+            if memo.name in consulted[label]:
                 paths[label] = fn
         row = {"where": memo.where, "paths": {}}
         for label, fn in paths.items():
             def off(fn=fn, memo=memo):
                 with memo.off():
                     fn()
-            t_on, t_off = _timed(fn, off, repeats)
-            row["paths"][label] = {"on_ms": ms(t_on / INNER), "off_ms": ms(t_off / INNER),
-                                   "off_over_on": round(ratio(t_off, t_on), 3)}
-            if label == "knob":
+            row["paths"][label] = _row(_timed(fn, off, repeats), inner)
+            if label in ("knob", "rescore"):
                 row["paths"][label]["presets"] = [config.name for config in knob_configs]
         best = max((p["off_over_on"] for p in row["paths"].values()), default=float("nan"))
-        row["verdict"] = "pays" if best > PAYS else "no measurable gain" if row["paths"] else "not on these paths"
+        row["verdict"] = ("pays" if best > PAYS else "no measurable gain" if row["paths"]
+                          else "not on these paths")
         rows[memo.name] = row
         section.ratios[f"cache_{memo.name.replace(' ', '_').replace('-', '_')}"] = best
-        log(f"  {memo.name}: " + ", ".join(f"{k} {v['on_ms']} → {v['off_ms']} ms ({v['off_over_on']}×)"
-                                             for k, v in row["paths"].items()) + f" → {row['verdict']}")
+        log(f"  {memo.name}: " + ", ".join(
+            f"{k} {v['on_ms']} → {v['off_ms']} ms "
+            f"({v['off_over_on']}×, fastest {v['best_off_over_on']}×)"
+            for k, v in row["paths"].items()) + f" → {row['verdict']}")
 
     # every memo off at once, on each path (rwb eval in full mode only: a call takes about a second)
     everything = {}
-    whole = [("knob", knob(list(presets.values())), repeats), ("batch", batch, repeats), ("sweep", sweeps, repeats)]
+    whole = [("knob", knob(list(presets.values())), repeats), ("batch", batch, repeats),
+             ("sweep", sweeps, repeats)]
     if ctx.full:
         whole.append(("eval", experiment, 5))
     for label, fn, n in whole:
         def off(fn=fn):
             with _all_off(items):
                 fn()
-        t_on, t_off = _timed(fn, off, n)
-        inner = 1 if label == "eval" else INNER
-        everything[label] = {"on_ms": ms(t_on / inner), "off_ms": ms(t_off / inner),
-                             "off_over_on": round(ratio(t_off, t_on), 3)}
-        log(f"  all memos off, {label}: {ms(t_on / inner)} → {ms(t_off / inner)} ms")
-    section.figures[name] = {"queries": c.n_queries, "rows": c.n_rows, "memos": rows, "all_off": everything,
-                             "loadavg": [load_start, loadavg()], "when": time.strftime("%H:%M:%S")}
-    section.notes.append(f"off / on per memo and path (median of {repeats} alternating calls, {INNER} passes "
-                         f"each); a memo pays above {PAYS}")
+        everything[label] = _row(_timed(fn, off, n), 1 if label == "eval" else inner)
+        section.ratios[f"cache_all_off_{label}"] = everything[label]["off_over_on"]
+        log(f"  all memos off, {label}: {everything[label]['on_ms']} → "
+            f"{everything[label]['off_ms']} ms")
+    section.figures[name] = {"queries": c.n_queries, "rows": c.n_rows, "memos": rows,
+                             "all_off": everything, "loadavg": [load_start, loadavg()],
+                             "when": time.strftime("%H:%M:%S")}
+    section.notes.append(f"off / on per memo and path (median of {repeats} alternating calls, "
+                         f"{inner} passes each; 'fastest': the ratio of the fastest calls); a memo "
+                         f"pays above {PAYS}")
     return section

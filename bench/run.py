@@ -28,8 +28,9 @@ from bench.common import Section, fmt, loadavg, log, machine, now
 from bench.context import Context
 
 QUICK = ("indexing", "rescore", "sweep", "hybrid", "quality", "browser")
-FULL = ("indexing", "rescore", "sweep", "caches", "quality", "hybrid", "scale", "scaling", "browser")
-SMOKE = ("indexing", "rescore", "sweep", "hybrid", "quality", "scale")
+FULL = ("indexing", "rescore", "sweep", "caches", "quality", "hybrid", "scale", "scaling",
+        "browser")
+SMOKE = ("indexing", "rescore", "sweep", "caches", "hybrid", "quality", "scale")
 KEYS = ("rescore_speedup_vs_ranx", "rescore_speedup_alternating", "sweep_speedup_vs_ranx",
         "sweep_speedup_alternating", "sweep_configs_per_s", "hybrid_latency_ratio_vs_lancedb",
         "indexing_throughput_vs_encode", "indexing_cpu_ratio_vs_encode", "reindex_speedup_vs_first_build",

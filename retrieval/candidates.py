@@ -38,7 +38,6 @@ import hashlib
 import io
 import json
 import re
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
@@ -346,14 +345,9 @@ class DocTable:
         return keep
 
 
-_TABLES: "weakref.WeakKeyDictionary[Dataset, DocTable]" = weakref.WeakKeyDictionary()
-
-
 def doc_table(dataset: Dataset) -> DocTable:
-    cached = _TABLES.get(dataset)
-    if cached is None:
-        cached = _TABLES[dataset] = _build_doc_table(dataset)
-    return cached
+    """The dataset's ``DocTable``, built once per loaded dataset (kept with it)."""
+    return memo(dataset, "doc table", lambda: _build_doc_table(dataset))
 
 
 def _build_doc_table(dataset: Dataset) -> DocTable:

@@ -42,7 +42,8 @@ def _read_only(value):
     return value
 
 
-def memo(owner: object, key: Hashable, build: Callable[[], object], along: np.ndarray | None = None):
+def memo(owner: object, key: Hashable, build: Callable[[], object],
+         along: np.ndarray | None = None):
     """``build()`` once per ``owner`` and ``key`` (and ``along``, by identity), kept while
     ``owner`` lives; arrays come back read-only."""
     table = _STORE.get(owner)

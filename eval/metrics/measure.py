@@ -1,7 +1,8 @@
 """A vectorised evaluator over a candidate table and a ranking, equal to ranx.
 
-Used on every slider move and in sweeps: the grade of every candidate row and the
-ideal DCG of every query are computed once (``judge``, ``ideal_dcg``); scoring a ranking is
+Used on every slider move and in sweeps: the grade of every candidate row is computed once
+per table and qrels (``judge``), the ideal DCG of every query once per list of metrics
+(``_plan``, for ``fused_matrix``); scoring a ranking is
 then one compiled pass over it per cutoff (``eval.metrics.kernels``), equal bit for bit to the
 ``bincount`` sums it replaced. ``fused_values`` scores configurations straight from their
 fused scores (``retrieval.pipeline.fuse``) — top-k selection and every cutoff's sums in one
@@ -26,7 +27,6 @@ it has no row here, but it is in the mean's denominator, as ranx would count it)
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -72,16 +72,13 @@ class Judged:
 
 
 def _positions(c: Candidates) -> tuple[dict[str, int], dict[str, int]]:
-    """Index of each document id and of each query id of a table, built once per table."""
-    return memo(c, ("positions",), lambda: ({doc_id: i for i, doc_id in enumerate(c.doc_ids)},
-                                              {query_id: i for i, query_id in enumerate(c.query_ids)}))
+    """Index of each document id and of each query id of a table."""
+    return ({doc_id: i for i, doc_id in enumerate(c.doc_ids)},
+            {query_id: i for i, query_id in enumerate(c.query_ids)})
 
 
 DENSE_KEYS = 1 << 20
 """Query × document slots up to which ``judge`` looks grades up in a dense array (8 MB at most)."""
-
-
-_JUDGED: "weakref.WeakKeyDictionary[Candidates, tuple[dict, Judged]]" = weakref.WeakKeyDictionary()
 
 
 def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
@@ -89,13 +86,13 @@ def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     the qrels it was made from and returned again while the qrels are equal to that copy (one
     dict comparison): repeated sweeps and knob moves over the same labels judge once; an edited
     judgment is a different qrels and is judged afresh."""
-    cached = _JUDGED.get(c)
-    if cached is not None and cached[0] == qrels:
-        return cached[1]
+    last = memo(c, "judged", dict)  # the qrels judged last on this table, and their Judged
+    if last and last["qrels"] == qrels:
+        return last["judged"]
     judged = _judge(c, qrels)
     for array in (judged.grade, judged.ideal, judged.n_relevant, judged.judged):
         array.flags.writeable = False
-    _JUDGED[c] = ({query_id: dict(judgments or {}) for query_id, judgments in qrels.items()}, judged)
+    last.update(qrels={query_id: dict(judgments or {}) for query_id, judgments in qrels.items()}, judged=judged)
     return judged
 
 
@@ -146,42 +143,32 @@ def _judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     return Judged(grade, ideal, n_relevant, n_relevant > 0, missing)
 
 
-_DISC = np.log2(np.arange(64) + 2.0)
-
-
 def discounts(n: int) -> np.ndarray:
-    """``log2(rank + 2)`` for ranks ``0 … n − 1`` (the DCG discount), computed once."""
-    global _DISC
-    if n > len(_DISC):
-        _DISC = np.log2(np.arange(max(n, 2 * len(_DISC))) + 2.0)
-    return _DISC
+    """``log2(rank + 2)`` for ranks ``0 … n − 1`` (the DCG discount); at least one."""
+    return np.log2(np.arange(max(n, 1)) + 2.0)
 
 
 def gains(judged: Judged, metric: str) -> np.ndarray:
     """Each candidate row's gain: its grade (``ndcg``) or ``2^grade − 1`` (``ndcg_burges``)."""
     if metric != "ndcg_burges":
         return judged.grade
-    return memo(judged, "burges", lambda: 2.0 ** judged.grade - 1.0)
+    return 2.0 ** judged.grade - 1.0
 
 
 def ideal_dcg(judged: Judged, metric: str, k: int) -> np.ndarray:
     """Per query: the DCG of the ideal ordering cut at ``k`` (0 for a query without relevant grades)."""
-    def build():
-        width = min(k, judged.ideal.shape[1])
-        ideal = judged.ideal[:, :width]
-        ideal = 2.0 ** ideal - 1.0 if metric == "ndcg_burges" else ideal
-        return (ideal / np.log2(np.arange(width) + 2.0)).sum(axis=1)
     if metric not in ("ndcg", "ndcg_burges"):
-        return memo(judged, "zeros", lambda: np.zeros(len(judged.judged)))
-    return memo(judged, ("ideal dcg", metric, k), build)
+        return np.zeros(len(judged.judged))
+    width = min(k, judged.ideal.shape[1])
+    ideal = judged.ideal[:, :width]
+    ideal = 2.0 ** ideal - 1.0 if metric == "ndcg_burges" else ideal
+    return (ideal / np.log2(np.arange(width) + 2.0)).sum(axis=1)
 
 
 def safe_relevant(judged: Judged) -> np.ndarray:
     """Relevant documents per query as float64, 1.0 where there are none (a safe divisor)."""
-    def build():
-        n_rel = judged.n_relevant.astype(np.float64)
-        return np.where(n_rel > 0, n_rel, 1.0)
-    return memo(judged, "safe_rel", build)
+    n_rel = judged.n_relevant.astype(np.float64)
+    return np.where(n_rel > 0, n_rel, 1.0)
 
 
 def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_METRICS) -> dict[str, np.ndarray]:

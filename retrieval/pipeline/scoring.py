@@ -14,7 +14,6 @@ import numpy as np
 from retrieval.candidates import Candidates
 from retrieval.fusion import FUSIONS, Scored
 from retrieval.fusion._base import recency_decay
-from retrieval.memo import memo
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.ranking import Ranking, rank_rows, visible_rows
 
@@ -48,8 +47,8 @@ class Fused:
 
 
 def all_hybrid(c: Candidates) -> np.ndarray:
-    """Every query on the hybrid route (2), once per table (read-only)."""
-    return memo(c, ("all hybrid",), lambda: np.full(c.n_queries, 2, dtype=np.int8))
+    """Every query on the hybrid route (2)."""
+    return np.full(c.n_queries, 2, dtype=np.int8)
 
 
 def fuse(c: Candidates, config: PipelineConfig) -> Fused:
@@ -58,7 +57,6 @@ def fuse(c: Candidates, config: PipelineConfig) -> Fused:
     visible = visible_rows(c, config.path_depth)
     route = all_hybrid(c)  # 0 fast, 1 timeline, 2 hybrid
     if config.fast_path or config.timeline_path:
-        route = route.copy()
         if config.fast_path:
             has = np.bincount(c.query_idx[c.via_fast], minlength=c.n_queries) > 0
             route[has] = 0
