@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
 
 from bench.common import Section, interleaved, loadavg, log, median, ms, ratio
 from bench.context import Context, eval_datasets
@@ -151,9 +153,29 @@ def _lru(name: str, where: str, fn) -> Memo:
     return Memo(name, where, lambda: names.bound_to(fn.__wrapped__), record)
 
 
+def _function(name: str, where: str, fn, fresh) -> Memo:
+    """A function keeping its result in a module global: off is ``fresh``, which rebuilds it."""
+    names = _Names(fn)
+
+    def record(seen):
+        def noting(*args, **kwargs):
+            seen.add(name)
+            return fn(*args, **kwargs)
+        return names.bound_to(noting)
+
+    return Memo(name, where, lambda: names.bound_to(fresh), record)
+
+
+def _fresh_discounts(n: int) -> np.ndarray:
+    """``eval.metrics.measure.discounts`` without its module-level table: built on every call."""
+    return np.log2(np.arange(max(n, 64)) + 2.0)
+
+
 def memos() -> list[Memo]:
     """Every library memo on a path measured here."""
+    import eval.metrics.measure as measure
     import eval.search.sweep as sweep_mod
+    from retrieval import params
     from retrieval.fusion import rrf
 
     keyed = [
@@ -173,6 +195,8 @@ def memos() -> list[Memo]:
     out += [
         _lru("rrf term table", "fusion.rrf.term_table (lru_cache)", rrf.term_table),
         _lru("fold split", "search.sweep._folds (lru_cache)", sweep_mod._folds),
+        _lru("declared fields", "params._declared (lru_cache)", params._declared),
+        _function("DCG discounts", "measure.discounts (_DISC)", measure.discounts, _fresh_discounts),
     ]
     return out
 
@@ -314,7 +338,7 @@ def run(ctx: Context) -> Section:
         row["verdict"] = ("pays" if best > PAYS else "no measurable gain" if row["paths"]
                           else "not on these paths")
         rows[memo.name] = row
-        section.ratios[f"cache_{memo.name.replace(' ', '_').replace('-', '_')}"] = best
+        section.ratios[f"cache_{memo.name.lower().replace(" ", "_").replace("-", "_")}"] = best
         log(f"  {memo.name}: " + ", ".join(
             f"{k} {v['on_ms']} → {v['off_ms']} ms "
             f"({v['off_over_on']}×, fastest {v['best_off_over_on']}×)"

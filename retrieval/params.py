@@ -15,6 +15,7 @@ these declarations (``walk_knobs``); nothing keeps a second list of parameters.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -108,8 +109,9 @@ def knob_of(f: dataclasses.Field) -> Knob | None:
     return f.metadata.get("knob")
 
 
+@functools.lru_cache(maxsize=None)
 def _declared(cls: type) -> tuple[tuple[str, "Knob"], ...]:
-    """``(name, knob)`` of each declared parameter of a ``Params`` class."""
+    """``(name, knob)`` of each declared parameter of a ``Params`` class, looked up once."""
     return tuple((f.name, knob_of(f)) for f in dataclasses.fields(cls) if knob_of(f) is not None)
 
 

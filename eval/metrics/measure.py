@@ -92,7 +92,8 @@ def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     judged = _judge(c, qrels)
     for array in (judged.grade, judged.ideal, judged.n_relevant, judged.judged):
         array.flags.writeable = False
-    last.update(qrels={query_id: dict(judgments or {}) for query_id, judgments in qrels.items()}, judged=judged)
+    last.update(judged=judged,
+                qrels={query_id: dict(judgments or {}) for query_id, judgments in qrels.items()})
     return judged
 
 
@@ -143,9 +144,15 @@ def _judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     return Judged(grade, ideal, n_relevant, n_relevant > 0, missing)
 
 
+_DISC = np.log2(np.arange(64) + 2.0)
+
+
 def discounts(n: int) -> np.ndarray:
-    """``log2(rank + 2)`` for ranks ``0 … n − 1`` (the DCG discount); at least one."""
-    return np.log2(np.arange(max(n, 1)) + 2.0)
+    """``log2(rank + 2)`` for ranks ``0 … n − 1`` (the DCG discount), computed once."""
+    global _DISC
+    if n > len(_DISC):
+        _DISC = np.log2(np.arange(max(n, 2 * len(_DISC))) + 2.0)
+    return _DISC
 
 
 def gains(judged: Judged, metric: str) -> np.ndarray:
@@ -218,6 +225,8 @@ class _Plan:
     cut_of: np.ndarray    # per metric: index into cuts
     burges: np.ndarray    # per metric: exponential gain
     idcg: np.ndarray      # (metrics, queries)
+    gain: np.ndarray      # per candidate row: 2^grade − 1 where a metric asks for it, else the grade
+    safe_rel: np.ndarray  # per query: safe_relevant
 
 
 def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
@@ -226,10 +235,11 @@ def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
         cuts = np.array(sorted({k for _, k in parsed}), dtype=np.int64)
         n_q = len(judged.judged)
         idcg = np.stack([ideal_dcg(judged, metric, k) for metric, k in parsed]) if parsed else np.zeros((0, n_q))
+        burges = np.array([m == "ndcg_burges" for m, _ in parsed], dtype=np.bool_)
         return _Plan(tuple(metrics), cuts, np.array([KINDS.index(m) for m, _ in parsed], dtype=np.int64),
                      np.array([k for _, k in parsed], dtype=np.int64),
-                     np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
-                     np.array([m == "ndcg_burges" for m, _ in parsed], dtype=np.bool_), idcg)
+                     np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64), burges, idcg,
+                     gains(judged, "ndcg_burges" if burges.any() else "ndcg"), safe_relevant(judged))
     return memo(judged, ("plan", metrics), build)
 
 
@@ -285,10 +295,9 @@ def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS
     sums = np.zeros((len(plan.cuts), 5, size, n_q))
     batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keep_matrix, keep_of, tokens,
                use_budget, budgets, plan.cuts, judged.grade, judged.grade,
-               gains(judged, "ndcg_burges") if plan.burges.any() else judged.grade,
-               discounts(int(tops.max(initial=1))), sums)
+               plan.gain, discounts(int(tops.max(initial=1))), sums)
     out = np.empty((len(plan.names), size, n_q))
-    finish_many(plan.kinds, plan.ks, plan.cut_of, plan.burges, sums, plan.idcg, safe_relevant(judged),
+    finish_many(plan.kinds, plan.ks, plan.cut_of, plan.burges, sums, plan.idcg, plan.safe_rel,
                 judged.judged, out)
     return out
 
