@@ -338,7 +338,8 @@ def run(ctx: Context) -> Section:
         row["verdict"] = ("pays" if best > PAYS else "no measurable gain" if row["paths"]
                           else "not on these paths")
         rows[memo.name] = row
-        section.ratios[f"cache_{memo.name.lower().replace(" ", "_").replace("-", "_")}"] = best
+        key = memo.name.lower().replace(' ', '_').replace('-', '_')
+        section.ratios[f"cache_{key}"] = best
         log(f"  {memo.name}: " + ", ".join(
             f"{k} {v['on_ms']} → {v['off_ms']} ms "
             f"({v['off_over_on']}×, fastest {v['best_off_over_on']}×)"
