@@ -20,7 +20,10 @@ the paths that consult it:
   mode, which does not open the index, times ``doc_table`` alone: what a miss adds to it).
 
 On and off alternate (``bench.common.interleaved``), ``INNER`` passes over the path per call;
-the figure is the median. The ratio is off / on: above 1 the memo pays.
+the figure is the median. The ratio is off / on: above 1 the memo pays. On this shared machine
+the medians cannot tell a few per cent from noise, so each row also times the builds a bypassed
+pass runs (``_misses``: the work the memo saves, measured alone) and gives their share of the
+fastest pass with the memo on.
 """
 
 from __future__ import annotations
@@ -44,7 +47,10 @@ INNER = 8
 """Passes over a path per timed call (20 in full mode): calls of tens of milliseconds, so that
 a slow spell of this shared machine is averaged within a call rather than deciding it."""
 PAYS = 1.10
-"""Off / on above this on some path: the memo pays (below it, the difference is noise)."""
+"""Off / on above this on some path: the memo pays (below it, the medians of this shared
+machine do not tell a difference from noise)."""
+SHARE = 0.01
+"""Or: its misses, timed alone, cost at least this share of the fastest pass with it on."""
 
 
 def _where(target) -> list[tuple[object, str]]:
@@ -57,6 +63,27 @@ def _where(target) -> list[tuple[object, str]]:
             if value is target:
                 found.append((module, name))
     return found
+
+
+_BUILDS: list[float] | None = None
+"""While a list: the seconds of every build a bypassed memo runs (``_built``) are added to it."""
+
+
+def _built(build: Callable[[], object]):
+    """``build()``, timed into ``_BUILDS`` when that is a list."""
+    if _BUILDS is None:
+        return build()
+    start = time.perf_counter()
+    value = build()
+    _BUILDS.append(time.perf_counter() - start)
+    return value
+
+
+def _timing(fn):
+    """``fn`` with each call timed into ``_BUILDS`` (a bypassed memo's function)."""
+    def timed(*args, **kwargs):
+        return _built(lambda: fn(*args, **kwargs))
+    return timed
 
 
 class _Names:
@@ -109,7 +136,7 @@ class _Keys:
             name, seen = self.noted[label]
             seen.add(name)
         if self.off.get(label):
-            return build()
+            return _built(build)
         return self.original(owner, key, build, *args, **kwargs)
 
     @contextlib.contextmanager
@@ -150,7 +177,7 @@ def _lru(name: str, where: str, fn) -> Memo:
             return fn(*args, **kwargs)
         return names.bound_to(noting)
 
-    return Memo(name, where, lambda: names.bound_to(fn.__wrapped__), record)
+    return Memo(name, where, lambda: names.bound_to(_timing(fn.__wrapped__)), record)
 
 
 def _function(name: str, where: str, fn, fresh) -> Memo:
@@ -163,7 +190,7 @@ def _function(name: str, where: str, fn, fresh) -> Memo:
             return fn(*args, **kwargs)
         return names.bound_to(noting)
 
-    return Memo(name, where, lambda: names.bound_to(fresh), record)
+    return Memo(name, where, lambda: names.bound_to(_timing(fresh)), record)
 
 
 def _fresh_discounts(n: int) -> np.ndarray:
@@ -196,7 +223,8 @@ def memos() -> list[Memo]:
         _lru("rrf term table", "fusion.rrf.term_table (lru_cache)", rrf.term_table),
         _lru("fold split", "search.sweep._folds (lru_cache)", sweep_mod._folds),
         _lru("declared fields", "params._declared (lru_cache)", params._declared),
-        _function("DCG discounts", "measure.discounts (_DISC)", measure.discounts, _fresh_discounts),
+        _function("DCG discounts", "measure.discounts (_DISC)", measure.discounts,
+                  _fresh_discounts),
     ]
     return out
 
@@ -214,6 +242,20 @@ def _timed(on: Callable[[], object], off: Callable[[], object], repeats: int) ->
     times = interleaved({"on": on, "off": off}, repeats)
     return {"on": median(times["on"]), "off": median(times["off"]),
             "best_on": min(times["on"]), "best_off": min(times["off"])}
+
+
+def _misses(memo: Memo, fn: Callable[[], object], passes: int) -> tuple[int, float]:
+    """Builds per pass with ``memo`` bypassed, and the seconds they take per pass (the median
+    build times their number, so that one slow spell does not count)."""
+    global _BUILDS
+    _BUILDS = []
+    try:
+        with memo.off():
+            fn()
+        builds = _BUILDS
+    finally:
+        _BUILDS = None
+    return len(builds) // passes, median(builds) * len(builds) / passes if builds else 0.0
 
 
 def _row(t: dict, passes: int) -> dict:
@@ -331,18 +373,23 @@ def run(ctx: Context) -> Section:
             def off(fn=fn, memo=memo):
                 with memo.off():
                     fn()
-            row["paths"][label] = _row(_timed(fn, off, repeats), inner)
+            row["paths"][label] = entry = _row(t := _timed(fn, off, repeats), inner)
+            builds, seconds = _misses(memo, fn, inner)
+            entry.update(builds_per_pass=builds, miss_ms=ms(seconds),
+                         miss_share=round(ratio(seconds, t["best_on"] / inner), 4))
             if label in ("knob", "rescore"):
                 row["paths"][label]["presets"] = [config.name for config in knob_configs]
         best = max((p["off_over_on"] for p in row["paths"].values()), default=float("nan"))
-        row["verdict"] = ("pays" if best > PAYS else "no measurable gain" if row["paths"]
-                          else "not on these paths")
+        share = max((p["miss_share"] for p in row["paths"].values()), default=float("nan"))
+        row["verdict"] = ("pays" if best > PAYS or share >= SHARE else "no measurable gain"
+                          if row["paths"] else "not on these paths")
         rows[memo.name] = row
         key = memo.name.lower().replace(' ', '_').replace('-', '_')
         section.ratios[f"cache_{key}"] = best
         log(f"  {memo.name}: " + ", ".join(
             f"{k} {v['on_ms']} → {v['off_ms']} ms "
-            f"({v['off_over_on']}×, fastest {v['best_off_over_on']}×)"
+            f"({v['off_over_on']}×, fastest {v['best_off_over_on']}×; misses {v['miss_ms']} ms, "
+            f"{v['miss_share']:.1%})"
             for k, v in row["paths"].items()) + f" → {row['verdict']}")
 
     # every memo off at once, on each path (rwb eval in full mode only: a call takes about a second)
@@ -363,6 +410,7 @@ def run(ctx: Context) -> Section:
                              "all_off": everything, "loadavg": [load_start, loadavg()],
                              "when": time.strftime("%H:%M:%S")}
     section.notes.append(f"off / on per memo and path (median of {repeats} alternating calls, "
-                         f"{inner} passes each; 'fastest': the ratio of the fastest calls); a memo "
-                         f"pays above {PAYS}")
+                         f"{inner} passes each; 'fastest': the ratio of the fastest calls; misses: "
+                         f"the builds of one bypassed pass, timed alone, and their share of the "
+                         f"fastest pass with the memo on); a memo pays above {PAYS} or {SHARE:.0%}")
     return section
