@@ -3,10 +3,10 @@
 A memo is *bypassed* by swapping, while the "off" contestant runs, every module-level name
 that refers to it: a keyed memo (``retrieval.memo.memo``) by a function that calls ``build()``
 for that memo's keys and goes to the memo for all others; a ``functools`` LRU by the function
-it wraps (``__wrapped__``). The code of the path
-is otherwise the same, so "off" is what the path costs once that memo is deleted. The memos a
-path consults are found by running it once with recording wrappers; each memo is timed on
-the paths that consult it:
+it wraps (``__wrapped__``); the DCG discount table by a function that rebuilds it. The code of
+the path is otherwise the same, so "off" is what the path costs once that memo is deleted. The
+memos a path consults are found by running it once (warm) with recording stand-ins; each memo
+is timed on the paths that consult it:
 
 - knob: a Tune knob move on devmem — ``evaluate_config`` then ``ranked`` of its fused scores
   (the ranked run the page renders) — once for each preset that consults the memo;
@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-
 
 from bench.common import Section, interleaved, loadavg, log, median, ms, ratio
 from bench.context import Context, eval_datasets
@@ -290,7 +289,6 @@ def run(ctx: Context) -> Section:
                     (SumConstraint(("weighted.vector_weight", "weighted.text_weight"), 1.0),))
     space_r = Space((ParamSpec("rrf.rrf_k", 10.0, 100.0, 10.0),))
     folds = max(2, min(5, judged.n_judged))
-
     inner = ctx.pick(INNER, 20, smoke=1)
 
     def knob(configs):
@@ -311,7 +309,6 @@ def run(ctx: Context) -> Section:
         for _ in range(inner):
             for _values in config_values(c, judged, _grid_configs(), "ndcg@5"):
                 pass
-
 
     def sweeps():
         for _ in range(inner):

@@ -5,9 +5,9 @@ docs), re-scoring and sweep on devmem, hybrid latency at 10k documents, quality 
 (MiniLM), and Tune's knob loop in headless Chromium against the reference page (first session).
 Full (``make bench``): adds LoCoMo to re-scoring and sweeps, 2,100 docs for
 indexing, hybrid latency at 10k and 100k, quality on every shared dataset with both
-embedders, the 1M-vector scale run, and the scaling table (re-score time against queries and
-pool depth, sweep rate against Ray workers); the browser run adds a session after a restart and
-one on LoCoMo.
+embedders, what each memo buys (``bench/caches.py``), the 1M-vector scale run, and the
+scaling table (re-score time against queries and pool depth, sweep rate against Ray workers);
+the browser run adds a session after a restart and one on LoCoMo.
 
 The last line of stdout is ``key=value`` pairs, one per headline ratio. The whole result
 (every repeat's time, machine, versions, load average) is written as JSON under
