@@ -122,7 +122,7 @@ class _Keys:
     def __init__(self):
         from retrieval import memo as m
 
-        self.label, self.original = m.label, m.memo
+        self.original = m.memo
         self.names = _Names(m.memo)
         self.off: dict[str, int] = {}
         self.noted: dict[str, tuple[str, set]] = {}
@@ -130,7 +130,7 @@ class _Keys:
         self.stand_in = self.call  # one bound method, so that it can be swapped back by identity
 
     def call(self, owner, key, build, *args, **kwargs):
-        label = self.label(key)
+        label = key if isinstance(key, str) else key[0]  # a key's name: its first item
         if label in self.noted:
             name, seen = self.noted[label]
             seen.add(name)

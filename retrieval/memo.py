@@ -1,5 +1,5 @@
 """The one memo of the library: values computed from an object that is never changed in place
-(a candidate table, its judgments), kept with it.
+(a candidate table, its judgments, a loaded dataset), kept with it.
 
 ``memo(owner, key, build)`` calls ``build()`` once per owner and key and keeps the value while
 the owner lives (the owner is held by a weak reference, so its values go with it). Arrays,
@@ -28,11 +28,6 @@ SIZE = 64
 _STORE: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 _ALONG = object()  # the owner's slot for values computed along a mask
 _MISS = object()
-
-
-def label(key: Hashable) -> str:
-    """A key's name: the key itself when a string, else its first item."""
-    return key if isinstance(key, str) else key[0]
 
 
 def _read_only(value):

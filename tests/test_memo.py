@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from retrieval import memo as memo_module
-from retrieval.memo import label, memo
+from retrieval.memo import memo
 
 
 class Owner:
@@ -86,8 +86,3 @@ def test_values_go_with_their_owner():
     del owner
     gc.collect()
     assert value() is None
-
-
-def test_label_is_the_key_or_its_first_item():
-    assert label("judged") == "judged"
-    assert label(("normalise", 20, "dense", "minmax")) == "normalise"
