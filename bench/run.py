@@ -5,9 +5,9 @@ docs), re-scoring and sweep on devmem, hybrid latency at 10k documents, quality 
 (MiniLM), and Tune's knob loop in headless Chromium against the reference page (first session).
 Full (``make bench``): adds LoCoMo to re-scoring and sweeps, 2,100 docs for
 indexing, hybrid latency at 10k and 100k, quality on every shared dataset with both
-embedders, the 1M-vector scale run, and the scaling table (re-score time against queries and
-pool depth, sweep rate against Ray workers); the browser run adds a session after a restart and
-one on LoCoMo.
+embedders, what each memo buys (``bench/caches.py``), the 1M-vector scale run, and the
+scaling table (re-score time against queries and pool depth, sweep rate against Ray workers);
+the browser run adds a session after a restart and one on LoCoMo.
 
 The last line of stdout is ``key=value`` pairs, one per headline ratio. The whole result
 (every repeat's time, machine, versions, load average) is written as JSON under
@@ -28,8 +28,9 @@ from bench.common import Section, fmt, loadavg, log, machine, now
 from bench.context import Context
 
 QUICK = ("indexing", "rescore", "sweep", "hybrid", "quality", "browser")
-FULL = ("indexing", "rescore", "sweep", "quality", "hybrid", "scale", "scaling", "browser")
-SMOKE = ("indexing", "rescore", "sweep", "hybrid", "quality", "scale")
+FULL = ("indexing", "rescore", "sweep", "caches", "quality", "hybrid", "scale", "scaling",
+        "browser")
+SMOKE = ("indexing", "rescore", "sweep", "caches", "hybrid", "quality", "scale")
 KEYS = ("rescore_speedup_vs_ranx", "rescore_speedup_alternating", "sweep_speedup_vs_ranx",
         "sweep_speedup_alternating", "sweep_configs_per_s", "hybrid_latency_ratio_vs_lancedb",
         "indexing_throughput_vs_encode", "indexing_cpu_ratio_vs_encode", "reindex_speedup_vs_first_build",

@@ -37,7 +37,6 @@ import hashlib
 import io
 import json
 import re
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
@@ -51,6 +50,7 @@ from retrieval.dataset import Dataset, Query
 from retrieval.files import atomic_write_bytes
 from retrieval.index import IndexHandle
 from retrieval.limits import MAX_DEPTH, check_size
+from retrieval.memo import memo
 from retrieval.routing import JOURNAL_PREFIX, TIMELINE_DAYS, fast_path_target, route_intent, triggers_timeline
 from retrieval.timewindow import parse_time_window
 from retrieval.vector_store import VectorFilters, VectorStoreUnavailable
@@ -116,7 +116,7 @@ class Candidates:
             return self
         if match != "all":
             raise ValueError(f"keyword match must be one of {list(MATCH_MODES)}, got {match!r}")
-        return derived(self, ("keyword all",), lambda: replace(self, cols={
+        return memo(self, ("keyword all",), lambda: replace(self, cols={
             **self.cols, "bm25_rank": self.cols["bm25_all_rank"], "bm25_score": self.cols["bm25_all_score"]}))
 
     def visible(self, depth: int) -> np.ndarray:
@@ -186,30 +186,6 @@ class PoolCorrupt(ValueError):
 
 
 POOL_MAGIC = b"RWBPOOL\x02"
-_DERIVED: "weakref.WeakKeyDictionary[Candidates, dict]" = weakref.WeakKeyDictionary()
-DERIVED_SIZE = 64
-"""Values kept per table; past this many, the table's are dropped and built again on demand."""
-
-
-def derived(c: "Candidates", key: tuple, build: Callable[[], object]):
-    """``build()`` once per candidate table and ``key``: what is computed from a table alone
-    (its tie order, visible masks, the keyword-match view…), kept while the table lives
-    (tables are never changed in place). Arrays, alone or in a tuple, come back read-only."""
-    table = _DERIVED.get(c)
-    if table is None:
-        table = _DERIVED[c] = {}
-    if key in table:
-        return table[key]
-    value = build()
-    for array in (value if isinstance(value, tuple) else (value,)):
-        if isinstance(array, np.ndarray):
-            array.flags.writeable = False
-    if len(table) >= DERIVED_SIZE:
-        table.clear()
-    table[key] = value
-    return value
-
-
 def _filters(query: Query, scope: str = "", group: str = "", project: str = "") -> tuple[Filters, VectorFilters]:
     scope, group = scope or query.scope, group or query.group
     return Filters(scope, project, group), VectorFilters(scope, project, group)
@@ -393,14 +369,9 @@ class DocTable:
         return keep
 
 
-_TABLES: "weakref.WeakKeyDictionary[Dataset, DocTable]" = weakref.WeakKeyDictionary()
-
-
 def doc_table(dataset: Dataset) -> DocTable:
-    cached = _TABLES.get(dataset)
-    if cached is None:
-        cached = _TABLES[dataset] = _build_doc_table(dataset)
-    return cached
+    """The dataset's ``DocTable``, built once per loaded dataset (kept with it)."""
+    return memo(dataset, "doc table", lambda: _build_doc_table(dataset))
 
 
 def _build_doc_table(dataset: Dataset) -> DocTable:

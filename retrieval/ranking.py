@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval import kernels
-from retrieval.candidates import Candidates, derived
+from retrieval.candidates import Candidates
+from retrieval.memo import memo
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,12 +42,12 @@ def table_order(c: Candidates) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]
         offsets = np.ascontiguousarray(c.offsets, dtype=np.int64)
         return (kernels.tie_order(c.query_idx, c.tie_key), offsets,
                 np.ascontiguousarray(c.token_count, dtype=np.int64), int(np.diff(offsets).max(initial=0)) or 1)
-    return derived(c, ("tie order",), build)
+    return memo(c, ("tie order",), build)
 
 
 def visible_rows(c: Candidates, depth: int) -> np.ndarray:
     """``c.visible(depth)``, computed once per table and depth (read-only)."""
-    return derived(c, ("visible", depth), lambda: c.visible(depth))
+    return memo(c, ("visible", depth), lambda: c.visible(depth))
 
 
 def visible_order(c: Candidates, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -60,7 +61,7 @@ def visible_order(c: Candidates, depth: int) -> tuple[np.ndarray, np.ndarray]:
         offsets = np.zeros(c.n_queries + 1, dtype=np.int64)
         np.cumsum(np.bincount(c.query_idx[order], minlength=c.n_queries), out=offsets[1:])
         return order, offsets
-    return derived(c, ("visible order", depth), build)
+    return memo(c, ("visible order", depth), build)
 
 
 def rank_rows(c: Candidates, score: np.ndarray, max_results: int | np.ndarray, min_score: float | None = None,

@@ -1,7 +1,8 @@
 """A vectorised evaluator over a candidate table and a ranking, equal to ranx.
 
-Used on every slider move and in sweeps: the grade of every candidate row and the
-ideal DCG of every query are computed once (``judge``, ``ideal_dcg``); scoring a ranking is
+Used on every slider move and in sweeps: the grade of every candidate row is computed once
+per table and qrels (``judge``), the ideal DCG of every query once per list of metrics
+(``_plan``, for ``fused_matrix``); scoring a ranking is
 then one compiled pass over it per cutoff (``eval.metrics.kernels``), equal bit for bit to the
 ``bincount`` sums it replaced. ``fused_values`` scores configurations straight from their
 fused scores (``retrieval.pipeline.fuse``) — top-k selection and every cutoff's sums in one
@@ -21,14 +22,14 @@ it has no row here, but it is in the mean's denominator, as ranx would count it)
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
 
 from eval.metrics.kernels import SUMS, batch_sums, cut_stats, finish_all, finish_many
-from retrieval.candidates import Candidates, derived
+from retrieval.candidates import Candidates
+from retrieval.memo import memo
 from retrieval.pipeline import Fused, PipelineConfig, fuse
 from retrieval.ranking import Ranking, table_order, visible_order
 
@@ -101,16 +102,13 @@ class Judged:
 
 
 def _positions(c: Candidates) -> tuple[dict[str, int], dict[str, int]]:
-    """Index of each document id and of each query id of a table, built once per table."""
-    return derived(c, ("positions",), lambda: ({doc_id: i for i, doc_id in enumerate(c.doc_ids)},
-                                              {query_id: i for i, query_id in enumerate(c.query_ids)}))
+    """Index of each document id and of each query id of a table."""
+    return ({doc_id: i for i, doc_id in enumerate(c.doc_ids)},
+            {query_id: i for i, query_id in enumerate(c.query_ids)})
 
 
 DENSE_KEYS = 1 << 20
 """Query × document slots up to which ``judge`` looks grades up in a dense array (8 MB at most)."""
-
-
-_JUDGED: "weakref.WeakKeyDictionary[Candidates, tuple[dict, Judged]]" = weakref.WeakKeyDictionary()
 
 
 def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
@@ -118,13 +116,14 @@ def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     the qrels it was made from and returned again while the qrels are equal to that copy (one
     dict comparison): repeated sweeps and knob moves over the same labels judge once; an edited
     judgment is a different qrels and is judged afresh."""
-    cached = _JUDGED.get(c)
-    if cached is not None and cached[0] == qrels:
-        return cached[1]
+    last = memo(c, "judged", dict)  # the qrels judged last on this table, and their Judged
+    if last and last["qrels"] == qrels:
+        return last["judged"]
     judged = _judge(c, qrels)
     for array in (judged.grade, judged.ideal, judged.n_relevant, judged.judged):
         array.flags.writeable = False
-    _JUDGED[c] = ({query_id: dict(judgments or {}) for query_id, judgments in qrels.items()}, judged)
+    last.update(judged=judged,
+                qrels={query_id: dict(judgments or {}) for query_id, judgments in qrels.items()})
     return judged
 
 
@@ -175,7 +174,6 @@ def _judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     return Judged(grade, ideal, n_relevant, n_relevant > 0, missing)
 
 
-_DERIVED: "weakref.WeakKeyDictionary[Judged, dict]" = weakref.WeakKeyDictionary()
 _DISC = np.log2(np.arange(64) + 2.0)
 
 
@@ -187,20 +185,9 @@ def discounts(n: int) -> np.ndarray:
     return _DISC
 
 
-def _derived(judged: Judged, key, build):
-    """Arrays derived from a ``Judged`` once (gains, ideal DCG per cutoff), kept with it."""
-    table = _DERIVED.get(judged)
-    if table is None:
-        table = _DERIVED[judged] = {}
-    value = table.get(key)
-    if value is None:
-        value = table[key] = build()
-    return value
-
-
 def exp_gains(judged: Judged) -> np.ndarray:
     """Each candidate row's exponential gain ``2^grade − 1`` (the linear gain is the grade)."""
-    return _derived(judged, "burges", lambda: 2.0 ** judged.grade - 1.0)
+    return 2.0 ** judged.grade - 1.0
 
 
 def ideal_dcg(judged: Judged, metric: str, k: int) -> np.ndarray:
@@ -208,23 +195,18 @@ def ideal_dcg(judged: Judged, metric: str, k: int) -> np.ndarray:
     (0 for a metric that reads no DCG, and for a query without relevant grades)."""
     sums = DEFINED[metric].sums
     exponential = "dcg_exp" in sums
-
-    def build():
-        width = min(k, judged.ideal.shape[1])
-        ideal = judged.ideal[:, :width]
-        ideal = 2.0 ** ideal - 1.0 if exponential else ideal
-        return (ideal / np.log2(np.arange(width) + 2.0)).sum(axis=1)
     if not exponential and "dcg" not in sums:
-        return _derived(judged, "zeros", lambda: np.zeros(len(judged.judged)))
-    return _derived(judged, (exponential, k), build)
+        return np.zeros(len(judged.judged))
+    width = min(k, judged.ideal.shape[1])
+    ideal = judged.ideal[:, :width]
+    ideal = 2.0 ** ideal - 1.0 if exponential else ideal
+    return (ideal / np.log2(np.arange(width) + 2.0)).sum(axis=1)
 
 
 def safe_relevant(judged: Judged) -> np.ndarray:
     """Relevant documents per query as float64, 1.0 where there are none (a safe divisor)."""
-    def build():
-        n_rel = judged.n_relevant.astype(np.float64)
-        return np.where(n_rel > 0, n_rel, 1.0)
-    return _derived(judged, "safe_rel", build)
+    n_rel = judged.n_relevant.astype(np.float64)
+    return np.where(n_rel > 0, n_rel, 1.0)
 
 
 def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_METRICS) -> dict[str, np.ndarray]:
@@ -275,6 +257,8 @@ class _Plan:
     cut_of: np.ndarray    # per metric: index into cuts
     exponential: bool     # some metric reads the exponential-gain DCG
     idcg: np.ndarray      # (metrics, queries)
+    gain: np.ndarray      # per candidate row: 2^grade − 1 where a metric asks for it, else the grade
+    safe_rel: np.ndarray  # per query: safe_relevant
 
 
 def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
@@ -284,11 +268,13 @@ def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
         n_q = len(judged.judged)
         idcg = np.stack([ideal_dcg(judged, metric, k) for metric, k in parsed]) if parsed else np.zeros((0, n_q))
         codes = np.array([DEFINED[m].code for m, _ in parsed], dtype=np.int64)
+        exponential = any("dcg_exp" in DEFINED[m].sums for m, _ in parsed)
         return _Plan(tuple(metrics), cuts, codes,
                      np.array([k for _, k in parsed], dtype=np.int64),
                      np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
-                     any("dcg_exp" in DEFINED[m].sums for m, _ in parsed), idcg)
-    return _derived(judged, ("plan", metrics), build)
+                     exponential, idcg, exp_gains(judged) if exponential else judged.grade,
+                     safe_relevant(judged))
+    return memo(judged, ("plan", metrics), build)
 
 
 def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS) -> np.ndarray:
@@ -343,10 +329,9 @@ def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS
     sums = np.zeros((len(plan.cuts), len(SUMS), size, n_q))
     batch_sums(scores, order, offsets, tops, limits, use_min, min_scores, keep_matrix, keep_of, tokens,
                use_budget, budgets, plan.cuts, judged.grade, judged.grade,
-               exp_gains(judged) if plan.exponential else judged.grade,
-               discounts(int(tops.max(initial=1))), sums)
+               plan.gain, discounts(int(tops.max(initial=1))), sums)
     out = np.empty((len(plan.names), size, n_q))
-    finish_many(plan.codes, plan.ks, plan.cut_of, sums, plan.idcg, safe_relevant(judged),
+    finish_many(plan.codes, plan.ks, plan.cut_of, sums, plan.idcg, plan.safe_rel,
                 judged.judged, out)
     return out
 

@@ -4,7 +4,6 @@ and the per-query helpers over a candidate table (rows grouped by query)."""
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
@@ -12,7 +11,8 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-from retrieval.candidates import Candidates, derived
+from retrieval.candidates import Candidates
+from retrieval.memo import memo
 from retrieval.params import Params
 
 LN2 = math.log(2.0)
@@ -80,28 +80,6 @@ class Fusion:
         return {("dense",): "vector", ("sparse",): "keyword"}.get(self.paths, "hybrid")
 
 
-MEMO_SIZE = 32
-
-
-def per_table(c: Candidates, visible: np.ndarray, key: tuple, build: Callable[[], tuple]) -> tuple:
-    """``build()`` once per table, ``visible`` mask (the same array object) and ``key``: what a
-    fusion derives from the table alone (a path's normalised scores), shared by every
-    configuration that only changes weights — a sweep over weights, a weight knob moved. The
-    arrays are returned read-only. A visible mask made afresh (a routed query set) misses."""
-    table = derived(c, ("per visible mask",), dict)
-    hit = table.get(key)
-    if hit is not None and hit[0]() is visible:
-        return hit[1]
-    value = build()
-    for array in value:
-        if isinstance(array, np.ndarray):
-            array.flags.writeable = False
-    if len(table) >= MEMO_SIZE:
-        table.clear()
-    table[key] = (weakref.ref(visible), value)
-    return value
-
-
 def in_path(ranks: np.ndarray, depth: int) -> np.ndarray:
     """Rows a path returned within its top ``depth`` (ranks are 0-based, −1 = not returned)."""
     return (ranks >= 0) & (ranks < depth)
@@ -142,7 +120,7 @@ def recency_decay(age_days: np.ndarray, half_life_days: float) -> np.ndarray:
 def visible_index(c: Candidates, visible: np.ndarray) -> np.ndarray:
     """The indexes of the visible rows (``flatnonzero``), once per table and mask: a compiled
     score fills only these and leaves the rest at −inf."""
-    return per_table(c, visible, ("visible index",), lambda: (np.flatnonzero(visible),))[0]
+    return memo(c, ("visible index",), lambda: np.flatnonzero(visible), along=visible)
 
 
 def unseen(n: int) -> np.ndarray:
@@ -209,7 +187,8 @@ def normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: s
     """``_normalise`` (below), computed once per table, visible mask, depth, path and norm."""
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {list(NORMS)}, got {norm!r}")
-    return per_table(c, visible, ("normalise", depth, path, norm), lambda: _normalise(c, visible, depth, path, norm))
+    return memo(c, ("normalise", depth, path, norm), lambda: _normalise(c, visible, depth, path, norm),
+                along=visible)
 
 
 def _normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: str) -> tuple[np.ndarray, np.ndarray]:

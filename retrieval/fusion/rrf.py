@@ -6,9 +6,9 @@ Source: seed 000 ``_rrf_merge``; Cormack, Clarke & Büttcher, SIGIR 2009; ranx `
 (whose 1-based ranks give the same ``1/(k + rank)``).
 
 Each path's term depends only on its rank, so the score is read from a table of ``depth``
-values (``w / (rrf_k + rank + 1)``, ``term_table``) in one compiled, branch-free pass over the
-visible rows (``visible_index``; the rest stay −inf): no division per row, no temporary
-arrays. The per-path components a page shows
+values (``w / (rrf_k + rank + 1)``, kept per setting: ``term_table``) in one compiled,
+branch-free pass over the visible rows (``visible_index``; the rest stay −inf): no division per
+row, no temporary arrays. The per-path components a page shows
 are the plain NumPy formula, computed only when a page reads them; the compiled score performs
 the same floating-point operations, so it equals their sum bit for bit
 (``tests/test_fusion_rrf.py``)."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.candidates import Candidates, derived
+from retrieval.candidates import Candidates
 from retrieval.fusion import FUSIONS, Scored
 from retrieval.fusion._base import recency_decay
 from retrieval.pipeline.config import PipelineConfig
@@ -47,8 +47,8 @@ class Fused:
 
 
 def all_hybrid(c: Candidates) -> np.ndarray:
-    """Every query on the hybrid route (2), once per table (read-only)."""
-    return derived(c, ("all hybrid",), lambda: np.full(c.n_queries, 2, dtype=np.int8))
+    """Every query on the hybrid route (2)."""
+    return np.full(c.n_queries, 2, dtype=np.int8)
 
 
 def fuse(c: Candidates, config: PipelineConfig) -> Fused:
@@ -57,7 +57,6 @@ def fuse(c: Candidates, config: PipelineConfig) -> Fused:
     visible = visible_rows(c, config.path_depth)
     route = all_hybrid(c)  # 0 fast, 1 timeline, 2 hybrid
     if config.fast_path or config.timeline_path:
-        route = route.copy()
         if config.fast_path:
             has = np.bincount(c.query_idx[c.via_fast], minlength=c.n_queries) > 0
             route[has] = 0
