@@ -10,18 +10,22 @@ weight, ``rrf_k`` or the candidate multiplier never touches an index.
 Features: ``dense_sim`` (cosine, computed for every row), ``dense_rank`` / ``bm25_rank``
 (0-based, -1 when the path did not return the document), ``bm25_score`` (0 when absent),
 ``bm25_all_rank`` / ``bm25_all_score`` (the same for the keyword query in match mode ``all``,
-every query word required — see "Keyword match mode" below),
+every query word required — see "Keyword match mode" below), ``bm25_tech_rank`` /
+``bm25_tech_score`` (the keyword query over the query's technical terms only, match mode
+``technical``: Lingxi's keyword path, seed 004),
 ``age_days`` (reference time − updated_at, NaN when undated), ``created_age`` (reference time −
 created_at: the journal date the timeline path orders by), ``in_window`` (1/0 whether
 the memory's created_at lies in the window the query names, NaN when it names none),
 ``graph`` (1 when a ``related`` link joins the memory to a top-3 hit of either path),
 ``confidence``, ``vitality``, ``reinforcement``, ``access_count``, ``token_count``.
 
-Keyword match mode (``any`` / ``all``, ``retrieval.bm25.MATCH_MODES``). The BM25 path runs
-twice per query at retrieval time: the ``any`` query (OR of the terms) and the ``all`` query
-(every query word required, as OpenClaw's ``buildFtsQuery`` joins its terms with AND, seed 002);
-the pool holds the top ``pool_depth`` of each, and ``with_keyword_match("all")`` is the table
-seen through the ``all`` list. So the mode is a pipeline parameter that re-scores without an
+Keyword match mode (``any`` / ``all`` / ``technical``, ``retrieval.bm25.MATCH_MODES``). The BM25
+path runs three times per query at retrieval time: the ``any`` query (OR of the terms), the
+``all`` query (every query word required, as OpenClaw's ``buildFtsQuery`` joins its terms with
+AND, seed 002) and the ``technical`` query (OR of the technical terms only: identifiers, error
+codes, paths, Han bigrams; Lingxi's grep, seed 004); the pool holds the top ``pool_depth`` of
+each, and ``with_keyword_match("all")`` is the table seen through the ``all`` list (likewise
+``technical``). So the mode is a pipeline parameter that re-scores without an
 index, like every other, and an ``all`` pipeline of depth d sees exactly Tantivy's AND top d.
 The alternative — filtering the stored OR hits by how many query terms they hold — loses every
 AND hit ranked below the OR pool depth (a document holding all words can rank under documents
@@ -62,7 +66,7 @@ _TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[A-Za-z0-9_]+|[^
 
 ROW_COLUMNS = (
     "query_idx", "doc_idx", "dense_sim", "dense_rank", "bm25_score", "bm25_rank", "bm25_all_score",
-    "bm25_all_rank", "via_fast", "via_timeline",
+    "bm25_all_rank", "bm25_tech_score", "bm25_tech_rank", "via_fast", "via_timeline",
     "age_days", "created_age", "in_window", "graph", "confidence", "vitality", "reinforcement", "access_count", "token_count",
     "tie_key", "line_start",
 )
@@ -115,10 +119,12 @@ class Candidates:
         view shares every other column and is made once per table."""
         if match == "any":
             return self
-        if match != "all":
+        if match not in MATCH_MODES:
             raise ValueError(f"keyword match must be one of {list(MATCH_MODES)}, got {match!r}")
-        return derived(self, ("keyword all",), lambda: replace(self, cols={
-            **self.cols, "bm25_rank": self.cols["bm25_all_rank"], "bm25_score": self.cols["bm25_all_score"]}))
+        part = {"all": "all", "technical": "tech"}[match]
+        return derived(self, (f"keyword {match}",), lambda: replace(self, cols={
+            **self.cols, "bm25_rank": self.cols[f"bm25_{part}_rank"],
+            "bm25_score": self.cols[f"bm25_{part}_score"]}))
 
     def visible(self, depth: int) -> np.ndarray:
         """Rows a pipeline of this per-path depth retrieves."""
@@ -272,6 +278,8 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         dense_future = pool.submit(_dense_lists, handle, qvecs, [f[1] for f in filters], pool_depth, degraded)
         sparse_lists = [handle.bm25.search(q.text, pool_depth, f[0]) for q, f in zip(queries, filters)]
         all_lists = [handle.bm25.search(q.text, pool_depth, f[0], match="all") for q, f in zip(queries, filters)]
+        tech_lists = [handle.bm25.search(q.text, pool_depth, f[0], match="technical")
+                      for q, f in zip(queries, filters)]
         dense_lists = dense_future.result()
     statics = table.features
     neighbours = table.neighbours
@@ -290,7 +298,8 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         dense = {position[d]: (r, s) for r, (d, s) in enumerate(dense_lists[qi])}
         sparse = {position[d]: (r, s) for r, (d, s) in enumerate(sparse_lists[qi])}
         every = {position[d]: (r, s) for r, (d, s) in enumerate(all_lists[qi])}
-        members = dict.fromkeys([*dense, *sparse, *every])
+        tech = {position[d]: (r, s) for r, (d, s) in enumerate(tech_lists[qi])}
+        members = dict.fromkeys([*dense, *sparse, *every, *tech])
         allowed = table.allowed(filters[qi][0])
         if target:
             members.update(dict.fromkeys(np.flatnonzero((table.path == target) & allowed).tolist()))
@@ -316,6 +325,8 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         rows["bm25_score"].append(np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], dtype=np.float32))
         rows["bm25_all_rank"].append(np.array([every[i][0] if i in every else -1 for i in idx], dtype=np.int32))
         rows["bm25_all_score"].append(np.array([every[i][1] if i in every else 0.0 for i in idx], dtype=np.float32))
+        rows["bm25_tech_rank"].append(np.array([tech[i][0] if i in tech else -1 for i in idx], dtype=np.int32))
+        rows["bm25_tech_score"].append(np.array([tech[i][1] if i in tech else 0.0 for i in idx], dtype=np.float32))
         rows["via_fast"].append((table.path[idx] == target) if target else np.zeros(n, dtype=bool))
         rows["via_timeline"].append(
             table.journal[idx] & (created[idx] >= recent_since.timestamp()) & (created[idx] <= now.timestamp())

@@ -45,6 +45,7 @@ class Response:
     total_tokens: int
     budget_remaining: int | None
     results: list[Result]
+    empty_reason: str = ""   # why nothing came back (silent to an agent, stated for a person)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -72,7 +73,28 @@ def response_for(c: Candidates, run: PipelineRun, qi: int, documents) -> Respons
         query=c.query_texts[qi], pipeline=run.config.name, route=run.route[qi], profile=run.profile[qi],
         degraded=degraded, total_tokens=total,
         budget_remaining=(budget - total) if budget is not None else None, results=results,
+        empty_reason="" if results else empty_reason(c, run.config, qi),
     )
+
+
+def empty_reason(c: Candidates, config: PipelineConfig, qi: int) -> str:
+    """Why query ``qi`` got no result: which path found nothing, or what dropped what it found."""
+    lo, hi = int(c.offsets[qi]), int(c.offsets[qi + 1])
+    depth = config.path_depth
+    keyword = c.with_keyword_match(config.keyword_match).bm25_rank[lo:hi]
+    n_keyword = int(((keyword >= 0) & (keyword < depth)).sum())
+    n_vector = int(((c.dense_rank[lo:hi] >= 0) & (c.dense_rank[lo:hi] < depth)).sum())
+    path = f"the keyword path ({config.keyword_match} terms)"
+    if any(note.endswith("keyword-only") for note in c.degraded[qi]):
+        return f"keyword-only (no query vector): {path} matched nothing"
+    if not n_keyword and not n_vector:
+        return "nothing found by either path"
+    if not n_keyword and config.min_similarity is not None:
+        return (f"{path} matched nothing, and none of the {n_vector} memories the vector path found "
+                f"reaches cosine {config.min_similarity:g}")
+    if config.min_score is not None:
+        return f"every candidate scored below min score {config.min_score:g}"
+    return "nothing found"
 
 
 def whole_file(response: Response) -> Response:
