@@ -20,6 +20,7 @@ import streamlit as st
 from eval.statistics.significance import Significance, compare_pair
 from eval.metrics.ranx_eval import Evaluation
 from eval.experiments.experiment import Experiment, ExperimentOptions, run_experiment
+from eval.stores.judgments import effective_qrels
 from eval.reports.report import fmt_p
 from eval.search.sweep import ParamSpec, Space, SweepResult
 from eval.search.sweep import sweep as harness_sweep
@@ -86,8 +87,9 @@ def harness_experiment(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
     """``eval.experiments.experiment.run_experiment`` (the one composition ``rwb eval`` and ``rwb report``
     use) on the pool, with the workbench's merged qrels."""
     dataset = get_dataset(path, stamp)
-    qrels, _ = get_judged(path, stamp, embedder, qrels_rev)
-    return run_experiment(get_pool(path, stamp, embedder), dataset, dict(configs), baseline, options, qrels=qrels)
+    used = effective_qrels(dataset)
+    return run_experiment(get_pool(path, stamp, embedder), dataset, dict(configs), baseline, options,
+                          qrels=used.qrels, judgments=used.to_json())
 
 
 def experiment_for(ws: Workspace, labelled: dict[str, PipelineConfig],
@@ -143,7 +145,7 @@ IMPORT_KINDS = {
 def import_dataset(kind: str, source: str, dest: str, *, force: bool = False, name: str = "",
                    corpus: str = "", queries: str = ""):
     """Call the harness importer for ``kind`` (``eval.importers.formats``); returns its ImportResult."""
-    from eval import importers
+    from eval.importers import formats as importers
     from retrieval.access import confine  # remote use: every path stays inside RWB_DATA_ROOT
 
     source, dest = str(confine(source)), str(confine(dest))
