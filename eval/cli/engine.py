@@ -10,6 +10,7 @@ from pathlib import Path
 
 from eval.cli._common import add_analyzer, add_embedder, add_quiet, bounded, note, write_json
 from eval.progress import Progress
+from eval.stores.access import AccessStore, with_access_counts
 from eval.stores.configs import resolve_config
 from retrieval.bm25 import DEFAULT_ANALYZER
 from retrieval.dataset import DatasetError, load_dataset
@@ -41,22 +42,34 @@ def cmd_search(args) -> int:
     config = resolve_config(args.pipeline)
     if args.top_k is not None:
         config = replace(config, max_results=bounded("--top-k", args.top_k))
-    _, handle = _open(args.dataset, args.embedder, args.analyzer)
+    dataset, handle = _open(args.dataset, args.embedder, args.analyzer)
+    access = AccessStore(dataset)
+    # seed 000: a memory's access count is the corpus's plus what earlier searches wrote back
+    handle = replace(handle, dataset=with_access_counts(dataset, access.added()))
     response = search(handle, args.query, config, scope=args.scope or "", group=args.group or "",
                       project=args.project or "")
+    written = access.write_back(m for r in response.results for m in (r.members or (r.id,))) \
+        if args.write_back else None
     if args.json:
-        print(json.dumps(response.to_json(), ensure_ascii=False, indent=2))
+        data = response.to_json()
+        if written is not None:
+            data["write_back"] = {"memories": written, "store": str(access.path)}
+        print(json.dumps(data, ensure_ascii=False, indent=2))
         return 0
     print(f"route={response.route} profile={response.profile or '-'} tokens={response.total_tokens}"
           + (f" budget_remaining={response.budget_remaining}" if response.budget_remaining is not None else "")
           + (f" degraded={'; '.join(response.degraded)}" if response.degraded else ""))
     if not response.results:
         print("(no results)")
+        if response.empty_reason:
+            print(f"    ({response.empty_reason})")
     for r in response.results:
         text = r.text.replace("\n", " ")
         print(f"{r.rank + 1:>2}. {r.score:8.4f}  {r.id:<12} {r.path:<24} {text[:80]}")
         if r.members:
             print(f"    memories: {', '.join(r.members)}")
+    if written is not None:
+        print(f"write-back: access_count + 1 on {written} memories ({access.path})")
     return 0
 
 
@@ -256,6 +269,9 @@ def register(sub) -> None:
     p.add_argument("--project")
     add_embedder(p)
     add_analyzer(p)
+    p.add_argument("--write-back", action="store_true",
+                   help="add 1 to the access count of every memory returned (seed 000), kept under $RWB_HOME "
+                        "beside the dataset's judgments; every rwb search reads it")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 

@@ -24,6 +24,12 @@ from retrieval.routing import TIMELINE_DAYS, fast_path_target, route_intent, tri
 
 @dataclass(frozen=True)
 class Result:
+    """One result, with every field the seeds' result types name: seed 000's ``SearchResult``
+    (chunk_id = ``id``, uri = ``path``, content = ``text``, score, memory_type, section,
+    reinforcement, token_count) and seed 002's snippet (text, filePath = ``path``, lineRange =
+    ``line_start``–``line_end``, score, provider/model = ``model``). ``section`` is the heading the
+    memory sits under: its ``section`` field where the corpus gives one, else its title."""
+
     id: str
     rank: int
     score: float
@@ -33,6 +39,12 @@ class Result:
     title: str = ""
     token_count: int = 0
     members: tuple[str, ...] = ()  # a whole-file result (fast path): its memories in line order
+    memory_type: str = ""
+    section: str = ""
+    reinforcement: int = 0
+    line_start: int = 0
+    line_end: int = 0
+    model: str = ""                # the embedder that answered ("none …" when no vector was used)
 
 
 @dataclass(frozen=True)
@@ -60,7 +72,8 @@ def response_for(c: Candidates, run: PipelineRun, qi: int, documents) -> Respons
         parts = {k: float(v[row]) for k, v in run.scored.components.items() if v[row] != 0.0}
         parts.update({f"x {k}": float(v[row]) for k, v in run.scored.multipliers.items()})
         results.append(Result(doc.id, rank, float(run.scored.score[row]), parts, doc.path, doc.text, doc.title,
-                              int(c.token_count[row])))
+                              int(c.token_count[row]), (), doc.memory_type, section_of(doc),
+                              doc.reinforcement, doc.line_start, doc.line_end, model_of(c, qi)))
     total = int(run.ranking.total_tokens[qi])
     budget = run.config.token_budget
     degraded = list(c.degraded[qi])
@@ -75,6 +88,19 @@ def response_for(c: Candidates, run: PipelineRun, qi: int, documents) -> Respons
         budget_remaining=(budget - total) if budget is not None else None, results=results,
         empty_reason="" if results else empty_reason(c, run.config, qi),
     )
+
+
+def section_of(doc) -> str:
+    """The heading a memory sits under: the corpus's ``section`` field, else its title."""
+    section = doc.extra.get("section")
+    return section if isinstance(section, str) and section else doc.title
+
+
+def model_of(c: Candidates, qi: int) -> str:
+    """The embedder behind a query's results; "none (keyword-only)" when it had no vector."""
+    if any(note.endswith("keyword-only") for note in c.degraded[qi]):
+        return "none (keyword-only)"
+    return c.embedder
 
 
 def empty_reason(c: Candidates, config: PipelineConfig, qi: int) -> str:
@@ -102,10 +128,12 @@ def whole_file(response: Response) -> Response:
     memories in line order, joined by newlines) with its token count; other routes unchanged."""
     if response.route != ROUTES[0] or not response.results:
         return response
-    first = response.results[0]
-    tokens = sum(r.token_count for r in response.results)
-    result = Result(first.path, 0, 1.0, {"fast": 1.0}, first.path, "\n".join(r.text for r in response.results),
-                    "", tokens, tuple(r.id for r in response.results))
+    first, members = response.results[0], response.results
+    tokens = sum(r.token_count for r in members)
+    result = Result(first.path, 0, 1.0, {"fast": 1.0}, first.path, "\n".join(r.text for r in members),
+                    "", tokens, tuple(r.id for r in members), first.memory_type, "",
+                    max(r.reinforcement for r in members), min(r.line_start for r in members),
+                    max(r.line_end for r in members), first.model)
     return dataclasses.replace(response, results=[result])
 
 
