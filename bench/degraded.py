@@ -36,9 +36,10 @@ def main() -> None:
     normal = load_pool(dataset, args.embedder, args.pool_depth)
     blind = dataclasses.replace(open_index(dataset, args.embedder), embedder=None)
     degraded = build_candidates(blind, dataset.queries, args.pool_depth)
-    print(f"{dataset.name}, {args.embedder}, pool depth {args.pool_depth}, judgments: {used.label}; "
-          f"degraded: {'; '.join(degraded.degraded[0])}\n")
-    print("| pipeline | " + " | ".join(f"{m} with vectors | {m} keyword-only" for m in METRICS) + " |")
+    print(f"{dataset.name}, {args.embedder}, pool depth {args.pool_depth}, "
+          f"judgments: {used.label}; degraded: {'; '.join(degraded.degraded[0])}\n")
+    columns = " | ".join(f"{m} with vectors | {m} keyword-only" for m in METRICS)
+    print(f"| pipeline | {columns} |")
     print("|---|" + "---|---|" * len(METRICS))
     for name, config in PIPELINES.items():
         cells = []

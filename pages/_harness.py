@@ -88,8 +88,9 @@ def harness_experiment(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
     use) on the pool, with the workbench's merged qrels."""
     dataset = get_dataset(path, stamp)
     used = effective_qrels(dataset)
-    return run_experiment(get_pool(path, stamp, embedder), dataset, dict(configs), baseline, options,
-                          qrels=used.qrels, judgments=used.to_json())
+    pool = get_pool(path, stamp, embedder)
+    return run_experiment(pool, dataset, dict(configs), baseline, options, qrels=used.qrels,
+                          judgments=used.to_json())
 
 
 def experiment_for(ws: Workspace, labelled: dict[str, PipelineConfig],

@@ -224,7 +224,8 @@ class BM25Index:
     def _query(self, text: str, filters: Filters, match: str) -> tantivy.Query | None:
         if match not in MATCH_MODES:
             raise ValueError(f"match must be one of {list(MATCH_MODES)}, got {match!r}")
-        terms = technical_terms(text, self.analyzer) if match == "technical" else query_terms(text, self.analyzer)
+        pick = technical_terms if match == "technical" else query_terms
+        terms = pick(text, self.analyzer)
         if not terms:
             return None
         required = tantivy.Occur.Must if match == "all" else tantivy.Occur.Should
@@ -241,8 +242,8 @@ class BM25Index:
         """Top ``depth`` (doc id, BM25 score), best first; empty when nothing matches.
 
         ``match`` is ``any`` (a document holding some query term), ``all`` (every query
-        word) or ``technical`` (some technical term of the query). ``depth`` must lie in ``[0, MAX_DEPTH]`` (Tantivy allocates for ``depth`` hits
-        up front)."""
+        word) or ``technical`` (some technical term of the query). ``depth`` must lie in
+        ``[0, MAX_DEPTH]`` (Tantivy allocates for ``depth`` hits up front)."""
         depth = check_size("depth", depth, 0, MAX_DEPTH)
         query = self._query(text, filters, match)
         if query is None or depth == 0:

@@ -63,8 +63,8 @@ class TTLCache:
     _entries: dict = field(default_factory=dict)   # key → (stored_at, compute seconds, value, ttl)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, key: Hashable, now: float, compute: Callable[[], Any], request: Stats | None = None,
-            ttl_s: float | None = None) -> Any:
+    def get(self, key: Hashable, now: float, compute: Callable[[], Any],
+            request: Stats | None = None, ttl_s: float | None = None) -> Any:
         """The cached value of ``key`` if stored less than its lifetime before ``now``; otherwise
         ``compute()``, stored at ``now`` for ``ttl_s`` (default the cache's). Counts go to this
         cache's ``stats`` and to ``request``."""

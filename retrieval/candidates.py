@@ -325,8 +325,10 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         rows["bm25_score"].append(np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], dtype=np.float32))
         rows["bm25_all_rank"].append(np.array([every[i][0] if i in every else -1 for i in idx], dtype=np.int32))
         rows["bm25_all_score"].append(np.array([every[i][1] if i in every else 0.0 for i in idx], dtype=np.float32))
-        rows["bm25_tech_rank"].append(np.array([tech[i][0] if i in tech else -1 for i in idx], dtype=np.int32))
-        rows["bm25_tech_score"].append(np.array([tech[i][1] if i in tech else 0.0 for i in idx], dtype=np.float32))
+        rows["bm25_tech_rank"].append(
+            np.array([tech[i][0] if i in tech else -1 for i in idx], dtype=np.int32))
+        rows["bm25_tech_score"].append(
+            np.array([tech[i][1] if i in tech else 0.0 for i in idx], dtype=np.float32))
         rows["via_fast"].append((table.path[idx] == target) if target else np.zeros(n, dtype=bool))
         rows["via_timeline"].append(
             table.journal[idx] & (created[idx] >= recent_since.timestamp()) & (created[idx] <= now.timestamp())

@@ -356,7 +356,8 @@ def read_qrels_file(path: Path, dataset: "Dataset") -> dict[str, dict[str, int]]
     """Judgments of ``dataset``'s queries and documents from another qrels file in its layout
     (BEIR tsv or TREC); a ``DatasetError`` listing every problem."""
     problems = _Problems()
-    qrels = _load_qrels(path, {d.id for d in dataset.documents}, {q.id for q in dataset.queries}, problems)
+    doc_ids, query_ids = {d.id for d in dataset.documents}, {q.id for q in dataset.queries}
+    qrels = _load_qrels(path, doc_ids, query_ids, problems)
     if problems:
         raise DatasetError(problems)
     return qrels

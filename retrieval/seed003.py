@@ -67,8 +67,8 @@ class Seed003Params(Params):
     ttl_s: float = number(SEED_TTL_S, "L2 TTL (s)", "hot-cache lifetime (seed 003: 300 s)", lo=0.0, hi=3600.0,
                           step=30.0, min=0.0, max=1e9, sweepable=False)
     cache_key: str = choice("embedding", CACHE_KEYS, "L2 key",
-                            "embedding = the first 10 values of the query's embedding (seed 003); text = the "
-                            "query text")
+                            "embedding = the first 10 values of the query's embedding "
+                            "(seed 003); text = the query text")
 
 
 def host_key(text: str) -> str:
@@ -136,7 +136,8 @@ class MemoryRetriever:
             if d.memory_type in PROFILE_TYPES and d.title:
                 self._profiles.setdefault(d.title.strip().lower(), d.id)
 
-    def _top(self, vector: np.ndarray, rows: np.ndarray, k: int, threshold: float, read=None) -> list[Hit]:
+    def _top(self, vector: np.ndarray, rows: np.ndarray, k: int, threshold: float,
+             read=None) -> list[Hit]:
         if not len(rows):
             return []
         sims = self.handle.vectors[rows] @ vector
@@ -178,11 +179,13 @@ class MemoryRetriever:
             tuple(float(x) for x in embedding()[:EMBEDDING_KEY_VALUES])
 
         def record(doc_id: str):
-            return self.l2.get(("pattern-id", doc_id), now, lambda: self._docs[doc_id], records, WARM_TTL_S)
+            return self.l2.get(("pattern-id", doc_id), now, lambda: self._docs[doc_id], records,
+                               WARM_TTL_S)
 
         def patterns() -> list[Hit]:
             return self.l2.get(("pattern", query_key), now,
-                               lambda: self._top(embedding(), self._patterns, p.top_k, p.threshold, record),
+                               lambda: self._top(embedding(), self._patterns, p.top_k, p.threshold,
+                                                 record),
                                request_l2)
 
         def profile() -> Hit | None:
@@ -197,5 +200,6 @@ class MemoryRetriever:
             futures = [pool.submit(f) for f in (patterns, profile, failures)]
             similar, site, known = (f.result() for f in futures)
         return Context(text, similar, key, site, known,
-                       {"l1": l1.stats.to_json(), "l2": request_l2.to_json(), "records": records.to_json()},
+                       {"l1": l1.stats.to_json(), "l2": request_l2.to_json(),
+                        "records": records.to_json()},
                        p.threshold)

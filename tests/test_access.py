@@ -28,8 +28,8 @@ QUERY = "ERR_CONN_REFUSED"
 
 def rwb(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "LANCEDB_LOG": "error"}
-    return subprocess.run([sys.executable, "-m", "eval.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=300)
+    return subprocess.run([sys.executable, "-m", "eval.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=300)
 
 
 def search(home, root, *flags) -> dict:
@@ -38,7 +38,8 @@ def search(home, root, *flags) -> dict:
     return json.loads(proc.stdout)
 
 
-def test_a_write_back_adds_one_to_each_returned_memory_and_the_next_search_reads_it(tmp_path, tiny_copy):
+def test_a_write_back_adds_one_to_each_returned_memory_and_the_next_search_reads_it(tmp_path,
+                                                                                    tiny_copy):
     home = tmp_path / "home"
     corpus = (tiny_copy / "corpus.jsonl").read_bytes()
     first = search(home, tiny_copy, "--write-back")
@@ -49,7 +50,7 @@ def test_a_write_back_adds_one_to_each_returned_memory_and_the_next_search_reads
     store = AccessStore(load_dataset(tiny_copy), home)
     assert first["write_back"] == {"memories": 10, "store": str(store.path)}
     assert store.added() == {doc_id: 1 for doc_id in returned}
-    assert (tiny_copy / "corpus.jsonl").read_bytes() == corpus      # the dataset folder is untouched
+    assert (tiny_copy / "corpus.jsonl").read_bytes() == corpus   # the dataset folder is untouched
 
     second = search(home, tiny_copy)                                # reads, writes nothing
     d03 = next(r for r in second["results"] if r["id"] == "d03")

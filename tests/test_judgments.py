@@ -35,8 +35,8 @@ DROP = (1 - Q1_AFTER) / 4                   # 0.0967
 
 def rwb(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "LANCEDB_LOG": "error"}
-    return subprocess.run([sys.executable, "-m", "eval.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=300)
+    return subprocess.run([sys.executable, "-m", "eval.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=300)
 
 
 @pytest.fixture
@@ -48,18 +48,19 @@ def home(tmp_path, monkeypatch):
 
 
 def eval_bm25(home: Path, out: Path) -> tuple[float, str]:
-    proc = rwb(home, "eval", str(TINY), "--pipeline", "bm25", "--metrics", "ndcg@5", "--permutations", "100",
-               "--bootstrap", "100", "--json", str(out))
+    proc = rwb(home, "eval", str(TINY), "--pipeline", "bm25", "--metrics", "ndcg@5",
+               "--permutations", "100", "--bootstrap", "100", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     return data["results"]["bm25"]["ndcg@5"], proc.stdout
 
 
 def workbench_bm25(home: Path) -> float:
-    """What the Tune page shows: the pool judged with ``effective_qrels`` (pages/_state.get_judged)."""
+    """What the Tune page shows: the pool judged with ``effective_qrels`` (_state.get_judged)."""
     dataset = load_dataset(TINY)
     pool = load_pool(dataset)
-    return evaluate_config(pool, judge(pool, effective_qrels(dataset, home).qrels), PIPELINES["bm25"]).means["ndcg@5"]
+    judged = judge(pool, effective_qrels(dataset, home).qrels)
+    return evaluate_config(pool, judged, PIPELINES["bm25"]).means["ndcg@5"]
 
 
 def test_a_workbench_grade_moves_rwb_eval_by_the_same_amount_and_the_output_says_so(home, tmp_path):
@@ -86,8 +87,8 @@ def test_rwb_judge_grades_undoes_and_exports_what_the_workbench_reads(home, tmp_
     proc = rwb(home, "judge", str(TINY), "q1", "d04", "3")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "q1 d04: - → 3"
-    assert effective_qrels(dataset, home).qrels["q1"] == {"d03": 3, "d04": 3}   # the workbench sees it
-    rwb(home, "judge", str(TINY), "q2", "d01", "0")                            # clears q2's only judgment
+    assert effective_qrels(dataset, home).qrels["q1"] == {"d03": 3, "d04": 3}  # the workbench too
+    rwb(home, "judge", str(TINY), "q2", "d01", "0")             # clears q2's only judgment
     used = effective_qrels(dataset, home)
     assert (used.edits, "q2" in used.qrels) == (2, False)
 
@@ -95,7 +96,8 @@ def test_rwb_judge_grades_undoes_and_exports_what_the_workbench_reads(home, tmp_
     proc = rwb(home, "judge", str(TINY), "--export", str(out))
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == "q1\t0\td03\t3\nq1\t0\td04\t3\nq3\t0\td08\t3\nq4\t0\td06\t3\n"
-    assert proc.stdout.splitlines()[-1] == f"judgments: dataset qrels + 2 edits (history head {used.head})"
+    last = proc.stdout.splitlines()[-1]
+    assert last == f"judgments: dataset qrels + 2 edits (history head {used.head})"
 
     proc = rwb(home, "judge", str(TINY), "--undo")
     assert proc.stdout.splitlines()[0] == "undone: q2 d01: 0 → 3"
@@ -130,7 +132,8 @@ def test_implicit_judgments_are_a_separate_source(home, tiny_copy):
     dataset = load_dataset(tiny_copy)
     with pytest.raises(ValueError, match="no implicit judgments"):
         effective_qrels(dataset, home, source="implicit")
-    (tiny_copy / "qrels" / "implicit.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td05\t1\nq1\td03\t1\n")
+    (tiny_copy / "qrels" / "implicit.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td05\t1\nq1\td03\t1\n")
     assert effective_qrels(dataset, home, source="implicit").qrels == {"q1": {"d05": 1, "d03": 1}}
     both = effective_qrels(dataset, home, source="both")
     assert both.qrels["q1"] == {"d05": 1, "d03": 3}                       # the explicit grade wins
@@ -139,4 +142,5 @@ def test_implicit_judgments_are_a_separate_source(home, tiny_copy):
 
 
 def test_trec_export_is_sorted_qid_0_docid_grade():
-    assert trec_qrels({"b": {"y": 1, "x": 2}, "a": {"z": 3}}) == "a\t0\tz\t3\nb\t0\tx\t2\nb\t0\ty\t1\n"
+    assert trec_qrels({"b": {"y": 1, "x": 2}, "a": {"z": 3}}) == (
+        "a\t0\tz\t3\nb\t0\tx\t2\nb\t0\ty\t1\n")

@@ -19,7 +19,7 @@ from retrieval.index import open_index
 from retrieval.pipeline import PIPELINES, search, with_param
 
 NOTES = {
-    "n1": "MongoDB E11000 duplicate key on save: the unique index on users.email; dedupe before insert.",
+    "n1": "MongoDB E11000 duplicate key on save: the unique index on users.email; dedupe first.",
     "n2": "Prefer dark editor themes and short commit messages.",
     "n3": "The deploy checklist runs on Fridays and needs two reviewers.",
     "n4": "Retry helper uses exponential backoff with jitter, capped at 30 seconds.",
@@ -34,10 +34,13 @@ def handle(rwb_home, tmp_path_factory):
     root = tmp_path_factory.mktemp("lingxi")
     (root / "qrels").mkdir()
     (root / "corpus.jsonl").write_text("".join(
-        json.dumps({"_id": k, "text": t, "path": f"notes/{k}.md"}) + "\n" for k, t in NOTES.items()))
-    (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": US1}, ensure_ascii=False) + "\n")
+        json.dumps({"_id": k, "text": t, "path": f"notes/{k}.md"}) + "\n"
+        for k, t in NOTES.items()))
+    query = json.dumps({"_id": "q1", "text": US1}, ensure_ascii=False)
+    (root / "queries.jsonl").write_text(query + "\n")
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tn1\t1\n")
-    (root / "dataset.toml").write_text('name = "lingxi-us1"\nreference_time = "2026-11-20T18:00:00+00:00"\n')
+    (root / "dataset.toml").write_text(
+        'name = "lingxi-us1"\nreference_time = "2026-11-20T18:00:00+00:00"\n')
     return open_index(load_dataset(root))
 
 
@@ -50,18 +53,20 @@ def test_technical_terms_are_identifiers_and_han_bigrams_never_plain_words():
     assert technical_terms(US1) == [("idents", "e11000"), *(("bigrams", b) for b in
                                     ("保存", "存资", "资料", "料时", "时报", "报错"))]
     assert technical_terms("ERR_CONN_REFUSED in utils/retry.py and the LanceDB API") == [
-        ("idents", "err_conn_refused"), ("idents", "utils/retry.py"), ("idents", "lancedb"), ("idents", "api")]
+        ("idents", "err_conn_refused"), ("idents", "utils/retry.py"), ("idents", "lancedb"),
+        ("idents", "api")]
     assert technical_terms(UNRELATED) == []                      # plain words only
     assert technical_terms("我们怎么做") == []                     # 我们 怎么 么做: function characters
     assert technical_terms(US1, "unigram") == [("idents", "e11000")]  # no bigram field to search
 
 
 def test_us1_an_error_code_in_a_chinese_message_finds_its_note(handle):
-    assert cosine(handle, US1, "n1") < 0.3                       # the vector path alone would drop it
+    assert cosine(handle, US1, "n1") < 0.3               # the vector path alone would drop it
     response = search(handle, US1, "lingxi")
     assert [r.id for r in response.results] == ["n1"]
     # weighted 0.7·cos + 0.3·1/(1+0): the keyword path's first hit
-    assert response.results[0].score == pytest.approx(0.7 * cosine(handle, US1, "n1") + 0.3, abs=1e-5)
+    expected = 0.7 * cosine(handle, US1, "n1") + 0.3
+    assert response.results[0].score == pytest.approx(expected, abs=1e-5)
     assert response.empty_reason == ""
 
 
@@ -76,8 +81,8 @@ def test_the_floor_still_drops_memories_only_the_vector_path_found(handle):
 def test_an_unrelated_message_finds_nothing_and_says_why(handle):
     response = search(handle, UNRELATED, "lingxi")
     assert response.results == []
-    assert response.empty_reason == ("the keyword path (technical terms) matched nothing, and none of the 5 "
-                                     "memories the vector path found reaches cosine 0.3")
+    assert response.empty_reason == ("the keyword path (technical terms) matched nothing, and none "
+                                     "of the 5 memories the vector path found reaches cosine 0.3")
 
 
 def test_keyword_only_finds_the_error_code_and_is_silent_otherwise(handle):
@@ -87,4 +92,5 @@ def test_keyword_only_finds_the_error_code_and_is_silent_otherwise(handle):
     assert response.results[0].score == pytest.approx(1.0)       # (0.7 + 0.3) · 1/(1+0)
     empty = search(blind, UNRELATED, "lingxi")
     assert (empty.route, empty.results) == ("keyword-only", [])
-    assert empty.empty_reason == "keyword-only (no query vector): the keyword path (technical terms) matched nothing"
+    assert empty.empty_reason == ("keyword-only (no query vector): the keyword path (technical "
+                                  "terms) matched nothing")

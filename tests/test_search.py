@@ -17,8 +17,8 @@ def test_a_result_carries_the_seeds_fields(tiny_index):
     assert (d03.memory_type, d03.section, d03.reinforcement, d03.line_start, d03.line_end) == (
         "error-fix", "", 3, 10, 11)
     assert d03.model == "minilm"
-    assert set(response.to_json()["results"][0]) >= {"memory_type", "section", "reinforcement", "line_start",
-                                                      "line_end", "model", "token_count"}
+    assert set(response.to_json()["results"][0]) >= {
+        "memory_type", "section", "reinforcement", "line_start", "line_end", "model", "token_count"}
 
 
 def test_keyword_only_results_name_no_model(tiny_index):

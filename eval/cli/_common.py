@@ -54,8 +54,9 @@ def add_pool_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool-depth", type=int, default=DEFAULT_POOL_DEPTH,
                    help=f"candidates per path retrieved once per query (default {DEFAULT_POOL_DEPTH})")
     p.add_argument("--judgments", choices=SOURCES, default="explicit",
-                   help="explicit (default): the dataset's qrels with the grades given in the workbench or "
-                        "by `rwb judge`; implicit: qrels/implicit.tsv (click-derived); both")
+                   help="explicit (default): the dataset's qrels with the grades given in the "
+                        "workbench or by `rwb judge`; implicit: qrels/implicit.tsv "
+                        "(click-derived); both")
     add_quiet(p)
 
 

@@ -106,22 +106,28 @@ def context_replay(args, dataset, handle, used) -> int:
     params = Seed003Params(threshold=chosen.threshold, failure_threshold=chosen.failure_threshold,
                            cache_key=args.cache_key)
     retriever = MemoryRetriever(handle, params)
-    log, scores = evaluate_contexts(retriever, dataset, used.qrels, args.budget, args.variants, args.warm_up)
-    data = {**log.to_json(), "threshold": chosen.how, "cache_key": args.cache_key, "scores": scores.to_json(),
-            "judgments": used.to_json()}
+    log, scores = evaluate_contexts(retriever, dataset, used.qrels, args.budget, args.variants,
+                                    args.warm_up)
+    data = {**log.to_json(), "threshold": chosen.how, "cache_key": args.cache_key,
+            "scores": scores.to_json(), "judgments": used.to_json()}
     if args.json is True:  # rwb context --json: the document on stdout
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return 0
-    repeats = " (each query repeated 1 s later in another case and spacing)" if args.variants else ""
-    print(f"{dataset.name}: {len(log.query_ids)} queries replayed in reference_time order{repeats}; threshold "
-          f"{chosen.how}; L2 key {args.cache_key}, TTL {params.ttl_s:g} s on the queries' clock")
-    print(f"  L2 hits {log.l2['hits']} / misses {log.l2['misses']} (hit rate {log.l2_hit_rate:.1%}); time saved "
-          f"{log.l2['saved_s'] * 1000:.1f} ms of {log.wall_s * 1000:.1f} ms; L1 hits {log.l1['hits']} / misses "
-          f"{log.l1['misses']}" + (f"; warm-up: pattern records {log.records['hits']} hits / "
-                                   f"{log.records['misses']} misses" if args.warm_up else ""))
+    repeats = " (each query repeated 1 s later in another case and spacing)" * args.variants
+    print(f"{dataset.name}: {len(log.query_ids)} queries replayed in reference_time order"
+          f"{repeats}; threshold {chosen.how}; L2 key {args.cache_key}, TTL {params.ttl_s:g} s on "
+          "the queries' clock")
+    records = log.records
+    warm = (f"; warm-up: pattern records {records['hits']} hits / {records['misses']} misses"
+            if args.warm_up else "")
+    print(f"  L2 hits {log.l2['hits']} / misses {log.l2['misses']} "
+          f"(hit rate {log.l2_hit_rate:.1%}); time saved {log.l2['saved_s'] * 1000:.1f} ms of "
+          f"{log.wall_s * 1000:.1f} ms; "
+          f"L1 hits {log.l1['hits']} / misses {log.l1['misses']}{warm}")
     answered = sum(1 for c in log.contexts if c.ids)
     print(f"  {answered} of {len(log.contexts)} queries got a non-empty context")
-    print(f"judgments: {used.label}; {scores.n_queries} judged queries; token budget {scores.token_budget}")
+    print(f"judgments: {used.label}; {scores.n_queries} judged queries; "
+          f"token budget {scores.token_budget}")
     print(text_table(*score_table(scores)))
     if isinstance(args.json, str):  # rwb eval --context --json OUT
         write_json(args.json, data)
@@ -203,18 +209,21 @@ def add_context_options(p, budget: bool = True) -> None:
     """Seed 003's retriever's options (``rwb context``; ``rwb eval --context``, whose own
     ``--budget`` is the same token budget)."""
     p.add_argument("--threshold", default="auto",
-                   help="auto (default): the seed's 0.85 / 0.8 for text-embedding-3-small, for other embedders a "
-                        "threshold calibrated on the dataset's labels (in-sample); literal: 0.85 / 0.8 as the "
-                        "seed writes them; calibrated; or a number (the pattern threshold)")
+                   help="auto (default): the seed's 0.85 / 0.8 for text-embedding-3-small, for "
+                        "other embedders a threshold calibrated on the dataset's labels "
+                        "(in-sample); literal: 0.85 / 0.8 as the seed writes them; calibrated; or "
+                        "a number (the pattern threshold)")
     p.add_argument("--cache-key", choices=("embedding", "text"), default="embedding",
-                   help="L2 key: embedding = its first 10 values (seed 003, default); text = the query text")
+                   help="L2 key: embedding = its first 10 values (seed 003, default); "
+                        "text = the query text")
     p.add_argument("--warm-up", action="store_true",
-                   help="first load the 100 most accessed patterns into L2 for an hour (seed 003's 预热)")
+                   help="first load the 100 most accessed patterns into L2 for an hour "
+                        "(seed 003's 预热)")
     p.add_argument("--variants", action="store_true",
                    help="with --replay: repeat each query 1 s later in another case and spacing")
     if budget:
-        p.add_argument("--budget", type=int, default=1500, help="token budget the contexts are scored within "
-                                                                "(default 1500)")
+        p.add_argument("--budget", type=int, default=1500,
+                       help="token budget the contexts are scored within (default 1500)")
 
 
 def cmd_show(args) -> int:
@@ -270,8 +279,8 @@ def register(sub) -> None:
     add_embedder(p)
     add_analyzer(p)
     p.add_argument("--write-back", action="store_true",
-                   help="add 1 to the access count of every memory returned (seed 000), kept under $RWB_HOME "
-                        "beside the dataset's judgments; every rwb search reads it")
+                   help="add 1 to the access count of every memory returned (seed 000), kept "
+                        "under $RWB_HOME beside the dataset's judgments; every rwb search reads it")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
@@ -289,14 +298,15 @@ def register(sub) -> None:
                        description="Similar patterns (memory_type pattern, vector top-3 over the threshold), the "
                                    "site profile (memory_type site-profile keyed by title: exact host, else its "
                                    "parent) and known failures (error-fix/failure, top-5 over 0.8, confidence > "
-                                   "0.5), run in parallel into one context; L2 cache 300 s keyed by the first 10 "
-                                   "values of the query's embedding (seed 003).")
+                                   "0.5), run in parallel into one context; L2 cache 300 s keyed "
+                                   "by the first 10 values of the query's embedding (seed 003).")
     p.add_argument("dataset")
     p.add_argument("query", nargs="?")
     add_context_options(p)
     p.add_argument("--replay", action="store_true",
-                   help="answer the dataset's queries in reference_time order: cache counts, and each lookup's "
-                        "and the merged context's nDCG / recall against the judgments")
+                   help="answer the dataset's queries in reference_time order: cache counts, and "
+                        "each lookup's and the merged context's nDCG / recall against the "
+                        "judgments")
     p.add_argument("--calibrate", action="store_true",
                    help="similarity distribution per --embedder and a threshold calibrated on the labels")
     p.add_argument("--embedder", action="append", help="minilm, use-multilingual or a model path (repeat with "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from eval.statistics.bootstrap import DEFAULT_RESAMPLES
 from eval.metrics.budget import DEFAULT_BUDGET
-from eval.cli._common import add_pool_options, bounded, check_depth, judgments, load_with_pool, note, write_json
+from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
+                              note, write_json)
 from eval.cli.sweep import add_sweep_options, check_sweep, run_sweep
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS
 from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS, metric_cutoff, parse_cutoffs
@@ -56,8 +57,9 @@ def _experiment(args, dataset, pool, options: ExperimentOptions, used) -> Experi
     configs = experiment_configs(args.pipeline, args.baseline)
     check_depth(configs, pool.pool_depth)
     with Progress("pipeline") as progress:
-        return run_experiment(pool, dataset, args.pipeline, args.baseline, options, qrels=used.qrels,
-                              judgments=used.to_json(), progress=progress.stage("pipelines"))
+        return run_experiment(pool, dataset, args.pipeline, args.baseline, options,
+                              qrels=used.qrels, judgments=used.to_json(),
+                              progress=progress.stage("pipelines"))
 
 
 def cmd_eval(args) -> int:
@@ -120,7 +122,8 @@ def _replay(args, dataset, pool, options: ExperimentOptions, used) -> int:
           f"returned memory's access_count + 1 (seed 000). frozen → replay (Δ):")
     print(text_table(*replay_table(results, metrics)))
     if args.json:
-        write_json(args.json, {"replay": results, "metrics": list(metrics), "judgments": used.to_json()})
+        write_json(args.json, {"replay": results, "metrics": list(metrics),
+                               "judgments": used.to_json()})
         print(f"wrote {args.json}")
     return 0
 
@@ -137,7 +140,8 @@ def cmd_report(args) -> int:
     dataset, pool = load_with_pool(args)
     used = judgments(args, dataset)
     experiment = _experiment(args, dataset, pool, options, used)
-    result = run_sweep(args, dataset, pool, args.sweep, args.sweep_seed, qrels=used.qrels) if args.sweep else None
+    result = (run_sweep(args, dataset, pool, args.sweep, args.sweep_seed, qrels=used.qrels)
+              if args.sweep else None)
     for path in experiment.write_report(args.out, result).values():
         print(f"wrote {path}")
     return 0
@@ -180,8 +184,9 @@ def register(sub) -> None:
                    help="answer the queries in reference_time order, adding 1 to each returned memory's "
                         "access_count before the next (seed 000's write-backs); prints frozen vs replayed metrics")
     p.add_argument("--context", action="store_true",
-                   help="score seed 003's memory contexts instead (as `rwb context --replay`): each lookup's and "
-                        "the merged context's nDCG / recall at its size and within --budget")
+                   help="score seed 003's memory contexts instead (as `rwb context --replay`): "
+                        "each lookup's and the merged context's nDCG / recall at its size and "
+                        "within --budget")
     add_context_options(p, budget=False)
     p.add_argument("--json", metavar="OUT", help="write the results as JSON")
     p.set_defaults(func=cmd_eval)

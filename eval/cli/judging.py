@@ -48,15 +48,18 @@ def cmd_judge(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("judge", help="grade a (query, memory) pair, undo the last grade, export the judgments",
-                       description="Grades are kept beside the dataset (under $RWB_HOME, with history), as the "
-                                   "workbench keeps them; rwb eval, tune, sweep and report use them and say so. "
-                                   "Without arguments: which judgments are in effect.")
+    p = sub.add_parser(
+        "judge", help="grade a (query, memory) pair, undo the last grade, export the judgments",
+        description="Grades are kept beside the dataset (under $RWB_HOME, with history), as the "
+                    "workbench keeps them; rwb eval, tune, sweep and report use them and say so. "
+                    "Without arguments: which judgments are in effect.")
     p.add_argument("dataset")
     p.add_argument("query_id", nargs="?", metavar="QUERY_ID")
     p.add_argument("doc_id", nargs="?", metavar="DOC_ID")
     p.add_argument("grade", nargs="?", metavar="GRADE", help="0–3 (0: not relevant)")
     p.add_argument("--undo", action="store_true", help="revert the latest grade")
-    p.add_argument("--export", metavar="FILE", help="write the judgments in effect as TREC qrels (qid 0 docid grade)")
-    p.add_argument("--author", default="rwb judge", help="recorded in the history (default 'rwb judge')")
+    p.add_argument("--export", metavar="FILE",
+                   help="write the judgments in effect as TREC qrels (qid 0 docid grade)")
+    p.add_argument("--author", default="rwb judge",
+                   help="recorded in the history (default 'rwb judge')")
     p.set_defaults(func=cmd_judge)

@@ -87,7 +87,8 @@ class ThresholdChoice:
     how: str                          # in words, for every output
 
 
-def choose_threshold(handle, queries, qrels: dict[str, dict[str, int]], choice: str = "auto") -> ThresholdChoice:
+def choose_threshold(handle, queries, qrels: dict[str, dict[str, int]],
+                     choice: str = "auto") -> ThresholdChoice:
     """Seed 003's thresholds for this index: ``literal`` (0.85 / 0.8, as the seed writes them),
     ``calibrated`` (``calibrate``'s threshold for both lookups, fitted on these labels: in-sample),
     ``auto`` (literal for the embedder the seed set them for, else calibrated — literal where no
@@ -99,18 +100,21 @@ def choose_threshold(handle, queries, qrels: dict[str, dict[str, int]], choice: 
         try:
             value = float(choice)
         except ValueError:
-            raise ValueError(f"--threshold must be auto, literal, calibrated or a number, got {choice!r}") from None
+            raise ValueError("--threshold must be auto, literal, calibrated or a number, "
+                             f"got {choice!r}") from None
         if not -1.0 <= value <= 1.0:
             raise ValueError(f"--threshold must lie in [-1, 1], got {value:g}")
         return ThresholdChoice(value, SEED_FAILURE_THRESHOLD, f"{value:g} (given) / 0.8 (seed 003)")
     model = handle.embedder.model_id if handle.embedder is not None else ""
     if choice == "auto" and model in SEED_EMBEDDERS:
         return literal
-    if choice == "auto" and not any(any(g > 0 for g in qrels.get(q.id, {}).values()) for q in queries):
+    labelled = any(any(g > 0 for g in qrels.get(q.id, {}).values()) for q in queries)
+    if choice == "auto" and not labelled:
         return ThresholdChoice(0.85, SEED_FAILURE_THRESHOLD,
-                               f"literal 0.85 / 0.8 (seed 003; nothing labelled to calibrate {model} on)")
+                               f"literal 0.85 / 0.8 (seed 003; nothing labelled to calibrate "
+                               f"{model} on)")
     cal = calibrate(handle, queries, qrels)
     return ThresholdChoice(cal.threshold, cal.threshold,
-                           f"calibrated {cal.threshold:.4f} for {model} on {cal.n_queries} labelled queries "
-                           "(in-sample), both lookups; the seed's 0.85 / 0.8 were set for text-embedding-3-small "
-                           "(--threshold literal)")
+                           f"calibrated {cal.threshold:.4f} for {model} on {cal.n_queries} "
+                           "labelled queries (in-sample), both lookups; the seed's 0.85 / 0.8 "
+                           "were set for text-embedding-3-small (--threshold literal)")

@@ -67,13 +67,14 @@ def _ranx_at_size(qrels: dict, lists: dict[str, list[str]], metric: str) -> dict
             by_size[len(ids)].append(q)
     for n, queries in by_size.items():
         run = Run({q: {d: float(n - r) for r, d in enumerate(lists[q])} for q in queries})
-        out.update(ranx_per_query(Qrels({q: qrels[q] for q in queries}), run, [f"{metric}@{n}"])[f"{metric}@{n}"])
+        name = f"{metric}@{n}"
+        out.update(ranx_per_query(Qrels({q: qrels[q] for q in queries}), run, [name])[name])
     return out
 
 
 def score_contexts(contexts: Sequence, query_ids: Sequence[str], qrels: dict[str, dict[str, int]],
                    doc_tokens: Mapping[str, int], token_budget: int = 1500) -> ContextScores:
-    """Score ``contexts`` (one per query id, any order) against ``qrels``; see the module docstring."""
+    """Score ``contexts`` (one per query id) against ``qrels``; see the module docstring."""
     if not isinstance(token_budget, int) or token_budget < 1:
         raise ValueError(f"token budget must be an integer ≥ 1, got {token_budget!r}")
     by_query = dict(zip(query_ids, contexts))
@@ -104,7 +105,8 @@ def _at_five(qrels: dict, lists: dict[str, list[str]]) -> dict[str, float]:
     out = {q: 0.0 for q in lists}
     filled = [q for q, ids in lists.items() if ids]
     if filled:
-        run = Run({q: {d: float(len(lists[q]) - r) for r, d in enumerate(lists[q])} for q in filled})
+        run = Run({q: {d: float(len(lists[q]) - r) for r, d in enumerate(lists[q])}
+                   for q in filled})
         out.update(ranx_per_query(Qrels({q: qrels[q] for q in filled}), run, ["ndcg@5"])["ndcg@5"])
     return out
 
@@ -136,9 +138,9 @@ def case_space_variants(dataset) -> list:
     return queries
 
 
-def evaluate_contexts(retriever, dataset, qrels: dict[str, dict[str, int]], token_budget: int = 1500,
-                      variants: bool = False, warm_up: bool = False):
-    """Replay the dataset's queries through seed 003's retriever (``eval.experiments.replay.replay_log``)
+def evaluate_contexts(retriever, dataset, qrels: dict[str, dict[str, int]],
+                      token_budget: int = 1500, variants: bool = False, warm_up: bool = False):
+    """Replay the dataset's queries through seed 003's retriever (``replay.replay_log``)
     and score their contexts: (``LogReplay``, ``ContextScores``). ``variants``: each query is
     repeated in another case and spacing (``case_space_variants``); ``warm_up``: the retriever's
     warm-up runs first, at the earliest query's time."""
@@ -152,5 +154,6 @@ def evaluate_contexts(retriever, dataset, qrels: dict[str, dict[str, int]], toke
     if warm_up and queries:
         retriever.warm_up(min(dataset.query_reference_time(q) for q in queries).timestamp())
     log = replay_log(retriever, dataset, queries)
-    scores = score_contexts(log.contexts, log.query_ids, qrels, document_tokens(dataset.documents), token_budget)
+    scores = score_contexts(log.contexts, log.query_ids, qrels, document_tokens(dataset.documents),
+                            token_budget)
     return log, scores

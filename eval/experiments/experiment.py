@@ -98,7 +98,7 @@ class Experiment:
     options: ExperimentOptions
     intervals: Intervals | None = None        # bootstrap CIs of every mean and every difference
     learned_router: RouterEvaluation | None = None  # the learned router, cross-validated (eval.learning.router)
-    judgments: dict | None = None             # which judgments (eval.stores.judgments.Judgments.to_json)
+    judgments: dict | None = None             # which judgments (stores.judgments.Judgments.to_json)
 
     @property
     def primary(self) -> str:
@@ -159,7 +159,8 @@ def run_experiment(pool: Candidates, dataset: Dataset,
     """Evaluate ``pipelines`` and ``baseline`` on ``pool`` (the candidates of ``dataset``'s queries).
 
     ``qrels`` defaults to the dataset's own; commands and pages pass
-    ``eval.stores.judgments.effective_qrels`` and its description as ``judgments``; intents, router labels and token counts come from ``dataset``. Significance is
+    ``eval.stores.judgments.effective_qrels`` and its description as ``judgments``; intents,
+    router labels and token counts come from ``dataset``. Significance is
     computed when there is more than the baseline; the router is evaluated when some query is
     labelled with an intent the router knows. ``progress(done, total)`` is called per pipeline."""
     options = options or ExperimentOptions()
@@ -183,4 +184,5 @@ def run_experiment(pool: Candidates, dataset: Dataset,
         router = evaluate_router(pool, qrels, labels, ROUTER_PIPELINE, options.router_metric)
         learned = evaluate_learned_router(pool, qrels, labels, query_vectors(pool), ROUTER_PIPELINE,
                                           options.router_metric)
-    return Experiment(evaluation, significance, budget, router, base_label, options, intervals, learned, judgments)
+    return Experiment(evaluation, significance, budget, router, base_label, options, intervals,
+                      learned, judgments)

@@ -161,7 +161,8 @@ def replay_log(retriever, dataset: Dataset, queries=None) -> LogReplay:
 
     queries = list(dataset.queries if queries is None else queries)
     order = sorted(range(len(queries)), key=lambda i: (dataset.query_reference_time(queries[i]), i))
-    l1, l2, records = {"hits": 0, "misses": 0}, {"hits": 0, "misses": 0, "saved_s": 0.0}, {"hits": 0, "misses": 0}
+    l1, records = {"hits": 0, "misses": 0}, {"hits": 0, "misses": 0}
+    l2 = {"hits": 0, "misses": 0, "saved_s": 0.0}
     contexts = []
     started = time.perf_counter()
     for i in order:
@@ -173,5 +174,5 @@ def replay_log(retriever, dataset: Dataset, queries=None) -> LogReplay:
             total["hits"] += counts["hits"]
             total["misses"] += counts["misses"]
         l2["saved_s"] += context.cache["l2"]["saved_s"]
-    return LogReplay(tuple(contexts), tuple(queries[i].id for i in order), l1, l2, time.perf_counter() - started,
-                     records)
+    return LogReplay(tuple(contexts), tuple(queries[i].id for i in order), l1, l2,
+                     time.perf_counter() - started, records)

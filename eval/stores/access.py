@@ -63,6 +63,6 @@ def with_access_counts(dataset: Dataset, added: dict[str, int]) -> Dataset:
     the indexes do not hold access counts)."""
     if not added:
         return dataset
-    documents = tuple(dataclasses.replace(d, access_count=d.access_count + added[d.id]) if d.id in added else d
-                      for d in dataset.documents)
+    documents = tuple(dataclasses.replace(d, access_count=d.access_count + added[d.id])
+                      if d.id in added else d for d in dataset.documents)
     return dataclasses.replace(dataset, documents=documents)

@@ -109,7 +109,8 @@ class Judgments:
     source: str = "explicit"
 
     def to_json(self) -> dict:
-        return {"label": self.label, "edits": self.edits, "history_head": self.head, "source": self.source}
+        return {"label": self.label, "edits": self.edits, "history_head": self.head,
+                "source": self.source}
 
 
 def _differences(dataset_qrels: dict, qrels: dict) -> int:
@@ -124,7 +125,8 @@ def history_head(history: list[dict]) -> str:
     return hashlib.sha1(json.dumps(history, sort_keys=True).encode()).hexdigest()[:8]
 
 
-def effective_qrels(dataset: Dataset, home: Path | None = None, source: str = "explicit") -> Judgments:
+def effective_qrels(dataset: Dataset, home: Path | None = None,
+                    source: str = "explicit") -> Judgments:
     """The judgments of ``dataset`` every command and page uses.
 
     ``source``: ``explicit`` (default) — the dataset's qrels with the workbench's and
@@ -137,24 +139,27 @@ def effective_qrels(dataset: Dataset, home: Path | None = None, source: str = "e
     state = store._load()
     qrels = store._merged(state)
     edits, head = _differences(dataset.qrels, qrels), history_head(state["history"])
-    label = "dataset qrels" if not edits else (f"dataset qrels + {edits} edit{'s' if edits != 1 else ''} "
-                                               f"(history head {head})")
+    plural = "s" if edits != 1 else ""
+    label = (f"dataset qrels + {edits} edit{plural} (history head {head})" if edits
+             else "dataset qrels")
     if source == "explicit":
         return Judgments(qrels, label, edits, head, source)
     path = dataset.root / IMPLICIT_QRELS
     if not path.is_file():
         raise ValueError(f"no implicit judgments for {dataset.name!r}: {path} does not exist")
-    implicit = {q: {d: g for d, g in docs.items() if g > 0} for q, docs in read_qrels_file(path, dataset).items()}
+    implicit = {q: {d: g for d, g in docs.items() if g > 0}
+                for q, docs in read_qrels_file(path, dataset).items()}
     if source == "implicit":
-        return Judgments({q: d for q, d in implicit.items() if d}, f"implicit judgments ({IMPLICIT_QRELS})",
-                         0, "", source)
+        return Judgments({q: d for q, d in implicit.items() if d},
+                         f"implicit judgments ({IMPLICIT_QRELS})", 0, "", source)
     both = {q: dict(d) for q, d in implicit.items()}
     for query_id, docs in qrels.items():
         both.setdefault(query_id, {}).update(docs)
-    return Judgments({q: d for q, d in both.items() if d}, f"{label} + implicit judgments ({IMPLICIT_QRELS})",
-                     edits, head, source)
+    return Judgments({q: d for q, d in both.items() if d},
+                     f"{label} + implicit judgments ({IMPLICIT_QRELS})", edits, head, source)
 
 
 def trec_qrels(qrels: dict[str, dict[str, int]]) -> str:
     """Judgments as TREC qrels text (``qid 0 docid grade``), queries and documents sorted."""
-    return "".join(f"{q}\t0\t{d}\t{g}\n" for q in sorted(qrels) for d, g in sorted(qrels[q].items()))
+    return "".join(f"{q}\t0\t{d}\t{g}\n"
+                   for q in sorted(qrels) for d, g in sorted(qrels[q].items()))

@@ -116,8 +116,8 @@ def empty_reason(c: Candidates, config: PipelineConfig, qi: int) -> str:
     if not n_keyword and not n_vector:
         return "nothing found by either path"
     if not n_keyword and config.min_similarity is not None:
-        return (f"{path} matched nothing, and none of the {n_vector} memories the vector path found "
-                f"reaches cosine {config.min_similarity:g}")
+        return (f"{path} matched nothing, and none of the {n_vector} memories the vector path "
+                f"found reaches cosine {config.min_similarity:g}")
     if config.min_score is not None:
         return f"every candidate scored below min score {config.min_score:g}"
     return "nothing found"
@@ -130,8 +130,9 @@ def whole_file(response: Response) -> Response:
         return response
     first, members = response.results[0], response.results
     tokens = sum(r.token_count for r in members)
-    result = Result(first.path, 0, 1.0, {"fast": 1.0}, first.path, "\n".join(r.text for r in members),
-                    "", tokens, tuple(r.id for r in members), first.memory_type, "",
+    text = "\n".join(r.text for r in members)
+    result = Result(first.path, 0, 1.0, {"fast": 1.0}, first.path, text, "", tokens,
+                    tuple(r.id for r in members), first.memory_type, "",
                     max(r.reinforcement for r in members), min(r.line_start for r in members),
                     max(r.line_end for r in members), first.model)
     return dataclasses.replace(response, results=[result])
