@@ -81,15 +81,16 @@ def cut(c: Candidates, depth: int) -> Candidates:
     """The pool ``c`` as a depth-``depth`` pool: rows some path ranks within ``depth`` (and the
     fast-path and timeline rows), ranks beyond it −1 and their BM25 scores 0."""
     cols = c.cols
-    ranks = ("dense_rank", "bm25_rank", "bm25_all_rank")
+    ranks = ("dense_rank", "bm25_rank", "bm25_all_rank", "bm25_tech_rank")
     within = {name: (cols[name] >= 0) & (cols[name] < depth) for name in ranks}
-    keep = within["dense_rank"] | within["bm25_rank"] | within["bm25_all_rank"] | cols["via_fast"].astype(bool) \
+    keep = np.logical_or.reduce([within[name] for name in ranks]) | cols["via_fast"].astype(bool) \
         | cols["via_timeline"].astype(bool)
     rows = np.flatnonzero(keep)
     new = {name: column[rows] for name, column in cols.items()}
     for name in ranks:
         new[name] = np.where(within[name][rows], new[name], -1).astype(cols[name].dtype)
-    for rank, score in (("bm25_rank", "bm25_score"), ("bm25_all_rank", "bm25_all_score")):
+    for rank, score in (("bm25_rank", "bm25_score"), ("bm25_all_rank", "bm25_all_score"),
+                        ("bm25_tech_rank", "bm25_tech_score")):
         new[score] = np.where(new[rank] >= 0, new[score], 0).astype(cols[score].dtype)
     counts = np.bincount(new["query_idx"], minlength=c.n_queries)
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.asarray(c.offsets).dtype)

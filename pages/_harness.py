@@ -20,6 +20,7 @@ import streamlit as st
 from eval.statistics.significance import Significance, compare_pair
 from eval.metrics.ranx_eval import Evaluation
 from eval.experiments.experiment import Experiment, ExperimentOptions, run_experiment
+from eval.stores.judgments import effective_qrels
 from eval.reports.report import fmt_p
 from eval.search.space import ParamSpec, Space, spaced
 from eval.search.sweep import SweepResult
@@ -87,8 +88,10 @@ def harness_experiment(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
     """``eval.experiments.experiment.run_experiment`` (the one composition ``rwb eval`` and ``rwb report``
     use) on the pool, with the workbench's merged qrels."""
     dataset = get_dataset(path, stamp)
-    qrels, _ = get_judged(path, stamp, embedder, qrels_rev)
-    return run_experiment(get_pool(path, stamp, embedder), dataset, dict(configs), baseline, options, qrels=qrels)
+    used = effective_qrels(dataset)
+    pool = get_pool(path, stamp, embedder)
+    return run_experiment(pool, dataset, dict(configs), baseline, options, qrels=used.qrels,
+                          judgments=used.to_json())
 
 
 def experiment_for(ws: Workspace, labelled: dict[str, PipelineConfig],

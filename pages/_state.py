@@ -24,7 +24,7 @@ from eval.metrics.measure import DEFAULT_METRICS, Judged, judge
 from eval.experiments.live import LiveRun, evaluate_config
 from eval.stores.pool import load_pool, pool_path
 from eval.stores.experiments import ExperimentStore
-from eval.stores.judgments import JudgmentStore
+from eval.stores.judgments import JudgmentStore, effective_qrels
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
 from retrieval.dataset import Dataset, DatasetError, Query, load_dataset, qrels_path
 from retrieval.index import IndexHandle, open_index, rwb_home
@@ -199,9 +199,9 @@ def pool_for(path: str, stamp: tuple, embedder: str, config: PipelineConfig) -> 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def get_judged(path: str, stamp: tuple, embedder: str, qrels_rev: tuple) -> tuple[dict, Judged]:
-    """Merged qrels (dataset + workbench judgments) and their alignment with the pool."""
+    """The judgments every command uses (``effective_qrels``) and their alignment with the pool."""
     dataset = get_dataset(path, stamp)
-    qrels = JudgmentStore(dataset).qrels()
+    qrels = effective_qrels(dataset).qrels
     return qrels, judge(get_pool(path, stamp, embedder), qrels)
 
 
@@ -278,7 +278,7 @@ class Workspace:
         return get_judged(self.path, self.stamp, self.embedder, self.qrels_rev)
 
     def qrels(self) -> dict:
-        return self.judgments.qrels()
+        return effective_qrels(self.dataset).qrels
 
     def log_experiment(self, config: PipelineConfig, means: dict[str, float], source: str,
                        baseline_means: dict[str, float] | None = None) -> dict:

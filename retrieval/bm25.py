@@ -23,10 +23,22 @@ tokens with AND (seed 002). Identifier and bigram terms add to the score in both
 are never required. A document found in both modes has the same BM25 score in both (the same
 term clauses match), so the ``all`` hits are the ``any`` hits that hold every word, in the
 same order.
+
+``technical`` (Lingxi's keyword path, seed 004: a grep "以当前用户消息中的技术词/短语为查询" —
+technical terms, error codes, configuration keys, API names) is an OR over the query's
+*technical* terms only (``technical_terms``): an identifier by its shape (a digit, one of
+``_ . / : -`` inside it, or a capital after its first letter: ``E11000``, ``ERR_CONN_REFUSED``,
+``utils/retry.py``, ``max_results``, ``LanceDB``, ``API``), matched whole in ``idents``; and a
+Han bigram (analyzer ``bigram``) holding none of the function characters ``HAN_FUNCTION``
+(``保存资料`` → ``保存 存资 资料``; ``我们``, ``怎么`` are dropped). Plain lower-case words
+(``and``, ``the``, ``login``) and single Han characters are never keyword terms: the vector
+path covers wording, the keyword path exact identifiers. The seed leaves the term extraction
+to the agent ("由 Agent 自然语言理解后执行"); this rule is our choice.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -40,7 +52,9 @@ WORDS_PATTERN = r"\p{Han}|[A-Za-z0-9]+"
 IDENTS_PATTERN = r"[A-Za-z0-9_]+(?:[./:\-][A-Za-z0-9_]+)*"
 HAN_RUN_PATTERN = r"\p{Han}+"
 MAX_QUERY_TERMS = 256
-MATCH_MODES = ("any", "all")
+MATCH_MODES = ("any", "all", "technical")
+HAN_FUNCTION = frozenset("的了是在我你他她它们这那么吗呢吧啊呀和与或及也都就还很个一不没怎什哪谁何")
+_TECHNICAL = re.compile(r"\d|[_./:\-]|.[A-Z]")
 
 
 @dataclass(frozen=True)
@@ -153,6 +167,18 @@ def query_terms(text: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[str, 
     return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
 
 
+def technical_terms(text: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[str, str]]:
+    """The (field, term) pairs of ``text`` that match mode ``technical`` searches for: identifiers
+    by their shape (whole, in ``idents``) and, with the ``bigram`` analyzer, Han bigrams free of
+    function characters; deduplicated, capped at MAX_QUERY_TERMS (see the module docstring)."""
+    text = scrub_text(text)
+    terms = [("idents", t.lower()) for t in re.findall(IDENTS_PATTERN, text)
+             if _TECHNICAL.search(t) and len(t.encode()) <= 64]
+    if get_analyzer(analyzer).bigrams:
+        terms += [("bigrams", t) for t in han_bigrams(text) if not HAN_FUNCTION.intersection(t)]
+    return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
+
+
 class BM25Index:
     def __init__(self, index: tantivy.Index, analyzer: str = DEFAULT_ANALYZER):
         self._index = index
@@ -196,7 +222,8 @@ class BM25Index:
     def _query(self, text: str, filters: Filters, match: str) -> tantivy.Query | None:
         if match not in MATCH_MODES:
             raise ValueError(f"match must be one of {list(MATCH_MODES)}, got {match!r}")
-        terms = query_terms(text, self.analyzer)
+        pick = technical_terms if match == "technical" else query_terms
+        terms = pick(text, self.analyzer)
         if not terms:
             return None
         required = tantivy.Occur.Must if match == "all" else tantivy.Occur.Should
@@ -212,9 +239,9 @@ class BM25Index:
                match: str = "any") -> list[tuple[str, float]]:
         """Top ``depth`` (doc id, BM25 score), best first; empty when nothing matches.
 
-        ``match`` is ``any`` (a document holding some query term) or ``all`` (every query
-        word). ``depth`` must lie in ``[0, MAX_DEPTH]`` (Tantivy allocates for ``depth`` hits
-        up front)."""
+        ``match`` is ``any`` (a document holding some query term), ``all`` (every query
+        word) or ``technical`` (some technical term of the query). ``depth`` must lie in
+        ``[0, MAX_DEPTH]`` (Tantivy allocates for ``depth`` hits up front)."""
         depth = check_size("depth", depth, 0, MAX_DEPTH)
         query = self._query(text, filters, match)
         if query is None or depth == 0:

@@ -6,6 +6,8 @@
   is served while ``now − stored_at < ttl_s`` (300 s in the seed). ``now`` is given by the
   caller — the wall clock live, the query's ``reference_time`` in a replay — so a replay is
   repeatable. Each entry keeps the seconds it took to compute, so a hit reports the time it saved.
+  An entry may carry its own lifetime (``put(…, ttl_s=…)``, ``get(…, ttl_s=…)``: the seed's
+  warm-up stores the most accessed patterns for an hour, ``ex=3600``).
 """
 
 from __future__ import annotations
@@ -58,15 +60,17 @@ class TTLCache:
 
     ttl_s: float = SEED_TTL_S
     stats: Stats = field(default_factory=Stats)
-    _entries: dict = field(default_factory=dict)   # key → (stored_at, compute seconds, value)
+    _entries: dict = field(default_factory=dict)   # key → (stored_at, compute seconds, value, ttl)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, key: Hashable, now: float, compute: Callable[[], Any], request: Stats | None = None) -> Any:
-        """The cached value of ``key`` if stored less than ``ttl_s`` before ``now``; otherwise
-        ``compute()``, stored at ``now``. Counts go to this cache's ``stats`` and to ``request``."""
+    def get(self, key: Hashable, now: float, compute: Callable[[], Any],
+            request: Stats | None = None, ttl_s: float | None = None) -> Any:
+        """The cached value of ``key`` if stored less than its lifetime before ``now``; otherwise
+        ``compute()``, stored at ``now`` for ``ttl_s`` (default the cache's). Counts go to this
+        cache's ``stats`` and to ``request``."""
         with self._guard:
             entry = self._entries.get(key)
-        if entry is not None and now - entry[0] < self.ttl_s:
+        if entry is not None and now - entry[0] < entry[3]:
             with self._guard:
                 for stats in filter(None, (self.stats, request)):
                     stats.hits += 1
@@ -76,7 +80,12 @@ class TTLCache:
         value = compute()
         spent = time.perf_counter() - started
         with self._guard:
-            self._entries[key] = (now, spent, value)
+            self._entries[key] = (now, spent, value, self.ttl_s if ttl_s is None else ttl_s)
             for stats in filter(None, (self.stats, request)):
                 stats.misses += 1
         return value
+
+    def put(self, key: Hashable, now: float, value: Any, ttl_s: float | None = None) -> None:
+        """Store ``value`` at ``now`` for ``ttl_s`` seconds (default the cache's): a warm-up."""
+        with self._guard:
+            self._entries[key] = (now, 0.0, value, self.ttl_s if ttl_s is None else ttl_s)

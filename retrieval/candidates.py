@@ -10,18 +10,22 @@ weight, ``rrf_k`` or the candidate multiplier never touches an index.
 Features: ``dense_sim`` (cosine, computed for every row), ``dense_rank`` / ``bm25_rank``
 (0-based, -1 when the path did not return the document), ``bm25_score`` (0 when absent),
 ``bm25_all_rank`` / ``bm25_all_score`` (the same for the keyword query in match mode ``all``,
-every query word required — see "Keyword match mode" below),
+every query word required — see "Keyword match mode" below), ``bm25_tech_rank`` /
+``bm25_tech_score`` (the keyword query over the query's technical terms only, match mode
+``technical``: Lingxi's keyword path, seed 004),
 ``age_days`` (reference time − updated_at, NaN when undated), ``created_age`` (reference time −
 created_at: the journal date the timeline path orders by), ``in_window`` (1/0 whether
 the memory's created_at lies in the window the query names, NaN when it names none),
 ``graph`` (1 when a ``related`` link joins the memory to a top-3 hit of either path),
 ``confidence``, ``vitality``, ``reinforcement``, ``access_count``, ``token_count``.
 
-Keyword match mode (``any`` / ``all``, ``retrieval.bm25.MATCH_MODES``). The BM25 path runs
-twice per query at retrieval time: the ``any`` query (OR of the terms) and the ``all`` query
-(every query word required, as OpenClaw's ``buildFtsQuery`` joins its terms with AND, seed 002);
-the pool holds the top ``pool_depth`` of each, and ``with_keyword_match("all")`` is the table
-seen through the ``all`` list. So the mode is a pipeline parameter that re-scores without an
+Keyword match mode (``any`` / ``all`` / ``technical``, ``retrieval.bm25.MATCH_MODES``). The BM25
+path runs three times per query at retrieval time: the ``any`` query (OR of the terms), the
+``all`` query (every query word required, as OpenClaw's ``buildFtsQuery`` joins its terms with
+AND, seed 002) and the ``technical`` query (OR of the technical terms only: identifiers, error
+codes, paths, Han bigrams; Lingxi's grep, seed 004); the pool holds the top ``pool_depth`` of
+each, and ``with_keyword_match("all")`` is the table seen through the ``all`` list (likewise
+``technical``). So the mode is a pipeline parameter that re-scores without an
 index, like every other, and an ``all`` pipeline of depth d sees exactly Tantivy's AND top d.
 The alternative — filtering the stored OR hits by how many query terms they hold — loses every
 AND hit ranked below the OR pool depth (a document holding all words can rank under documents
@@ -61,7 +65,7 @@ _TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[A-Za-z0-9_]+|[^
 
 ROW_COLUMNS = (
     "query_idx", "doc_idx", "dense_sim", "dense_rank", "bm25_score", "bm25_rank", "bm25_all_score",
-    "bm25_all_rank", "via_fast", "via_timeline",
+    "bm25_all_rank", "bm25_tech_score", "bm25_tech_rank", "via_fast", "via_timeline",
     "age_days", "created_age", "in_window", "graph", "confidence", "vitality", "reinforcement", "access_count", "token_count",
     "tie_key", "line_start",
 )
@@ -114,10 +118,12 @@ class Candidates:
         view shares every other column and is made once per table."""
         if match == "any":
             return self
-        if match != "all":
+        if match not in MATCH_MODES:
             raise ValueError(f"keyword match must be one of {list(MATCH_MODES)}, got {match!r}")
-        return memo(self, ("keyword all",), lambda: replace(self, cols={
-            **self.cols, "bm25_rank": self.cols["bm25_all_rank"], "bm25_score": self.cols["bm25_all_score"]}))
+        part = {"all": "all", "technical": "tech"}[match]
+        return memo(self, (f"keyword {match}",), lambda: replace(self, cols={
+            **self.cols, "bm25_rank": self.cols[f"bm25_{part}_rank"],
+            "bm25_score": self.cols[f"bm25_{part}_score"]}))
 
     def visible(self, depth: int) -> np.ndarray:
         """Rows a pipeline of this per-path depth retrieves."""
@@ -245,11 +251,11 @@ def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime,
                via_fast: np.ndarray | None, via_timeline: np.ndarray | None, window=None,
                dense_sim: np.ndarray | None = None,
                dense: dict = _NO_HITS, sparse: dict = _NO_HITS, every: dict = _NO_HITS,
-               linked: set | frozenset = frozenset()) -> dict[str, np.ndarray]:
+               linked: set | frozenset = frozenset(), tech: dict = _NO_HITS) -> dict[str, np.ndarray]:
     """Every ``ROW_COLUMNS`` feature of query ``qi``'s rows, one per document of ``idx``: the
-    one row builder of a candidate table. ``dense`` / ``sparse`` / ``every``: document index →
-    (rank, score) of the dense, BM25 ``any`` and BM25 ``all`` lists (a document a path did not
-    return has rank -1 and score 0); ``dense_sim`` the cosines (0 without a query vector);
+    one row builder of a candidate table. ``dense`` / ``sparse`` / ``every`` / ``tech``:
+    document index → (rank, score) of the dense, BM25 ``any``, ``all`` and ``technical`` lists
+    (a document a path did not return has rank -1 and score 0); ``dense_sim`` the cosines (0 without a query vector);
     ``via_fast`` / ``via_timeline`` per row (None: no row); ``window`` the time window the
     query names (None: ``in_window`` is NaN); ``linked`` the documents joined to an anchor."""
     n = len(idx)
@@ -269,6 +275,8 @@ def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime,
         "bm25_rank": np.array([sparse[i][0] if i in sparse else -1 for i in idx], dtype=np.int32),
         "bm25_all_score": np.array([every[i][1] if i in every else 0.0 for i in idx], np.float32),
         "bm25_all_rank": np.array([every[i][0] if i in every else -1 for i in idx], dtype=np.int32),
+        "bm25_tech_score": np.array([tech[i][1] if i in tech else 0.0 for i in idx], np.float32),
+        "bm25_tech_rank": np.array([tech[i][0] if i in tech else -1 for i in idx], dtype=np.int32),
         "via_fast": via_fast if via_fast is not None else no,
         "via_timeline": via_timeline if via_timeline is not None else no,
         "age_days": np.maximum(0.0, (now.timestamp() - updated) / 86400.0).astype(np.float32),
@@ -297,6 +305,8 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         dense_future = pool.submit(_dense_lists, handle, qvecs, [f[1] for f in filters], pool_depth, degraded)
         sparse_lists = [handle.bm25.search(q.text, pool_depth, f[0]) for q, f in zip(queries, filters)]
         all_lists = [handle.bm25.search(q.text, pool_depth, f[0], match="all") for q, f in zip(queries, filters)]
+        tech_lists = [handle.bm25.search(q.text, pool_depth, f[0], match="technical")
+                      for q, f in zip(queries, filters)]
         dense_lists = dense_future.result()
     neighbours = table.neighbours
     rows: dict[str, list] = {name: [] for name in ROW_COLUMNS}
@@ -314,7 +324,8 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         dense = {position[d]: (r, s) for r, (d, s) in enumerate(dense_lists[qi])}
         sparse = {position[d]: (r, s) for r, (d, s) in enumerate(sparse_lists[qi])}
         every = {position[d]: (r, s) for r, (d, s) in enumerate(all_lists[qi])}
-        members = dict.fromkeys([*dense, *sparse, *every])
+        tech = {position[d]: (r, s) for r, (d, s) in enumerate(tech_lists[qi])}
+        members = dict.fromkeys([*dense, *sparse, *every, *tech])
         allowed = table.allowed(filters[qi][0])
         if target:
             members.update(dict.fromkeys(np.flatnonzero((table.path == target) & allowed).tolist()))
@@ -330,7 +341,7 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         sims = (handle.vectors[idx] @ qvecs[qi]).astype(np.float32) if qvecs is not None else None
         via_fast = (table.path[idx] == target) if target else None
         built = query_rows(table, qi, idx, now, via_fast, recent[idx] if timeline else None, window,
-                           sims, dense, sparse, every, linked)
+                           sims, dense, sparse, every, linked, tech)
         for name in ROW_COLUMNS:
             rows[name].append(built[name])
         offsets.append(offsets[-1] + n)

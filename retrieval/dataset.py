@@ -352,6 +352,17 @@ def _load_qrels(path: Path, doc_ids: set[str], query_ids: set[str], problems: _P
     return qrels
 
 
+def read_qrels_file(path: Path, dataset: "Dataset") -> dict[str, dict[str, int]]:
+    """Judgments of ``dataset``'s queries and documents from another qrels file in its layout
+    (BEIR tsv or TREC); a ``DatasetError`` listing every problem."""
+    problems = _Problems()
+    doc_ids, query_ids = {d.id for d in dataset.documents}, {q.id for q in dataset.queries}
+    qrels = _load_qrels(path, doc_ids, query_ids, problems)
+    if problems:
+        raise DatasetError(problems)
+    return qrels
+
+
 def _load_card(path: Path, problems: _Problems) -> dict:
     try:
         text = path.read_text("utf-8")

@@ -14,8 +14,18 @@ Over the memories of a dataset tagged by ``memory_type`` (seed 003's collections
 The query is embedded once; the three lookups run in a thread pool (the seed's
 ``asyncio.gather``) and the context is patterns, then the profile, then failures. Caches
 (``retrieval.cache``): L1 per request (the embedding and each profile key); L2 with a 300 s TTL,
-keyed by the lookup and the query text (the site profile by its key), so a repeated query within
-five minutes skips its lookups. Every response carries its L1 and L2 hits and misses.
+keyed by the lookup and — as the seed keys it, ``f"pattern:{hash(tuple(embedding[:10]))}"`` —
+the first ``EMBEDDING_KEY_VALUES`` = 10 values of the query's embedding (``cache_key =
+"embedding"``; the query is embedded first, as the seed's ``retrieve_context`` does), or by the
+query text (``cache_key = "text"``: a hit also skips the embedding, but a query differing only in
+case or spacing misses); the site profile by its key. The seed's code caches the pattern lookup;
+the failure lookup is cached the same way here (the seed's hot cache holds "热点查询结果").
+Every response carries its L1 and L2 hits and misses.
+
+Warm-up (seed 003 预热策略, ``warm_up``): the ``WARM_LIMIT`` = 100 pattern memories of highest
+``access_count`` are stored in L2 by id for ``WARM_TTL_S`` = 3600 s (the seed's
+``memory:pattern:{id}``, ``ex=3600``); a returned pattern's record is read through that entry
+(its hits and misses are counted apart, as ``records``), else from the memory store (L3).
 
 Vector lookups are exact cosine over the typed memories (``IndexHandle.vectors``, the same
 vectors LanceDB holds). Source: seed 003 (检索器实现, 向量相似度检索, 站点画像检索, 失败知识检索, 缓存策略).
@@ -31,11 +41,15 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from retrieval.cache import SEED_TTL_S, RequestCache, Stats, TTLCache
-from retrieval.params import Params, integer, number
+from retrieval.params import Params, choice, integer, number
 
 PATTERN_TYPES = ("pattern",)
 PROFILE_TYPES = ("site-profile",)
 FAILURE_TYPES = ("error-fix", "failure")
+CACHE_KEYS = ("embedding", "text")
+EMBEDDING_KEY_VALUES = 10
+WARM_LIMIT = 100
+WARM_TTL_S = 3600.0
 _HOST = re.compile(r"\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}\b", re.IGNORECASE)
 
 
@@ -52,6 +66,9 @@ class Seed003Params(Params):
                                 "(seed 003: success_rate > 0.5)", lo=0.0, hi=1.0, step=0.05, min=0.0, max=1.0)
     ttl_s: float = number(SEED_TTL_S, "L2 TTL (s)", "hot-cache lifetime (seed 003: 300 s)", lo=0.0, hi=3600.0,
                           step=30.0, min=0.0, max=1e9, sweepable=False)
+    cache_key: str = choice("embedding", CACHE_KEYS, "L2 key",
+                            "embedding = the first 10 values of the query's embedding "
+                            "(seed 003); text = the query text")
 
 
 def host_key(text: str) -> str:
@@ -82,7 +99,7 @@ class Context:
     site_key: str
     site_profile: Hit | None
     known_issues: list[Hit]
-    cache: dict = field(default_factory=dict)   # {"l1": {...}, "l2": {...}}
+    cache: dict = field(default_factory=dict)   # {"l1": {...}, "l2": {...}, "records": {...}}
     threshold: float = 0.85
 
     @property
@@ -119,13 +136,25 @@ class MemoryRetriever:
             if d.memory_type in PROFILE_TYPES and d.title:
                 self._profiles.setdefault(d.title.strip().lower(), d.id)
 
-    def _top(self, vector: np.ndarray, rows: np.ndarray, k: int, threshold: float) -> list[Hit]:
+    def _top(self, vector: np.ndarray, rows: np.ndarray, k: int, threshold: float,
+             read=None) -> list[Hit]:
         if not len(rows):
             return []
         sims = self.handle.vectors[rows] @ vector
         ids = [self.handle.doc_ids[r] for r in rows]
         order = sorted((i for i in range(len(rows)) if sims[i] >= threshold), key=lambda i: (-sims[i], ids[i]))
-        return [Hit(ids[i], float(sims[i]), self._docs[ids[i]].text) for i in order[:k]]
+        read = read or self._docs.__getitem__
+        return [Hit(ids[i], float(sims[i]), read(ids[i]).text) for i in order[:k]]
+
+    def warm_up(self, now: float | None = None) -> list[str]:
+        """Seed 003's 预热: the ``WARM_LIMIT`` patterns of highest ``access_count`` (ties: id) into
+        L2 by id for ``WARM_TTL_S``; returns their ids."""
+        now = time.time() if now is None else float(now)
+        patterns = [self._docs[self.handle.doc_ids[r]] for r in self._patterns]
+        hot = sorted(patterns, key=lambda d: (-d.access_count, d.id))[:WARM_LIMIT]
+        for doc in hot:
+            self.l2.put(("pattern-id", doc.id), now, doc, WARM_TTL_S)
+        return [d.id for d in hot]
 
     def _profile(self, key: str, l1: RequestCache) -> Hit | None:
         for candidate in (key, parent_domain(key)):
@@ -139,21 +168,31 @@ class MemoryRetriever:
         """The memory context of one request; ``now`` (seconds) is the L2 clock (default: wall clock)."""
         now = time.time() if now is None else float(now)
         p = self.params
-        l1, request_l2 = RequestCache(), Stats()
+        l1, request_l2, records = RequestCache(), Stats(), Stats()
         key = host_key(text)
 
         def embedding() -> np.ndarray:
             return l1.get(("embed", text), lambda: self.handle.embedder.encode([text])[0])
 
+        # seed 003: embed first, key the hot cache by the embedding's first values
+        query_key = text if p.cache_key == "text" else \
+            tuple(float(x) for x in embedding()[:EMBEDDING_KEY_VALUES])
+
+        def record(doc_id: str):
+            return self.l2.get(("pattern-id", doc_id), now, lambda: self._docs[doc_id], records,
+                               WARM_TTL_S)
+
         def patterns() -> list[Hit]:
-            return self.l2.get(("pattern", text), now,
-                               lambda: self._top(embedding(), self._patterns, p.top_k, p.threshold), request_l2)
+            return self.l2.get(("pattern", query_key), now,
+                               lambda: self._top(embedding(), self._patterns, p.top_k, p.threshold,
+                                                 record),
+                               request_l2)
 
         def profile() -> Hit | None:
             return self.l2.get(("site", key), now, lambda: self._profile(key, l1), request_l2) if key else None
 
         def failures() -> list[Hit]:
-            return self.l2.get(("failure", text), now,
+            return self.l2.get(("failure", query_key), now,
                                lambda: self._top(embedding(), self._failures, p.failure_top_k, p.failure_threshold),
                                request_l2)
 
@@ -161,4 +200,6 @@ class MemoryRetriever:
             futures = [pool.submit(f) for f in (patterns, profile, failures)]
             similar, site, known = (f.result() for f in futures)
         return Context(text, similar, key, site, known,
-                       {"l1": l1.stats.to_json(), "l2": request_l2.to_json()}, p.threshold)
+                       {"l1": l1.stats.to_json(), "l2": request_l2.to_json(),
+                        "records": records.to_json()},
+                       p.threshold)

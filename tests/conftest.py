@@ -28,6 +28,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 # defaults of a hand-built candidate row: a document both paths missed, with neutral metadata
 ROW_DEFAULTS = {
     "dense_sim": 0.0, "dense_rank": -1, "bm25_score": 0.0, "bm25_rank": -1, "bm25_all_score": 0.0, "bm25_all_rank": -1,
+    "bm25_tech_score": 0.0, "bm25_tech_rank": -1,
     "via_fast": False, "via_timeline": False, "age_days": 0.0, "created_age": 0.0, "in_window": float("nan"), "graph": 0.0,
     "confidence": 1.0, "vitality": 50.0, "reinforcement": 0, "access_count": 0, "token_count": 10,
     "line_start": 0,
@@ -36,6 +37,7 @@ ROW_DEFAULTS = {
 ROW_DTYPES = {
     "query_idx": np.int32, "doc_idx": np.int32, "dense_sim": np.float32, "dense_rank": np.int32,
     "bm25_score": np.float32, "bm25_rank": np.int32, "bm25_all_score": np.float32, "bm25_all_rank": np.int32,
+    "bm25_tech_score": np.float32, "bm25_tech_rank": np.int32,
     "via_fast": bool, "via_timeline": bool,
     "age_days": np.float32, "created_age": np.float32, "in_window": np.float32, "graph": np.float32, "confidence": np.float32,
     "vitality": np.float32, "reinforcement": np.float32, "access_count": np.float32,

@@ -64,7 +64,8 @@ def test_openclaw_pipeline_applies_min_score_and_max_results():
 def test_lingxi_pipeline_takes_10_per_path_and_returns_top_3():
     config = PIPELINES["lingxi"]
     rows = [{"id": f"d{i:02}", "dense_rank": i, "dense_sim": 0.9 - i / 100} for i in range(12)]
-    rows[11] |= {"bm25_rank": 0, "bm25_score": 9.0}  # found by BM25 at rank 0 and by vectors at rank 11
+    # found by the keyword path (its technical-term list) at rank 0 and by vectors at rank 11
+    rows[11] |= {"bm25_tech_rank": 0, "bm25_tech_score": 9.0}
     c = make_candidates([rows])
     run = run_pipeline(c, config)
     assert config.path_depth == 10

@@ -92,7 +92,8 @@ def test_all_in_chinese_requires_every_character(tmp_path, analyzer):
 
 
 def test_an_unknown_match_mode_is_refused(store):
-    with pytest.raises(ValueError, match=r"match must be one of \['any', 'all'\], got 'and'"):
+    with pytest.raises(ValueError,
+                       match=r"match must be one of \['any', 'all', 'technical'\], got 'and'"):
         store.search(QUERY, 10, match="and")
 
 
@@ -164,11 +165,13 @@ def test_openclaw_uses_all_and_a_toml_variant_any(kw_index):
 
 def test_keyword_match_is_a_declared_pipeline_parameter():
     ref = next(k for k in knobs(PIPELINES["rrf"]) if k.path == "keyword_match")
-    assert (ref.knob.kind, ref.knob.options, ref.knob.sweepable, ref.value) == ("choice", ("any", "all"), False, "any")
+    assert (ref.knob.kind, ref.knob.options, ref.knob.sweepable, ref.value) == (
+        "choice", ("any", "all", "technical"), False, "any")
     assert get_param(PIPELINES["openclaw"], "keyword_match") == "all"
     assert 'keyword_match = "all"' in to_toml(PIPELINES["openclaw"]).splitlines()
     assert from_toml(to_toml(PIPELINES["openclaw"])) == PIPELINES["openclaw"]
-    with pytest.raises(ValueError, match=r"keyword_match must be one of \['any', 'all'\], got 'AND'"):
+    with pytest.raises(ValueError, match=r"keyword_match must be one of "
+                                         r"\['any', 'all', 'technical'\], got 'AND'"):
         with_param(PIPELINES["rrf"], "keyword_match", "AND")
     with pytest.raises(ValueError, match="keyword_match must be one of"):
         from_toml('base = "openclaw"\nkeyword_match = true\n')

@@ -140,9 +140,13 @@ def test_lingxi_still_answers_a_related_query(seedpaths_index):
 def test_lingxi_keyword_only_reports_its_route_and_keeps_keyword_hits(seedpaths_index):
     """No vectors (seed 004 G3): the keyword path alone, reported as such; the cosine floor
     cannot apply, and each hit scores 1/(1+rank) with both weights (0.7 + 0.3)."""
-    response = search(dataclasses.replace(seedpaths_index, embedder=None), "flaky login test", "lingxi")
+    blind = dataclasses.replace(seedpaths_index, embedder=None)
+    every_word = with_param(PIPELINES["lingxi"], "keyword_match", "any")
+    response = search(blind, "flaky login test", every_word)
     assert response.route == "keyword-only"
     assert [(r.id, r.score) for r in response.results] == [
         ("j02", pytest.approx(1.0)), ("j03", pytest.approx(1 / 2)), ("s03", pytest.approx(1 / 3))]
+    # Lingxi's own keyword path greps technical terms only: plain words find nothing, silently
+    assert search(blind, "flaky login test", "lingxi").results == []
     empty = search(dataclasses.replace(seedpaths_index, embedder=None), "ERR_ZZQ_4410", "lingxi")
     assert (empty.route, empty.results) == ("keyword-only", [])  # no match → silent

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from eval.stores.judgments import SOURCES, Judgments, effective_qrels
 from eval.stores.pool import load_pool
 from eval.progress import Progress
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
@@ -52,6 +53,10 @@ def add_pool_options(p: argparse.ArgumentParser) -> None:
     add_analyzer(p)
     p.add_argument("--pool-depth", type=int, default=DEFAULT_POOL_DEPTH,
                    help=f"candidates per path retrieved once per query (default {DEFAULT_POOL_DEPTH})")
+    p.add_argument("--judgments", choices=SOURCES, default="explicit",
+                   help="explicit (default): the dataset's qrels with the grades given in the "
+                        "workbench or by `rwb judge`; implicit: qrels/implicit.tsv "
+                        "(click-derived); both")
     add_quiet(p)
 
 
@@ -66,6 +71,16 @@ def load_with_pool(args) -> tuple[Dataset, Candidates]:
     for text in dict.fromkeys(n for notes in pool.degraded for n in notes):
         note(f"degraded: {text}")
     return dataset, pool
+
+
+def judgments(args, dataset: Dataset, say: bool = True) -> Judgments:
+    """The judgments a command's figures use (``eval.stores.judgments.effective_qrels``), announced
+    in one line on stdout (unless the command's method lines say it): ``judgments: dataset
+    qrels`` or ``judgments: dataset qrels + N edits (history head H)``."""
+    found = effective_qrels(dataset, source=getattr(args, "judgments", "explicit"))
+    if say:
+        print(f"judgments: {found.label}")
+    return found
 
 
 def check_depth(configs: dict, pool_depth: int) -> None:

@@ -8,8 +8,9 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from eval.cli._common import add_analyzer, add_embedder, add_quiet, bounded, note
+from eval.cli._common import add_analyzer, add_embedder, add_quiet, bounded, note, write_json
 from eval.progress import Progress
+from eval.stores.access import AccessStore, with_access_counts
 from eval.stores.configs import resolve_config
 from retrieval.bm25 import DEFAULT_ANALYZER
 from retrieval.dataset import DatasetError, load_dataset
@@ -41,22 +42,34 @@ def cmd_search(args) -> int:
     config = resolve_config(args.pipeline)
     if args.top_k is not None:
         config = replace(config, max_results=bounded("--top-k", args.top_k))
-    _, handle = _open(args.dataset, args.embedder, args.analyzer)
+    dataset, handle = _open(args.dataset, args.embedder, args.analyzer)
+    access = AccessStore(dataset)
+    # seed 000: a memory's access count is the corpus's plus what earlier searches wrote back
+    handle = replace(handle, dataset=with_access_counts(dataset, access.added()))
     response = search(handle, args.query, config, scope=args.scope or "", group=args.group or "",
                       project=args.project or "")
+    written = access.write_back(m for r in response.results for m in (r.members or (r.id,))) \
+        if args.write_back else None
     if args.json:
-        print(json.dumps(response.to_json(), ensure_ascii=False, indent=2))
+        data = response.to_json()
+        if written is not None:
+            data["write_back"] = {"memories": written, "store": str(access.path)}
+        print(json.dumps(data, ensure_ascii=False, indent=2))
         return 0
     print(f"route={response.route} profile={response.profile or '-'} tokens={response.total_tokens}"
           + (f" budget_remaining={response.budget_remaining}" if response.budget_remaining is not None else "")
           + (f" degraded={'; '.join(response.degraded)}" if response.degraded else ""))
     if not response.results:
         print("(no results)")
+        if response.empty_reason:
+            print(f"    ({response.empty_reason})")
     for r in response.results:
         text = r.text.replace("\n", " ")
         print(f"{r.rank + 1:>2}. {r.score:8.4f}  {r.id:<12} {r.path:<24} {text[:80]}")
         if r.members:
             print(f"    memories: {', '.join(r.members)}")
+    if written is not None:
+        print(f"write-back: access_count + 1 on {written} memories ({access.path})")
     return 0
 
 
@@ -79,19 +92,63 @@ def cmd_pipelines(args) -> int:
     return 0
 
 
+def context_replay(args, dataset, handle, used) -> int:
+    """Seed 003's retriever over the dataset's queries in reference_time order: cache counts and
+    the contexts' scores against ``used`` (``eval.stores.judgments.Judgments``); ``rwb context
+    --replay`` and ``rwb eval --context``."""
+    from eval.experiments.calibration import choose_threshold
+    from eval.experiments.context_eval import evaluate_contexts, score_table
+    from eval.reports.report import text_table
+    from retrieval.seed003 import MemoryRetriever, Seed003Params
+
+    bounded("--budget", args.budget, 1, 10_000_000)
+    chosen = choose_threshold(handle, dataset.queries, used.qrels, args.threshold)
+    params = Seed003Params(threshold=chosen.threshold, failure_threshold=chosen.failure_threshold,
+                           cache_key=args.cache_key)
+    retriever = MemoryRetriever(handle, params)
+    log, scores = evaluate_contexts(retriever, dataset, used.qrels, args.budget, args.variants,
+                                    args.warm_up)
+    data = {**log.to_json(), "threshold": chosen.how, "cache_key": args.cache_key,
+            "scores": scores.to_json(), "judgments": used.to_json()}
+    if args.json is True:  # rwb context --json: the document on stdout
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+        return 0
+    repeats = " (each query repeated 1 s later in another case and spacing)" * args.variants
+    print(f"{dataset.name}: {len(log.query_ids)} queries replayed in reference_time order"
+          f"{repeats}; threshold {chosen.how}; L2 key {args.cache_key}, TTL {params.ttl_s:g} s on "
+          "the queries' clock")
+    records = log.records
+    warm = (f"; warm-up: pattern records {records['hits']} hits / {records['misses']} misses"
+            if args.warm_up else "")
+    print(f"  L2 hits {log.l2['hits']} / misses {log.l2['misses']} "
+          f"(hit rate {log.l2_hit_rate:.1%}); time saved {log.l2['saved_s'] * 1000:.1f} ms of "
+          f"{log.wall_s * 1000:.1f} ms; "
+          f"L1 hits {log.l1['hits']} / misses {log.l1['misses']}{warm}")
+    answered = sum(1 for c in log.contexts if c.ids)
+    print(f"  {answered} of {len(log.contexts)} queries got a non-empty context")
+    print(f"judgments: {used.label}; {scores.n_queries} judged queries; "
+          f"token budget {scores.token_budget}")
+    print(text_table(*score_table(scores)))
+    if isinstance(args.json, str):  # rwb eval --context --json OUT
+        write_json(args.json, data)
+        print(f"wrote {args.json}")
+    return 0
+
+
 def cmd_context(args) -> int:
     """Seed 003's retriever: one query's context, a replay of the query log, or a calibration."""
-    from eval.experiments.calibration import calibrate
-    from eval.experiments.replay import replay_log
+    from eval.experiments.calibration import calibrate, choose_threshold
+    from eval.stores.judgments import effective_qrels
     from retrieval.seed003 import MemoryRetriever, Seed003Params
 
     embedders = args.embedder or ["minilm"]
     if args.calibrate:
         dataset = load_dataset(args.dataset)
+        qrels = effective_qrels(dataset).qrels
         out = []
         for name in embedders:
             _, handle = _open(args.dataset, name, args.analyzer)
-            cal = calibrate(handle, dataset.queries, dataset.qrels)
+            cal = calibrate(handle, dataset.queries, qrels)
             out.append(cal.to_json())
             print(f"{name}: {cal.n_queries} judged queries; best cosine per query {_quantiles(cal.best)}")
             print(f"  relevant pairs {_quantiles(cal.relevant)}; other top-10 pairs {_quantiles(cal.other)}")
@@ -104,34 +161,22 @@ def cmd_context(args) -> int:
     if len(embedders) > 1:
         raise ValueError("give one --embedder (several only with --calibrate)")
     dataset, handle = _open(args.dataset, embedders[0], args.analyzer)
-    threshold = args.threshold
-    if threshold == "calibrated":
-        threshold = calibrate(handle, dataset.queries, dataset.qrels).threshold
-    else:
-        try:
-            threshold = float(threshold)
-        except ValueError:
-            raise ValueError(f"--threshold must be a number or 'calibrated', got {threshold!r}") from None
-    retriever = MemoryRetriever(handle, Seed003Params(threshold=threshold))
+    used = effective_qrels(dataset)
     if args.replay:
-        log = replay_log(retriever, dataset)
-        if args.json:
-            print(json.dumps(log.to_json(), ensure_ascii=False, indent=2))
-            return 0
-        print(f"{dataset.name}: {len(log.query_ids)} queries replayed in reference_time order (threshold "
-              f"{threshold:g}, L2 TTL {retriever.params.ttl_s:g} s on the queries' clock)")
-        print(f"  L2 hits {log.l2['hits']} / misses {log.l2['misses']} (hit rate {log.l2_hit_rate:.1%}); time saved "
-              f"{log.l2['saved_s'] * 1000:.1f} ms of {log.wall_s * 1000:.1f} ms; L1 hits {log.l1['hits']} / misses "
-              f"{log.l1['misses']}")
-        answered = sum(1 for c in log.contexts if c.ids)
-        print(f"  {answered} of {len(log.contexts)} queries got a non-empty context")
-        return 0
+        return context_replay(args, dataset, handle, used)
     if not args.query:
         raise ValueError("give a QUERY, or --replay / --calibrate")
+    chosen = choose_threshold(handle, dataset.queries, used.qrels, args.threshold)
+    retriever = MemoryRetriever(handle, Seed003Params(threshold=chosen.threshold,
+                                                      failure_threshold=chosen.failure_threshold,
+                                                      cache_key=args.cache_key))
+    if args.warm_up:
+        retriever.warm_up()
     context = retriever.retrieve(args.query)
     if args.json:
         print(json.dumps(context.to_json(), ensure_ascii=False, indent=2))
         return 0
+    print(f"threshold {chosen.how}")
     print(f"site key {context.site_key or '-'} · cache L1 {context.cache['l1']['hits']} hits / "
           f"{context.cache['l1']['misses']} misses, L2 {context.cache['l2']['hits']} / {context.cache['l2']['misses']}")
     for label, hits in (("similar patterns", context.similar_tasks),
@@ -158,6 +203,27 @@ def _line_range(text: str | None) -> tuple[int, int | None]:
     if start < 1 or (end is not None and end < start):
         raise ValueError(f"--lines must be START:END with 1 ≤ START ≤ END, got {text!r}")
     return start, end
+
+
+def add_context_options(p, budget: bool = True) -> None:
+    """Seed 003's retriever's options (``rwb context``; ``rwb eval --context``, whose own
+    ``--budget`` is the same token budget)."""
+    p.add_argument("--threshold", default="auto",
+                   help="auto (default): the seed's 0.85 / 0.8 for text-embedding-3-small, for "
+                        "other embedders a threshold calibrated on the dataset's labels "
+                        "(in-sample); literal: 0.85 / 0.8 as the seed writes them; calibrated; or "
+                        "a number (the pattern threshold)")
+    p.add_argument("--cache-key", choices=("embedding", "text"), default="embedding",
+                   help="L2 key: embedding = its first 10 values (seed 003, default); "
+                        "text = the query text")
+    p.add_argument("--warm-up", action="store_true",
+                   help="first load the 100 most accessed patterns into L2 for an hour "
+                        "(seed 003's 预热)")
+    p.add_argument("--variants", action="store_true",
+                   help="with --replay: repeat each query 1 s later in another case and spacing")
+    if budget:
+        p.add_argument("--budget", type=int, default=1500,
+                       help="token budget the contexts are scored within (default 1500)")
 
 
 def cmd_show(args) -> int:
@@ -212,6 +278,9 @@ def register(sub) -> None:
     p.add_argument("--project")
     add_embedder(p)
     add_analyzer(p)
+    p.add_argument("--write-back", action="store_true",
+                   help="add 1 to the access count of every memory returned (seed 000), kept "
+                        "under $RWB_HOME beside the dataset's judgments; every rwb search reads it")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
@@ -229,13 +298,15 @@ def register(sub) -> None:
                        description="Similar patterns (memory_type pattern, vector top-3 over the threshold), the "
                                    "site profile (memory_type site-profile keyed by title: exact host, else its "
                                    "parent) and known failures (error-fix/failure, top-5 over 0.8, confidence > "
-                                   "0.5), run in parallel into one context; L2 cache 300 s keyed by the query.")
+                                   "0.5), run in parallel into one context; L2 cache 300 s keyed "
+                                   "by the first 10 values of the query's embedding (seed 003).")
     p.add_argument("dataset")
     p.add_argument("query", nargs="?")
-    p.add_argument("--threshold", default="0.85", help="pattern cosine threshold: a number (seed 003: 0.85) or "
-                                                        "'calibrated' (fitted on the dataset's labels)")
+    add_context_options(p)
     p.add_argument("--replay", action="store_true",
-                   help="answer the dataset's queries in reference_time order: L2 hit rate and time saved")
+                   help="answer the dataset's queries in reference_time order: cache counts, and "
+                        "each lookup's and the merged context's nDCG / recall against the "
+                        "judgments")
     p.add_argument("--calibrate", action="store_true",
                    help="similarity distribution per --embedder and a threshold calibrated on the labels")
     p.add_argument("--embedder", action="append", help="minilm, use-multilingual or a model path (repeat with "

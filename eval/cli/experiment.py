@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from eval.statistics.bootstrap import DEFAULT_RESAMPLES
 from eval.metrics.budget import DEFAULT_BUDGET
-from eval.cli._common import add_pool_options, bounded, check_depth, load_with_pool, note, write_json
+from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
+                              note, write_json)
 from eval.cli.sweep import add_sweep_options, check_sweep, run_sweep
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS
 from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS, metric_cutoff, parse_cutoffs
@@ -14,6 +15,7 @@ from eval.experiments.replay import replay_metrics, replay_table
 from eval.reports.report import (SHORT_NOTE, detail_header, detail_rows, intent_rows, legend, means_rows, method_lines,
                          short_notes, text_table)
 from eval.experiments.router_eval import router_lines
+from eval.cli.engine import add_context_options
 from eval.search.tune import in_sample_warning
 
 MAX_PERMUTATIONS = 1_000_000
@@ -51,24 +53,31 @@ def _detail(args, options: ExperimentOptions) -> list[str]:
     return [m for m in options.metrics if metric_cutoff(m) in (k, 0)]
 
 
-def _experiment(args, dataset, pool, options: ExperimentOptions) -> Experiment:
+def _experiment(args, dataset, pool, options: ExperimentOptions, used) -> Experiment:
     configs = experiment_configs(args.pipeline, args.baseline)
     check_depth(configs, pool.pool_depth)
     with Progress("pipeline") as progress:
         return run_experiment(pool, dataset, args.pipeline, args.baseline, options,
+                              qrels=used.qrels, judgments=used.to_json(),
                               progress=progress.stage("pipelines"))
 
 
 def cmd_eval(args) -> int:
     options = _options(args)
+    if args.context:
+        from eval.cli.engine import _open, context_replay
+
+        dataset, handle = _open(args.dataset, args.embedder, args.analyzer)
+        return context_replay(args, dataset, handle, judgments(args, dataset, say=False))
     experiment_configs(args.pipeline, args.baseline)  # unknown pipelines fail before the pool loads
     dataset, pool = load_with_pool(args)
+    used = judgments(args, dataset, say=args.replay)  # else the method lines say it
     if args.replay:
-        return _replay(args, dataset, pool, options)
+        return _replay(args, dataset, pool, options, used)
     for text in dict.fromkeys(filter(None, (in_sample_warning(p, dataset.fingerprint)
                                             for p in [args.baseline, *args.pipeline]))):
         note(text)
-    experiment = _experiment(args, dataset, pool, options)
+    experiment = _experiment(args, dataset, pool, options, used)
     evaluation, significance, intervals = experiment.evaluation, experiment.significance, experiment.intervals
     print(f"{dataset.name}: {evaluation.n_queries} judged queries · model {pool.embedder} · analyzer "
           f"{pool.analyzer} · pool depth {pool.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
@@ -103,17 +112,18 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def _replay(args, dataset, pool, options: ExperimentOptions) -> int:
+def _replay(args, dataset, pool, options: ExperimentOptions, used) -> int:
     """``rwb eval --replay``: frozen vs replayed metrics (``eval.experiments.replay``), no significance tests."""
     configs = experiment_configs(args.pipeline, args.baseline)
     check_depth(configs, pool.pool_depth)
     metrics = _detail(args, options)
-    results = replay_metrics(pool, dataset, configs, metrics)
+    results = replay_metrics(pool, dataset, configs, metrics, qrels=used.qrels)
     print(f"{dataset.name}: {pool.n_queries} queries replayed in reference_time order; after each, every "
           f"returned memory's access_count + 1 (seed 000). frozen → replay (Δ):")
     print(text_table(*replay_table(results, metrics)))
     if args.json:
-        write_json(args.json, {"replay": results, "metrics": list(metrics)})
+        write_json(args.json, {"replay": results, "metrics": list(metrics),
+                               "judgments": used.to_json()})
         print(f"wrote {args.json}")
     return 0
 
@@ -128,8 +138,10 @@ def cmd_report(args) -> int:
     elif args.param or args.sum or args.random:
         raise ValueError("--param, --sum and --random need --sweep PIPELINE")
     dataset, pool = load_with_pool(args)
-    experiment = _experiment(args, dataset, pool, options)
-    result = run_sweep(args, dataset, pool, args.sweep, args.sweep_seed) if args.sweep else None
+    used = judgments(args, dataset)
+    experiment = _experiment(args, dataset, pool, options, used)
+    result = (run_sweep(args, dataset, pool, args.sweep, args.sweep_seed, qrels=used.qrels)
+              if args.sweep else None)
     for path in experiment.write_report(args.out, result).values():
         print(f"wrote {path}")
     return 0
@@ -171,6 +183,11 @@ def register(sub) -> None:
     p.add_argument("--replay", action="store_true",
                    help="answer the queries in reference_time order, adding 1 to each returned memory's "
                         "access_count before the next (seed 000's write-backs); prints frozen vs replayed metrics")
+    p.add_argument("--context", action="store_true",
+                   help="score seed 003's memory contexts instead (as `rwb context --replay`): "
+                        "each lookup's and the merged context's nDCG / recall at its size and "
+                        "within --budget")
+    add_context_options(p, budget=False)
     p.add_argument("--json", metavar="OUT", help="write the results as JSON")
     p.set_defaults(func=cmd_eval)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from eval.cli._common import add_pool_options, bounded, check_depth, load_with_pool, write_file, write_json
+from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
+                              write_file, write_json)
 from eval.search.executors import EXECUTORS, MAX_WORKERS, check_reachable, import_ray, make_executor
 from eval.metrics.measure import parse_metric
 from eval.learning.router import prepare_pool
@@ -34,14 +35,16 @@ def check_sweep(args, pipeline: str) -> Space:
     return space
 
 
-def run_sweep(args, dataset, pool, pipeline: str, seed: int, executor=None) -> SweepResult:
+def run_sweep(args, dataset, pool, pipeline: str, seed: int, executor=None,
+              qrels=None) -> SweepResult:
+    """``qrels``: the judgments to score with (default: the dataset's own)."""
     base = resolve_config(pipeline)
     space = check_sweep(args, pipeline)
     check_depth({base.name: base}, pool.pool_depth)
     pool = prepare_pool(pool, dataset.queries, [base], args.embedder)  # learned routes, if it follows them
     with Progress("config") as progress:
-        return sweep(pool, dataset.qrels, base, space, args.metric, args.random, args.folds, seed,
-                     progress.stage("configs"), executor=executor)
+        return sweep(pool, dataset.qrels if qrels is None else qrels, base, space, args.metric,
+                     args.random, args.folds, seed, progress.stage("configs"), executor=executor)
 
 
 def check_executor(args) -> None:
@@ -72,8 +75,10 @@ def cmd_sweep(args) -> int:
     check_sweep(args, args.pipeline)
     check_executor(args)
     dataset, pool = load_with_pool(args)
+    used = judgments(args, dataset)
     with make_executor(args.executor, args.address, args.workers) as executor:
-        result = run_sweep(args, dataset, pool, args.pipeline, args.seed, executor)
+        result = run_sweep(args, dataset, pool, args.pipeline, args.seed, executor,
+                           qrels=used.qrels)
     where = "" if args.executor == "local" else f" on Ray ({executor.workers} workers)"
     print(f"{dataset.name}: {result.mode} search, {len(result.scores)} configurations of {result.base.name} on "
           f"{result.n_queries} judged queries in {result.seconds:.2f} s ({result.configs_per_second:,.0f}/s){where}, "
@@ -83,7 +88,7 @@ def cmd_sweep(args) -> int:
           f"held-out {result.held_out_mean:.4f}")
     best = ", ".join(f"{k}={v:g}" for k, v in result.best_params.items())
     print(f"as shipped: {result.base_score:.4f}; best on all queries: {best} → {result.best_score:.4f} (in-sample)")
-    write_outputs(args, result.best_toml, result.to_json)
+    write_outputs(args, result.best_toml, lambda: {**result.to_json(), "judgments": used.to_json()})
     return 0
 
 
@@ -142,15 +147,17 @@ def cmd_tune(args) -> int:
     base, space = check_tune(args)
     check_executor(args)
     dataset, pool = load_with_pool(args)
+    used = judgments(args, dataset)
     pool = prepare_pool(pool, dataset.queries, [base], args.embedder)  # learned routes, if it follows them
     check_space(base, space, args.sampler, pool.pool_depth)
     check_depth({base.name: base}, pool.pool_depth)
     with make_executor(args.executor, args.address, args.workers) as executor, Progress("trial") as progress:
-        result = tune(pool, dataset.qrels, base, space, trials=args.trials, folds=args.folds, seed=args.seed,
-                      sampler=args.sampler, metric=args.metric, inner_folds=args.inner_folds,
-                      guard=not args.no_guard, progress=progress.stage("trials"), executor=executor)
+        result = tune(pool, used.qrels, base, space, trials=args.trials, folds=args.folds,
+                      seed=args.seed, sampler=args.sampler, metric=args.metric,
+                      inner_folds=args.inner_folds, guard=not args.no_guard,
+                      progress=progress.stage("trials"), executor=executor)
     print_tune(result)
-    write_outputs(args, result.to_toml, result.to_json)
+    write_outputs(args, result.to_toml, lambda: {**result.to_json(), "judgments": used.to_json()})
     return 0
 
 

@@ -73,3 +73,48 @@ def calibrate(handle, queries, qrels: dict[str, dict[str, int]], seed_threshold:
         f1={"seed": round(float(_f1(flat_sims, flat_rel, seed_threshold)), 4), "calibrated": round(float(f1), 4)},
         answered={"seed": int((best >= seed_threshold).sum()), "calibrated": int((best >= threshold).sum())},
     )
+
+
+SEED_EMBEDDERS = ("text-embedding-3-small",)
+"""The embedder seed 003's thresholds (0.85 patterns, 0.8 failures) were set for (its 嵌入模型)."""
+SEED_FAILURE_THRESHOLD = 0.8
+
+
+@dataclass(frozen=True)
+class ThresholdChoice:
+    threshold: float                  # similar patterns
+    failure_threshold: float          # known failures
+    how: str                          # in words, for every output
+
+
+def choose_threshold(handle, queries, qrels: dict[str, dict[str, int]],
+                     choice: str = "auto") -> ThresholdChoice:
+    """Seed 003's thresholds for this index: ``literal`` (0.85 / 0.8, as the seed writes them),
+    ``calibrated`` (``calibrate``'s threshold for both lookups, fitted on these labels: in-sample),
+    ``auto`` (literal for the embedder the seed set them for, else calibrated — literal where no
+    query is labelled), or a number (the pattern threshold; failures keep 0.8)."""
+    literal = ThresholdChoice(0.85, SEED_FAILURE_THRESHOLD, "literal 0.85 / 0.8 (seed 003)")
+    if choice == "literal":
+        return literal
+    if choice not in ("auto", "calibrated"):
+        try:
+            value = float(choice)
+        except ValueError:
+            raise ValueError("--threshold must be auto, literal, calibrated or a number, "
+                             f"got {choice!r}") from None
+        if not -1.0 <= value <= 1.0:
+            raise ValueError(f"--threshold must lie in [-1, 1], got {value:g}")
+        return ThresholdChoice(value, SEED_FAILURE_THRESHOLD, f"{value:g} (given) / 0.8 (seed 003)")
+    model = handle.embedder.model_id if handle.embedder is not None else ""
+    if choice == "auto" and model in SEED_EMBEDDERS:
+        return literal
+    labelled = any(any(g > 0 for g in qrels.get(q.id, {}).values()) for q in queries)
+    if choice == "auto" and not labelled:
+        return ThresholdChoice(0.85, SEED_FAILURE_THRESHOLD,
+                               f"literal 0.85 / 0.8 (seed 003; nothing labelled to calibrate "
+                               f"{model} on)")
+    cal = calibrate(handle, queries, qrels)
+    return ThresholdChoice(cal.threshold, cal.threshold,
+                           f"calibrated {cal.threshold:.4f} for {model} on {cal.n_queries} "
+                           "labelled queries (in-sample), both lookups; the seed's 0.85 / 0.8 "
+                           "were set for text-embedding-3-small (--threshold literal)")

@@ -98,6 +98,7 @@ class Experiment:
     options: ExperimentOptions
     intervals: Intervals | None = None        # bootstrap CIs of every mean and every difference
     learned_router: RouterEvaluation | None = None  # the learned router, cross-validated (eval.learning.router)
+    judgments: dict | None = None             # which judgments (stores.judgments.Judgments.to_json)
 
     @property
     def primary(self) -> str:
@@ -107,6 +108,7 @@ class Experiment:
         """How the numbers were computed, in words and values (printed by every surface)."""
         o = self.options
         return {
+            "judgments": (self.judgments or {}).get("label", "given qrels"),
             "primary_metric": self.primary, "cutoffs": list(o.cutoffs), "gain": o.gain, "gain_formula": GAINS[o.gain],
             "tie_break": TIE_BREAK, "test": o.test, "correction": o.correction, "alpha": o.alpha,
             "permutations": o.permutations, "seed": o.seed, "bootstrap_resamples": o.bootstrap,
@@ -123,6 +125,7 @@ class Experiment:
                            self.settings())
         if self.learned_router is not None:
             out["learned_router"] = self.learned_router.to_json()
+        out["judgments"] = self.judgments
         return out
 
     def write_report(self, out_dir: str | Path, sweep=None, title: str | None = None) -> dict[str, Path]:
@@ -151,16 +154,18 @@ def experiment_configs(pipelines: Sequence[str | PipelineConfig] | Mapping[str, 
 def run_experiment(pool: Candidates, dataset: Dataset,
                    pipelines: Sequence[str | PipelineConfig] | Mapping[str, PipelineConfig],
                    baseline: str | PipelineConfig = "vector", options: ExperimentOptions | None = None, *,
-                   qrels: dict[str, dict[str, int]] | None = None,
+                   qrels: dict[str, dict[str, int]] | None = None, judgments: dict | None = None,
                    progress: Callable[[int, int], None] | None = None) -> Experiment:
     """Evaluate ``pipelines`` and ``baseline`` on ``pool`` (the candidates of ``dataset``'s queries).
 
-    ``qrels`` defaults to the dataset's (the workbench passes them merged with its own
-    judgments); intents, router labels and token counts come from ``dataset``. Significance is
+    ``qrels`` defaults to the dataset's own; commands and pages pass
+    ``eval.stores.judgments.effective_qrels`` and its description as ``judgments``; intents,
+    router labels and token counts come from ``dataset``. Significance is
     computed when there is more than the baseline; the router is evaluated when some query is
     labelled with an intent the router knows. ``progress(done, total)`` is called per pipeline."""
     options = options or ExperimentOptions()
-    qrels = dataset.qrels if qrels is None else qrels
+    if qrels is None:
+        qrels, judgments = dataset.qrels, {"label": "dataset qrels"}
     configs = experiment_configs(pipelines, baseline)
     base_label = next(iter(configs))
     pool = prepare_pool(pool, dataset.queries, configs)  # learned routes, when a pipeline follows them
@@ -179,4 +184,5 @@ def run_experiment(pool: Candidates, dataset: Dataset,
         router = evaluate_router(pool, qrels, labels, ROUTER_PIPELINE, options.router_metric)
         learned = evaluate_learned_router(pool, qrels, labels, query_vectors(pool), ROUTER_PIPELINE,
                                           options.router_metric)
-    return Experiment(evaluation, significance, budget, router, base_label, options, intervals, learned)
+    return Experiment(evaluation, significance, budget, router, base_label, options, intervals,
+                      learned, judgments)

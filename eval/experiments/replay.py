@@ -140,6 +140,7 @@ class LogReplay:
     l1: dict
     l2: dict
     wall_s: float                   # time the replay took (caches on)
+    records: dict | None = None     # pattern records read through L2 by id (the warm-up's entries)
 
     @property
     def l2_hit_rate(self) -> float:
@@ -148,6 +149,7 @@ class LogReplay:
 
     def to_json(self) -> dict:
         return {"queries": len(self.query_ids), "l1": self.l1, "l2": self.l2, "l2_hit_rate": self.l2_hit_rate,
+                "records": self.records,
                 "time_saved_s": self.l2["saved_s"], "wall_s": self.wall_s,
                 "contexts": {q: c.to_json() for q, c in zip(self.query_ids, self.contexts)}}
 
@@ -159,15 +161,18 @@ def replay_log(retriever, dataset: Dataset, queries=None) -> LogReplay:
 
     queries = list(dataset.queries if queries is None else queries)
     order = sorted(range(len(queries)), key=lambda i: (dataset.query_reference_time(queries[i]), i))
-    l1, l2 = {"hits": 0, "misses": 0}, {"hits": 0, "misses": 0, "saved_s": 0.0}
+    l1, records = {"hits": 0, "misses": 0}, {"hits": 0, "misses": 0}
+    l2 = {"hits": 0, "misses": 0, "saved_s": 0.0}
     contexts = []
     started = time.perf_counter()
     for i in order:
         query = queries[i]
         context = retriever.retrieve(query.text, dataset.query_reference_time(query).timestamp())
         contexts.append(context)
-        for total, counts in ((l1, context.cache["l1"]), (l2, context.cache["l2"])):
+        for total, counts in ((l1, context.cache["l1"]), (l2, context.cache["l2"]),
+                              (records, context.cache.get("records", {"hits": 0, "misses": 0}))):
             total["hits"] += counts["hits"]
             total["misses"] += counts["misses"]
         l2["saved_s"] += context.cache["l2"]["saved_s"]
-    return LogReplay(tuple(contexts), tuple(queries[i].id for i in order), l1, l2, time.perf_counter() - started)
+    return LogReplay(tuple(contexts), tuple(queries[i].id for i in order), l1, l2,
+                     time.perf_counter() - started, records)

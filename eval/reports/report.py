@@ -237,6 +237,8 @@ def method_lines(settings: dict | None, significance: Significance | None = None
     """How the numbers were computed, one statement a line."""
     lines = []
     if settings:
+        if settings.get("judgments"):
+            lines.append(f"Judgments: {settings['judgments']}")
         lines.append(f"nDCG: {settings['gain_formula']}")
         lines.append(f"Ties in a ranking: {settings['tie_break']}")
         lines.append(f"Cutoffs: {', '.join(str(k) for k in settings['cutoffs'])}; MAP (map) is over the whole "

@@ -1,14 +1,19 @@
-"""Graded judgments added in the workbench, with history and undo (``JudgmentStore``)."""
+"""The judgments every figure uses: the dataset's qrels with the grades added in the workbench
+or by ``rwb judge`` (``JudgmentStore``: history and undo), combined in ONE place,
+``effective_qrels``, which every command and page reads. Its ``Judgments.label`` says which
+judgments a figure used: "dataset qrels", or "dataset qrels + N edits (history head H)" where N
+counts the judgments that differ from the dataset's and H names the edit history's state."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from eval.stores.files import locked, read_json
-from retrieval.dataset import Dataset
+from retrieval.dataset import Dataset, read_qrels_file
 from retrieval.files import atomic_write_text, safe_component
 from retrieval.index import rwb_home
 
@@ -76,11 +81,85 @@ class JudgmentStore:
 
     def qrels(self) -> dict[str, dict[str, int]]:
         """The dataset's qrels with the overlay applied (grade 0 removes a judgment)."""
+        return self._merged(self._load())
+
+    def _merged(self, state: dict) -> dict[str, dict[str, int]]:
         merged = {q: dict(d) for q, d in self.dataset.qrels.items()}
-        for query_id, docs in self._load()["overlay"].items():
+        for query_id, docs in state["overlay"].items():
             for doc_id, grade in docs.items():
                 if grade > 0:
                     merged.setdefault(query_id, {})[doc_id] = grade
                 else:
                     merged.get(query_id, {}).pop(doc_id, None)
         return {q: d for q, d in merged.items() if d}
+
+
+SOURCES = ("explicit", "implicit", "both")
+IMPLICIT_QRELS = "qrels/implicit.tsv"
+
+
+@dataclass(frozen=True)
+class Judgments:
+    """The judgments a figure is computed with, and the words that say which they are."""
+
+    qrels: dict[str, dict[str, int]]
+    label: str          # "dataset qrels" or "dataset qrels + N edits (history head H)"
+    edits: int          # judgments that differ from the dataset's own
+    head: str           # the edit history's state ("" when there is none)
+    source: str = "explicit"
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "edits": self.edits, "history_head": self.head,
+                "source": self.source}
+
+
+def _differences(dataset_qrels: dict, qrels: dict) -> int:
+    pairs = {(q, d) for q, docs in (*dataset_qrels.items(), *qrels.items()) for d in docs}
+    return sum(dataset_qrels.get(q, {}).get(d, 0) != qrels.get(q, {}).get(d, 0) for q, d in pairs)
+
+
+def history_head(history: list[dict]) -> str:
+    """A short name for the state of an edit history (the sha1 of the whole history)."""
+    if not history:
+        return ""
+    return hashlib.sha1(json.dumps(history, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def effective_qrels(dataset: Dataset, home: Path | None = None,
+                    source: str = "explicit") -> Judgments:
+    """The judgments of ``dataset`` every command and page uses.
+
+    ``source``: ``explicit`` (default) — the dataset's qrels with the workbench's and
+    ``rwb judge``'s edits applied; ``implicit`` — the click-derived judgments of
+    ``qrels/implicit.tsv`` in the dataset folder alone; ``both`` — explicit ones, and implicit
+    ones for the pairs nobody judged explicitly."""
+    if source not in SOURCES:
+        raise ValueError(f"judgment source must be one of {list(SOURCES)}, got {source!r}")
+    store = JudgmentStore(dataset, home)
+    state = store._load()
+    qrels = store._merged(state)
+    edits, head = _differences(dataset.qrels, qrels), history_head(state["history"])
+    plural = "s" if edits != 1 else ""
+    label = (f"dataset qrels + {edits} edit{plural} (history head {head})" if edits
+             else "dataset qrels")
+    if source == "explicit":
+        return Judgments(qrels, label, edits, head, source)
+    path = dataset.root / IMPLICIT_QRELS
+    if not path.is_file():
+        raise ValueError(f"no implicit judgments for {dataset.name!r}: {path} does not exist")
+    implicit = {q: {d: g for d, g in docs.items() if g > 0}
+                for q, docs in read_qrels_file(path, dataset).items()}
+    if source == "implicit":
+        return Judgments({q: d for q, d in implicit.items() if d},
+                         f"implicit judgments ({IMPLICIT_QRELS})", 0, "", source)
+    both = {q: dict(d) for q, d in implicit.items()}
+    for query_id, docs in qrels.items():
+        both.setdefault(query_id, {}).update(docs)
+    return Judgments({q: d for q, d in both.items() if d},
+                     f"{label} + implicit judgments ({IMPLICIT_QRELS})", edits, head, source)
+
+
+def trec_qrels(qrels: dict[str, dict[str, int]]) -> str:
+    """Judgments as TREC qrels text (``qid 0 docid grade``), queries and documents sorted."""
+    return "".join(f"{q}\t0\t{d}\t{g}\n"
+                   for q in sorted(qrels) for d, g in sorted(qrels[q].items()))

@@ -38,16 +38,21 @@ class PipelineConfig(Params):
     min_score: float | None = number(None, "min score", "drop results scoring below this",
                                      lo=0.0, hi=1.0, step=0.01)
     min_similarity: float | None = number(
-        None, "min similarity", "relevance floor: drop a candidate whose cosine to the query is below this, "
-        "whichever path found it, so an unrelated query gets an empty answer (Lingxi's 0–3, seed 004); "
-        "not applied when the query has no vector (keyword-only)", lo=0.0, hi=1.0, step=0.01, min=-1.0, max=1.0)
+        None, "min similarity",
+        "relevance floor on the vector path: drop a candidate only the vector path found whose "
+        "cosine to the query is below this, so an unrelated query gets an empty answer (Lingxi's "
+        "0–3, seed 004); a keyword hit is never dropped (recall first); not applied when the "
+        "query has no vector (keyword-only)", lo=0.0, hi=1.0, step=0.01, min=-1.0, max=1.0)
     token_budget: int | None = integer(None, "token budget", "stop adding results past this many tokens",
                                        lo=100, hi=8000, step=100, min=1, max=100_000_000)
     fast_path: bool = flag(False, "fast path", "a query naming a memory file reads that file (seed 000)")
     timeline_path: bool = flag(False, "timeline path", "a 'what did we do lately' query reads the journal (seed 000)")
     keyword_match: str = choice("any", MATCH_MODES, "keyword match",
                                 "BM25 path: any = a memory holding some query word (OR); all = every query word "
-                                "(AND, as OpenClaw's FTS query, seed 002). Both lists are in the candidate pool.")
+                                "(AND, as OpenClaw's FTS query, seed 002); technical = some "
+                                "technical term of the query: identifiers, error codes, paths, "
+                                "Han bigrams, no plain words (Lingxi's grep, seed 004). All three "
+                                "lists are in the candidate pool.")
     params: Params | None = None
 
     def check(self) -> None:

@@ -53,7 +53,7 @@ def all_hybrid(c: Candidates) -> np.ndarray:
 
 def fuse(c: Candidates, config: PipelineConfig) -> Fused:
     """Route and fuse every query of a candidate table (no ranking)."""
-    c = c.with_keyword_match(config.keyword_match)  # the BM25 path's OR or AND list
+    c = c.with_keyword_match(config.keyword_match)  # the BM25 path's OR, AND or technical list
     visible = visible_rows(c, config.path_depth)
     route = all_hybrid(c)  # 0 fast, 1 timeline, 2 hybrid
     if config.fast_path or config.timeline_path:
@@ -93,8 +93,11 @@ def fuse(c: Candidates, config: PipelineConfig) -> Fused:
             budget = np.where(route == 0, -1, budget)
         keep = ~hybrid_rows
     if config.min_similarity is not None:
+        # seed 004: recall first — the floor applies to rows only the vector path found; a
+        # keyword hit (within the path depth) is never dropped by it
         with_vector = np.array([not _keyword_only(notes) for notes in c.degraded], dtype=bool)
-        below = (c.dense_sim < config.min_similarity) & with_vector[c.query_idx]
+        keyword_hit = (c.bm25_rank >= 0) & (c.bm25_rank < config.path_depth)
+        below = (c.dense_sim < config.min_similarity) & with_vector[c.query_idx] & ~keyword_hit
         if routed:
             below &= hybrid_rows
         score = np.where(below, -np.inf, score)

@@ -22,6 +22,12 @@ from retrieval.routing import fast_path_target, route_intent, triggers_timeline
 
 @dataclass(frozen=True)
 class Result:
+    """One result, with every field the seeds' result types name: seed 000's ``SearchResult``
+    (chunk_id = ``id``, uri = ``path``, content = ``text``, score, memory_type, section,
+    reinforcement, token_count) and seed 002's snippet (text, filePath = ``path``, lineRange =
+    ``line_start``–``line_end``, score, provider/model = ``model``). ``section`` is the heading the
+    memory sits under: its ``section`` field where the corpus gives one, else its title."""
+
     id: str
     rank: int
     score: float
@@ -31,6 +37,12 @@ class Result:
     title: str = ""
     token_count: int = 0
     members: tuple[str, ...] = ()  # a whole-file result (fast path): its memories in line order
+    memory_type: str = ""
+    section: str = ""
+    reinforcement: int = 0
+    line_start: int = 0
+    line_end: int = 0
+    model: str = ""                # the embedder that answered ("none …" when no vector was used)
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,7 @@ class Response:
     total_tokens: int
     budget_remaining: int | None
     results: list[Result]
+    empty_reason: str = ""   # why nothing came back (silent to an agent, stated for a person)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -57,7 +70,8 @@ def response_for(c: Candidates, run: PipelineRun, qi: int, documents) -> Respons
         parts = {k: float(v[row]) for k, v in run.scored.components.items() if v[row] != 0.0}
         parts.update({f"x {k}": float(v[row]) for k, v in run.scored.multipliers.items()})
         results.append(Result(doc.id, rank, float(run.scored.score[row]), parts, doc.path, doc.text, doc.title,
-                              int(c.token_count[row])))
+                              int(c.token_count[row]), (), doc.memory_type, section_of(doc),
+                              doc.reinforcement, doc.line_start, doc.line_end, model_of(c, qi)))
     total = int(run.ranking.total_tokens[qi])
     budget = run.config.token_budget
     degraded = list(c.degraded[qi])
@@ -70,7 +84,41 @@ def response_for(c: Candidates, run: PipelineRun, qi: int, documents) -> Respons
         query=c.query_texts[qi], pipeline=run.config.name, route=run.route[qi], profile=run.profile[qi],
         degraded=degraded, total_tokens=total,
         budget_remaining=(budget - total) if budget is not None else None, results=results,
+        empty_reason="" if results else empty_reason(c, run.config, qi),
     )
+
+
+def section_of(doc) -> str:
+    """The heading a memory sits under: the corpus's ``section`` field, else its title."""
+    section = doc.extra.get("section")
+    return section if isinstance(section, str) and section else doc.title
+
+
+def model_of(c: Candidates, qi: int) -> str:
+    """The embedder behind a query's results; "none (keyword-only)" when it had no vector."""
+    if any(note.endswith("keyword-only") for note in c.degraded[qi]):
+        return "none (keyword-only)"
+    return c.embedder
+
+
+def empty_reason(c: Candidates, config: PipelineConfig, qi: int) -> str:
+    """Why query ``qi`` got no result: which path found nothing, or what dropped what it found."""
+    lo, hi = int(c.offsets[qi]), int(c.offsets[qi + 1])
+    depth = config.path_depth
+    keyword = c.with_keyword_match(config.keyword_match).bm25_rank[lo:hi]
+    n_keyword = int(((keyword >= 0) & (keyword < depth)).sum())
+    n_vector = int(((c.dense_rank[lo:hi] >= 0) & (c.dense_rank[lo:hi] < depth)).sum())
+    path = f"the keyword path ({config.keyword_match} terms)"
+    if any(note.endswith("keyword-only") for note in c.degraded[qi]):
+        return f"keyword-only (no query vector): {path} matched nothing"
+    if not n_keyword and not n_vector:
+        return "nothing found by either path"
+    if not n_keyword and config.min_similarity is not None:
+        return (f"{path} matched nothing, and none of the {n_vector} memories the vector path "
+                f"found reaches cosine {config.min_similarity:g}")
+    if config.min_score is not None:
+        return f"every candidate scored below min score {config.min_score:g}"
+    return "nothing found"
 
 
 def whole_file(response: Response) -> Response:
@@ -78,10 +126,13 @@ def whole_file(response: Response) -> Response:
     memories in line order, joined by newlines) with its token count; other routes unchanged."""
     if response.route != ROUTES[0] or not response.results:
         return response
-    first = response.results[0]
-    tokens = sum(r.token_count for r in response.results)
-    result = Result(first.path, 0, 1.0, {"fast": 1.0}, first.path, "\n".join(r.text for r in response.results),
-                    "", tokens, tuple(r.id for r in response.results))
+    first, members = response.results[0], response.results
+    tokens = sum(r.token_count for r in members)
+    text = "\n".join(r.text for r in members)
+    result = Result(first.path, 0, 1.0, {"fast": 1.0}, first.path, text, "", tokens,
+                    tuple(r.id for r in members), first.memory_type, "",
+                    max(r.reinforcement for r in members), min(r.line_start for r in members),
+                    max(r.line_end for r in members), first.model)
     return dataclasses.replace(response, results=[result])
 
 

@@ -1,0 +1,146 @@
+"""One judgment store for the whole product (``eval.stores.judgments``): a grade given through
+``JudgmentStore`` (what the Tune and Data pages call) or ``rwb judge`` changes ``rwb eval``'s figure
+by the same amount as the workbench's, and every output says which judgments it used.
+
+On the tiny fixture (4 queries, one relevant memory each, grade 3), with the ``bm25`` pipeline:
+q1 is ``ERR_CONN_REFUSED`` and only d03 holds that identifier, so BM25 ranks d03 first and q1's
+nDCG@5 is 1. Grading d04 (ECONNRESET, no query word: BM25 never returns it) 3 for q1 makes
+q1's ideal DCG 3 + 3/log2(3) = 4.8928 while its DCG stays 3: nDCG@5 3/4.8928 = 0.6131, so the
+mean over the 4 judged queries falls by (1 − 0.6131)/4 = 0.0967.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval.experiments.live import evaluate_config
+from eval.metrics.measure import judge
+from eval.stores.judgments import JudgmentStore, effective_qrels, trec_qrels
+from eval.stores.pool import load_pool
+from retrieval.dataset import load_dataset
+from retrieval.pipeline import PIPELINES
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "tests" / "fixtures" / "tiny"
+Q1_AFTER = 3 / (3 + 3 / math.log2(3))       # 0.6131
+DROP = (1 - Q1_AFTER) / 4                   # 0.0967
+
+
+def rwb(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "LANCEDB_LOG": "error"}
+    return subprocess.run([sys.executable, "-m", "eval.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=300)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A private RWB_HOME: grades given here must not reach other tests."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("RWB_HOME", str(home))
+    return home
+
+
+def eval_bm25(home: Path, out: Path) -> tuple[float, str]:
+    proc = rwb(home, "eval", str(TINY), "--pipeline", "bm25", "--metrics", "ndcg@5",
+               "--permutations", "100", "--bootstrap", "100", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    return data["results"]["bm25"]["ndcg@5"], proc.stdout
+
+
+def workbench_bm25(home: Path) -> float:
+    """What the Tune page shows: the pool judged with ``effective_qrels`` (_state.get_judged)."""
+    dataset = load_dataset(TINY)
+    pool = load_pool(dataset)
+    judged = judge(pool, effective_qrels(dataset, home).qrels)
+    return evaluate_config(pool, judged, PIPELINES["bm25"]).means["ndcg@5"]
+
+
+def test_a_workbench_grade_moves_rwb_eval_by_the_same_amount_and_the_output_says_so(home, tmp_path):
+    dataset = load_dataset(TINY)
+    before, text = eval_bm25(home, tmp_path / "a.json")
+    assert before == pytest.approx(workbench_bm25(home), abs=1e-9)
+    assert "Judgments: dataset qrels\n" in text
+    assert json.loads((tmp_path / "a.json").read_text())["settings"]["judgments"] == "dataset qrels"
+
+    JudgmentStore(dataset, home).grade("q1", "d04", 3, author="tune page")
+    workbench = workbench_bm25(home)
+    after, text = eval_bm25(home, tmp_path / "b.json")
+    assert after - before == pytest.approx(workbench - before, abs=1e-9)
+    assert after - before == pytest.approx(-DROP, abs=1e-4)
+    head = effective_qrels(dataset, home).head
+    assert len(head) == 8
+    assert f"Judgments: dataset qrels + 1 edit (history head {head})" in text
+    settings = json.loads((tmp_path / "b.json").read_text())["settings"]
+    assert settings["judgments"] == f"dataset qrels + 1 edit (history head {head})"
+
+
+def test_rwb_judge_grades_undoes_and_exports_what_the_workbench_reads(home, tmp_path):
+    dataset = load_dataset(TINY)
+    proc = rwb(home, "judge", str(TINY), "q1", "d04", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == "q1 d04: - → 3"
+    assert effective_qrels(dataset, home).qrels["q1"] == {"d03": 3, "d04": 3}  # the workbench too
+    rwb(home, "judge", str(TINY), "q2", "d01", "0")             # clears q2's only judgment
+    used = effective_qrels(dataset, home)
+    assert (used.edits, "q2" in used.qrels) == (2, False)
+
+    out = tmp_path / "combined.tsv"
+    proc = rwb(home, "judge", str(TINY), "--export", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == "q1\t0\td03\t3\nq1\t0\td04\t3\nq3\t0\td08\t3\nq4\t0\td06\t3\n"
+    last = proc.stdout.splitlines()[-1]
+    assert last == f"judgments: dataset qrels + 2 edits (history head {used.head})"
+
+    proc = rwb(home, "judge", str(TINY), "--undo")
+    assert proc.stdout.splitlines()[0] == "undone: q2 d01: 0 → 3"
+    assert effective_qrels(dataset, home).qrels == {**dataset.qrels, "q1": {"d03": 3, "d04": 3}}
+    rwb(home, "judge", str(TINY), "--undo")
+    back = effective_qrels(dataset, home)
+    assert (back.label, back.qrels) == ("dataset qrels", dataset.qrels)
+
+
+def test_regrading_to_the_dataset_grade_is_no_edit(home):
+    dataset = load_dataset(TINY)
+    store = JudgmentStore(dataset, home)
+    store.grade("q1", "d03", 2)
+    store.grade("q1", "d03", 3)   # back to the dataset's own grade
+    used = effective_qrels(dataset, home)
+    assert (used.label, used.edits, len(store.history())) == ("dataset qrels", 0, 2)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("q1", "d04", "high"), "GRADE must be an integer 0–3, got 'high'"),
+    (("q1", "d04", "7"), "grade must be an integer 0–3, got 7"),
+    (("q9", "d04", "1"), "unknown query 'q9'"),
+    (("q1", "d04"), "give QUERY_ID DOC_ID GRADE together"),
+])
+def test_rwb_judge_refuses_bad_input_in_one_line(home, args, message):
+    proc = rwb(home, "judge", str(TINY), *args)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"rwb: error: {message}"
+
+
+def test_implicit_judgments_are_a_separate_source(home, tiny_copy):
+    dataset = load_dataset(tiny_copy)
+    with pytest.raises(ValueError, match="no implicit judgments"):
+        effective_qrels(dataset, home, source="implicit")
+    (tiny_copy / "qrels" / "implicit.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td05\t1\nq1\td03\t1\n")
+    assert effective_qrels(dataset, home, source="implicit").qrels == {"q1": {"d05": 1, "d03": 1}}
+    both = effective_qrels(dataset, home, source="both")
+    assert both.qrels["q1"] == {"d05": 1, "d03": 3}                       # the explicit grade wins
+    with pytest.raises(ValueError, match="judgment source must be one of"):
+        effective_qrels(dataset, home, source="clicks")
+
+
+def test_trec_export_is_sorted_qid_0_docid_grade():
+    assert trec_qrels({"b": {"y": 1, "x": 2}, "a": {"z": 3}}) == (
+        "a\t0\tz\t3\nb\t0\tx\t2\nb\t0\ty\t1\n")

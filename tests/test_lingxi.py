@@ -1,0 +1,96 @@
+"""Lingxi (seed 004) as its user story US-1 asks: an error code named in a Chinese message finds
+the note holding it, by the keyword path alone; an unrelated message still finds nothing.
+
+A hand-made store of five notes (real Tantivy, real LanceDB, MiniLM), written into the test's
+tmp folder. Only ``n1`` holds ``E11000``; MiniLM embeds the Chinese part of the query far from
+every English note, so the vector path alone would never reach Lingxi's cosine floor of 0.3.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from retrieval.bm25 import technical_terms
+from retrieval.dataset import load_dataset
+from retrieval.index import open_index
+from retrieval.pipeline import PIPELINES, search, with_param
+
+NOTES = {
+    "n1": "MongoDB E11000 duplicate key on save: the unique index on users.email; dedupe first.",
+    "n2": "Prefer dark editor themes and short commit messages.",
+    "n3": "The deploy checklist runs on Fridays and needs two reviewers.",
+    "n4": "Retry helper uses exponential backoff with jitter, capped at 30 seconds.",
+    "n5": "Team lunch is on Thursdays at the noodle place.",
+}
+US1 = "保存资料时报错 E11000"
+UNRELATED = "recipe for the lemon tart"
+
+
+@pytest.fixture(scope="module")
+def handle(rwb_home, tmp_path_factory):
+    root = tmp_path_factory.mktemp("lingxi")
+    (root / "qrels").mkdir()
+    (root / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": k, "text": t, "path": f"notes/{k}.md"}) + "\n"
+        for k, t in NOTES.items()))
+    query = json.dumps({"_id": "q1", "text": US1}, ensure_ascii=False)
+    (root / "queries.jsonl").write_text(query + "\n")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tn1\t1\n")
+    (root / "dataset.toml").write_text(
+        'name = "lingxi-us1"\nreference_time = "2026-11-20T18:00:00+00:00"\n')
+    return open_index(load_dataset(root))
+
+
+def cosine(handle, text: str, doc_id: str) -> float:
+    vector = handle.embedder.encode([text])[0]
+    return float(handle.vectors[handle.doc_ids.index(doc_id)] @ vector)
+
+
+def test_technical_terms_are_identifiers_and_han_bigrams_never_plain_words():
+    assert technical_terms(US1) == [("idents", "e11000"), *(("bigrams", b) for b in
+                                    ("保存", "存资", "资料", "料时", "时报", "报错"))]
+    assert technical_terms("ERR_CONN_REFUSED in utils/retry.py and the LanceDB API") == [
+        ("idents", "err_conn_refused"), ("idents", "utils/retry.py"), ("idents", "lancedb"),
+        ("idents", "api")]
+    assert technical_terms(UNRELATED) == []                      # plain words only
+    assert technical_terms("我们怎么做") == []                     # 我们 怎么 么做: function characters
+    assert technical_terms(US1, "unigram") == [("idents", "e11000")]  # no bigram field to search
+
+
+def test_us1_an_error_code_in_a_chinese_message_finds_its_note(handle):
+    assert cosine(handle, US1, "n1") < 0.3               # the vector path alone would drop it
+    response = search(handle, US1, "lingxi")
+    assert [r.id for r in response.results] == ["n1"]
+    # weighted 0.7·cos + 0.3·1/(1+0): the keyword path's first hit
+    expected = 0.7 * cosine(handle, US1, "n1") + 0.3
+    assert response.results[0].score == pytest.approx(expected, abs=1e-5)
+    assert response.empty_reason == ""
+
+
+def test_the_floor_still_drops_memories_only_the_vector_path_found(handle):
+    """Without the floor, the three places fill with notes the vector path found; with it,
+    only the keyword hit stays."""
+    unfloored = search(handle, US1, with_param(PIPELINES["lingxi"], "min_similarity", None))
+    assert len(unfloored.results) == 3 and unfloored.results[0].id == "n1"
+    assert all(cosine(handle, US1, r.id) < 0.3 for r in unfloored.results[1:])
+
+
+def test_an_unrelated_message_finds_nothing_and_says_why(handle):
+    response = search(handle, UNRELATED, "lingxi")
+    assert response.results == []
+    assert response.empty_reason == ("the keyword path (technical terms) matched nothing, and none "
+                                     "of the 5 memories the vector path found reaches cosine 0.3")
+
+
+def test_keyword_only_finds_the_error_code_and_is_silent_otherwise(handle):
+    blind = dataclasses.replace(handle, embedder=None)
+    response = search(blind, US1, "lingxi")
+    assert (response.route, [r.id for r in response.results]) == ("keyword-only", ["n1"])
+    assert response.results[0].score == pytest.approx(1.0)       # (0.7 + 0.3) · 1/(1+0)
+    empty = search(blind, UNRELATED, "lingxi")
+    assert (empty.route, empty.results) == ("keyword-only", [])
+    assert empty.empty_reason == ("keyword-only (no query vector): the keyword path (technical "
+                                  "terms) matched nothing")
