@@ -263,8 +263,6 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
     ``pool_depth`` must lie in ``[1, MAX_DEPTH]``."""
     pool_depth = check_size("pool_depth", pool_depth, 1, MAX_DEPTH)
     dataset = handle.dataset
-    table = doc_table(dataset)
-    position = table.position
     degraded = list(handle.degraded)
     filters = [_filters(q, scope, group, project) for q in queries]
     qvecs = _embed_queries(handle, [q.text for q in queries], degraded)
@@ -273,6 +271,53 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         sparse_lists = [handle.bm25.search(q.text, pool_depth, f[0]) for q, f in zip(queries, filters)]
         all_lists = [handle.bm25.search(q.text, pool_depth, f[0], match="all") for q, f in zip(queries, filters)]
         dense_lists = dense_future.result()
+    if qvecs is not None:
+        def similarity(qi: int, idx: np.ndarray, dense: dict) -> np.ndarray:
+            return (handle.vectors[idx] @ qvecs[qi]).astype(np.float32)
+    else:
+        def similarity(qi: int, idx: np.ndarray, dense: dict) -> np.ndarray:
+            return np.zeros(len(idx), dtype=np.float32)
+    return _assemble(dataset, queries, filters, dense_lists, sparse_lists, all_lists, similarity,
+                     pool_depth=pool_depth, embedder=handle.embedder.model_id if handle.embedder else "none",
+                     doc_ids=tuple(handle.doc_ids), degraded=degraded, analyzer=handle.analyzer,
+                     progress=progress)
+
+
+def candidates_from_runs(dataset: Dataset, dense: dict[str, Sequence[tuple[str, float]]],
+                         sparse: dict[str, Sequence[tuple[str, float]]], pool_depth: int = DEFAULT_POOL_DEPTH,
+                         label: str = "runs", analyzer: str = DEFAULT_ANALYZER,
+                         progress: Callable[[int, int], None] | None = None) -> Candidates:
+    """The candidate table of ``dataset``'s queries from outside runs instead of our index.
+
+    ``dense`` / ``sparse``: per query id, the path's ranked ``(doc_id, score)`` list (best
+    first); each is cut at ``pool_depth``. ``dense_sim`` is the dense run's score (0 for a row
+    the dense run did not return: its similarity is unknown) and ``bm25_score`` the sparse
+    run's; the keyword ``all`` list is the sparse run itself (a run file has one list). Every
+    other feature (fast and timeline paths, dates, metadata) comes from the dataset as in
+    ``build_candidates``. ``label`` is the table's ``embedder``; ``analyzer`` is recorded only
+    (no BM25 index is read)."""
+    pool_depth = check_size("pool_depth", pool_depth, 1, MAX_DEPTH)
+    queries = dataset.queries
+    filters = [_filters(q) for q in queries]
+    dense_lists = [list(dense.get(q.id, ()))[:pool_depth] for q in queries]
+    sparse_lists = [list(sparse.get(q.id, ()))[:pool_depth] for q in queries]
+
+    def similarity(qi: int, idx: np.ndarray, hits: dict) -> np.ndarray:
+        return np.array([hits[i][1] if i in hits else 0.0 for i in idx], dtype=np.float32)
+
+    return _assemble(dataset, queries, filters, dense_lists, sparse_lists, sparse_lists, similarity,
+                     pool_depth=pool_depth, embedder=label, doc_ids=tuple(d.id for d in dataset.documents),
+                     degraded=[], analyzer=analyzer, progress=progress)
+
+
+def _assemble(dataset: Dataset, queries: Sequence[Query], filters: list, dense_lists: list, sparse_lists: list,
+              all_lists: list, similarity: Callable[[int, np.ndarray, dict], np.ndarray], *, pool_depth: int,
+              embedder: str, doc_ids: tuple[str, ...], degraded: list[str], analyzer: str,
+              progress: Callable[[int, int], None] | None) -> Candidates:
+    """One table from each path's ranked ``(doc_id, score)`` lists: the rows of every query
+    (the paths' union, plus the fast and timeline paths' memories) with their features."""
+    table = doc_table(dataset)
+    position = table.position
     statics = table.features
     neighbours = table.neighbours
     rows: dict[str, list] = {name: [] for name in ROW_COLUMNS}
@@ -307,10 +352,7 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         n = len(idx)
         rows["query_idx"].append(np.full(n, qi, dtype=np.int32))
         rows["doc_idx"].append(idx.astype(np.int32))
-        if qvecs is not None:
-            rows["dense_sim"].append((handle.vectors[idx] @ qvecs[qi]).astype(np.float32))
-        else:
-            rows["dense_sim"].append(np.zeros(n, dtype=np.float32))
+        rows["dense_sim"].append(similarity(qi, idx, dense))
         rows["dense_rank"].append(np.array([dense[i][0] if i in dense else -1 for i in idx], dtype=np.int32))
         rows["bm25_rank"].append(np.array([sparse[i][0] if i in sparse else -1 for i in idx], dtype=np.int32))
         rows["bm25_score"].append(np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], dtype=np.float32))
@@ -339,12 +381,11 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
     cols = {name: (np.concatenate(parts) if parts else np.empty(0)) for name, parts in rows.items()}
     return Candidates(
         dataset=dataset.name, fingerprint=dataset.fingerprint,
-        embedder=handle.embedder.model_id if handle.embedder else "none",
-        pool_depth=pool_depth, doc_ids=tuple(handle.doc_ids),
+        embedder=embedder, pool_depth=pool_depth, doc_ids=doc_ids,
         query_ids=tuple(q.id for q in queries), query_texts=tuple(q.text for q in queries),
         offsets=np.asarray(offsets, dtype=np.int64), fast_target=tuple(fast_targets),
         timeline=np.asarray(timelines, dtype=bool), intent_route=tuple(intents), window=tuple(windows),
-        degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols, analyzer=handle.analyzer,
+        degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols, analyzer=analyzer,
     )
 
 

@@ -179,6 +179,26 @@ def record_id(obj: dict, problems: Problems, label: str, line: int) -> str | Non
     return raw
 
 
+def record_lines(path: Path, label: str) -> tuple[set[str], list[tuple[str, str]]]:
+    """The ids of a JSONL file's records and each ``(id, line)``; DatasetError naming
+    ``file:line`` for a malformed line or a missing id."""
+    problems = Problems()
+    found: set[str] = set()
+    kept = []
+    for line, text in lines(path, problems, label):
+        try:
+            obj = loads_strict(text)
+        except ValueError as error:
+            problems.add(label, line, getattr(error, "field", "json"), getattr(error, "message", str(error)))
+            continue
+        found_id = record_id(obj, problems, label, line) if isinstance(obj, dict) else None
+        if found_id is not None:
+            found.add(found_id)
+            kept.append((found_id, text))
+    problems.raise_if_any()
+    return found, kept
+
+
 def dump(obj: dict) -> str:
     return json.dumps(obj, ensure_ascii=False) + "\n"
 

@@ -7,11 +7,10 @@ import shutil
 from pathlib import Path
 
 from eval.importers._base import (
-    ImportResult, Importer, Option, Problems, copy_licences, dataset_file, lines, record_id, source_card,
+    ImportResult, Importer, Option, copy_licences, dataset_file, record_lines, source_card,
 )
 from eval.importers._files import write_atomically
 from eval.importers._qrels import parse_qrels, write_qrels
-from retrieval.dataset import loads_strict
 
 
 def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
@@ -35,26 +34,9 @@ def import_trec_qrels(src: str | Path, dest: str | Path, *, corpus: str | Path, 
     card = source_card(corpus_path.parent) if corpus_path.name == "corpus.jsonl" else {}
     card["description"] = (card.get("description", "") + f" Judgments from the TREC qrels file {src.name!r}.").strip()
 
-    def ids(path: Path, label: str) -> tuple[set[str], list[tuple[str, str]]]:
-        problems = Problems()
-        found: set[str] = set()
-        kept = []
-        for line, text in lines(path, problems, label):
-            try:
-                obj = loads_strict(text)
-            except ValueError as error:
-                problems.add(label, line, getattr(error, "field", "json"), getattr(error, "message", str(error)))
-                continue
-            found_id = record_id(obj, problems, label, line) if isinstance(obj, dict) else None
-            if found_id is not None:
-                found.add(found_id)
-                kept.append((found_id, text))
-        problems.raise_if_any()
-        return found, kept
-
     def build(tmp: Path, result: ImportResult) -> None:
-        doc_ids, _ = ids(corpus_path, "corpus.jsonl")
-        query_ids, query_lines = ids(queries_path, "queries.jsonl")
+        doc_ids, _ = record_lines(corpus_path, "corpus.jsonl")
+        query_ids, query_lines = record_lines(queries_path, "queries.jsonl")
         shutil.copyfile(corpus_path, tmp / "corpus.jsonl")
         judged = write_qrels(tmp, rows, doc_ids, query_ids, result)
         result.skipped["queries without judgments"] += len(query_ids - judged)
