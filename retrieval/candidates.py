@@ -238,14 +238,15 @@ def _dense_lists(handle: IndexHandle, vectors: np.ndarray | None, vfilters: list
     return out
 
 
-def _embed_queries(handle: IndexHandle, texts: Sequence[str], degraded: list[str]) -> np.ndarray | None:
+def _embed_queries(handle: IndexHandle, queries: Sequence[Query], degraded: list[str]) -> np.ndarray | None:
     if handle.embedder is None or handle.vectors is None:
         if not any("keyword-only" in note for note in degraded):
             reason = "embedder unavailable" if handle.embedder is None else "index has no vectors"
             degraded.append(f"{reason}: keyword-only")
         return None
     try:
-        vectors = handle.embedder.encode(list(texts))
+        by_query = getattr(handle.embedder, "encode_queries", None)  # precomputed: vectors by query id
+        vectors = by_query(queries) if by_query else handle.embedder.encode([q.text for q in queries])
         problem = getattr(getattr(handle.embedder, "cache", None), "problem", None)
         if problem and problem not in degraded:  # the cache is optional: note it, keep the vectors
             degraded.append(problem)
@@ -265,7 +266,7 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
     dataset = handle.dataset
     degraded = list(handle.degraded)
     filters = [_filters(q, scope, group, project) for q in queries]
-    qvecs = _embed_queries(handle, [q.text for q in queries], degraded)
+    qvecs = _embed_queries(handle, queries, degraded)
     with ThreadPoolExecutor(max_workers=2) as pool:
         dense_future = pool.submit(_dense_lists, handle, qvecs, [f[1] for f in filters], pool_depth, degraded)
         sparse_lists = [handle.bm25.search(q.text, pool_depth, f[0]) for q, f in zip(queries, filters)]

@@ -36,7 +36,8 @@ def add_quiet(p: argparse.ArgumentParser) -> None:
 
 
 def add_embedder(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="minilm, use-multilingual or a model path")
+    p.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="minilm, use-multilingual, a model path, or precomputed (the dataset's "
+                   "own vectors/: no model loaded)")
 
 
 def add_analyzer(p: argparse.ArgumentParser) -> None:

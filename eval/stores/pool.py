@@ -3,7 +3,8 @@
 Keyed by (dataset fingerprint, embedder, analyzer, pool depth): an evaluation or a
 sweep reads the stored table and never re-embeds or re-searches. A dataset that carries its
 own runs (``eval.importers.runs``) is retrieved from them whatever the embedder asked for: its
-pool is built from the run files, with no index or model, under the label ``runs:<hash>``. The stored file is a
+pool is built from the run files, with no index or model, under the label ``runs:<hash>``; a
+pool of ``--embedder precomputed`` is keyed by the hash of the dataset's vectors. The stored file is a
 cache: a damaged one (truncated, empty, altered — detected by its checksum) is rebuilt,
 and one that cannot be written (full disk, read-only ``$RWB_HOME``) is skipped with a
 notice; neither ever fails an evaluation.
@@ -25,6 +26,7 @@ from retrieval.dataset import Dataset
 from retrieval.embedders import DEFAULT_EMBEDDER
 from retrieval.files import safe_component
 from retrieval.index import open_index, rwb_home
+from retrieval.precomputed import PRECOMPUTED, vectors_label
 from retrieval.limits import MAX_DEPTH, check_size
 
 POOL_VERSION = 5  # 2: checksummed file layout; 3: the keyword path's AND list (bm25_all_*), analyzer;
@@ -38,7 +40,9 @@ def _stderr_notice(text: str) -> None:
 
 def pool_embedder(dataset: Dataset, embedder: str) -> str:
     """The label the pool is retrieved and stored under: ``embedder``, or the dataset's runs."""
-    return runs_label(dataset.root) if has_runs(dataset.root) else embedder
+    if has_runs(dataset.root):
+        return runs_label(dataset.root)
+    return vectors_label(dataset.root) if embedder == PRECOMPUTED else embedder
 
 
 def pool_path(dataset: Dataset, embedder: str, pool_depth: int, analyzer: str = DEFAULT_ANALYZER) -> Path:
