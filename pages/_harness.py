@@ -139,7 +139,8 @@ def import_kinds() -> dict:
     return IMPORTERS
 
 
-def import_dataset(kind: str, source: str, dest: str, *, force: bool = False, name: str = "", **options):
+def import_dataset(kind: str, source: str, dest: str, *, force: bool = False, name: str = "",
+                   **options):
     """Run the registered importer ``kind`` with the form's values (empty fields left out;
     every path confined to the data root); returns its ImportResult."""
     from eval.importers import get_importer

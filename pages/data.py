@@ -143,28 +143,32 @@ def on_use_dataset(path: str) -> None:
 
 with import_tab:
     with st.container(border=True):
-        st.markdown("**Import a dataset** · converted by the harness (`eval.importers`) into a new folder, then "
-                    "indexed and its candidate pool retrieved")
+        st.markdown("**Import a dataset** · converted by the harness (`eval.importers`) into a new "
+                    "folder, then indexed and its candidate pool retrieved")
         kinds = hx.import_kinds()
         c1, c2 = st.columns([1.3, 2])
-        kind = c1.selectbox("Format", list(kinds), format_func=lambda k: kinds[k].summary, key="data_import_kind")
+        kind = c1.selectbox("Format", list(kinds), format_func=lambda k: kinds[k].summary,
+                            key="data_import_kind")
         importer = kinds[kind]
-        source = c2.text_input("Source (file or folder)", key="data_import_source", help=importer.source,
-                               disabled=importer.source is None)
+        source = c2.text_input("Source (file or folder)", key="data_import_source",
+                               help=importer.source, disabled=importer.source is None)
         c3, c4, c5 = st.columns([2, 1.3, 0.8], vertical_alignment="bottom")
         dest = c3.text_input("New dataset folder", value="datasets/imported", key="data_import_dest")
         name = c4.text_input("Name (optional)", key="data_import_name")
         force = c5.checkbox("Replace", key="data_import_force", help="Replace the folder if it is a dataset already.")
         options = {}
-        for option in importer.options:  # the importer's own options (several values: space-separated)
+        for option in importer.options:  # the importer's own options (several: space-separated)
+            key = f"data_import_{option.key}"
             if option.switch:
-                options[option.key] = st.checkbox(option.flag, help=option.help, key=f"data_import_{option.key}")
+                options[option.key] = st.checkbox(option.flag, help=option.help, key=key)
                 continue
-            value = st.text_input(option.flag + (" (required)" if option.required else ""), help=option.help,
-                                  value=ws.path if option.key == "corpus" else "", key=f"data_import_{option.key}")
+            value = st.text_input(option.flag + (" (required)" if option.required else ""),
+                                  help=option.help, key=key,
+                                  value=ws.path if option.key == "corpus" else "")
             options[option.key] = value.split() if option.many else value.strip()
         if st.button("Import", type="primary", icon=":material/upload:",
-                     disabled=importer.source is not None and not source.strip(), key="data_import"):
+                     disabled=importer.source is not None and not source.strip(),
+                     key="data_import"):
             failure = None
             with st.status(f"Importing {kind} from {code(source)}…", expanded=True) as status:
                 try:

@@ -210,8 +210,9 @@ def live() -> None:
             try:
                 text = export_config(st.session_state[s.TUNE_CONFIG], engine)
                 st.code(text, language="python" if EXPORTERS[engine].suffix == ".py" else "json")
-                st.download_button("Download", text, file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",
-                                   key="tune_export_download", icon=":material/download:")
+                st.download_button("Download", text, key="tune_export_download",
+                                   file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",
+                                   icon=":material/download:")
             except ValueError as error:  # what the engine cannot express, named
                 st.error(md(str(error)))
 

@@ -238,15 +238,17 @@ def _dense_lists(handle: IndexHandle, vectors: np.ndarray | None, vfilters: list
     return out
 
 
-def _embed_queries(handle: IndexHandle, queries: Sequence[Query], degraded: list[str]) -> np.ndarray | None:
+def _embed_queries(handle: IndexHandle, queries: Sequence[Query],
+                   degraded: list[str]) -> np.ndarray | None:
     if handle.embedder is None or handle.vectors is None:
         if not any("keyword-only" in note for note in degraded):
             reason = "embedder unavailable" if handle.embedder is None else "index has no vectors"
             degraded.append(f"{reason}: keyword-only")
         return None
     try:
-        by_query = getattr(handle.embedder, "encode_queries", None)  # precomputed: vectors by query id
-        vectors = by_query(queries) if by_query else handle.embedder.encode([q.text for q in queries])
+        by_query = getattr(handle.embedder, "encode_queries", None)  # precomputed: by query id
+        texts = [q.text for q in queries]
+        vectors = by_query(queries) if by_query else handle.embedder.encode(texts)
         problem = getattr(getattr(handle.embedder, "cache", None), "problem", None)
         if problem and problem not in degraded:  # the cache is optional: note it, keep the vectors
             degraded.append(problem)
@@ -279,13 +281,15 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         def similarity(qi: int, idx: np.ndarray, dense: dict) -> np.ndarray:
             return np.zeros(len(idx), dtype=np.float32)
     return _assemble(dataset, queries, filters, dense_lists, sparse_lists, all_lists, similarity,
-                     pool_depth=pool_depth, embedder=handle.embedder.model_id if handle.embedder else "none",
+                     pool_depth=pool_depth,
+                     embedder=handle.embedder.model_id if handle.embedder else "none",
                      doc_ids=tuple(handle.doc_ids), degraded=degraded, analyzer=handle.analyzer,
                      progress=progress)
 
 
 def candidates_from_runs(dataset: Dataset, dense: dict[str, Sequence[tuple[str, float]]],
-                         sparse: dict[str, Sequence[tuple[str, float]]], pool_depth: int = DEFAULT_POOL_DEPTH,
+                         sparse: dict[str, Sequence[tuple[str, float]]],
+                         pool_depth: int = DEFAULT_POOL_DEPTH,
                          label: str = "runs", analyzer: str = DEFAULT_ANALYZER,
                          progress: Callable[[int, int], None] | None = None) -> Candidates:
     """The candidate table of ``dataset``'s queries from outside runs instead of our index.
@@ -307,12 +311,14 @@ def candidates_from_runs(dataset: Dataset, dense: dict[str, Sequence[tuple[str, 
         return np.array([hits[i][1] if i in hits else 0.0 for i in idx], dtype=np.float32)
 
     return _assemble(dataset, queries, filters, dense_lists, sparse_lists, sparse_lists, similarity,
-                     pool_depth=pool_depth, embedder=label, doc_ids=tuple(d.id for d in dataset.documents),
+                     pool_depth=pool_depth, embedder=label,
+                     doc_ids=tuple(d.id for d in dataset.documents),
                      degraded=[], analyzer=analyzer, progress=progress)
 
 
-def _assemble(dataset: Dataset, queries: Sequence[Query], filters: list, dense_lists: list, sparse_lists: list,
-              all_lists: list, similarity: Callable[[int, np.ndarray, dict], np.ndarray], *, pool_depth: int,
+def _assemble(dataset: Dataset, queries: Sequence[Query], filters: list, dense_lists: list,
+              sparse_lists: list, all_lists: list,
+              similarity: Callable[[int, np.ndarray, dict], np.ndarray], *, pool_depth: int,
               embedder: str, doc_ids: tuple[str, ...], degraded: list[str], analyzer: str,
               progress: Callable[[int, int], None] | None) -> Candidates:
     """One table from each path's ranked ``(doc_id, score)`` lists: the rows of every query
@@ -386,7 +392,8 @@ def _assemble(dataset: Dataset, queries: Sequence[Query], filters: list, dense_l
         query_ids=tuple(q.id for q in queries), query_texts=tuple(q.text for q in queries),
         offsets=np.asarray(offsets, dtype=np.int64), fast_target=tuple(fast_targets),
         timeline=np.asarray(timelines, dtype=bool), intent_route=tuple(intents), window=tuple(windows),
-        degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols, analyzer=analyzer,
+        degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols,
+        analyzer=analyzer,
     )
 
 

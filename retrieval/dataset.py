@@ -439,8 +439,8 @@ def load_dataset(root: str | Path, judgments: str = "explicit") -> Dataset:
                              f"{doc.id!r} links to unknown document {target!r}")
     qpath = qrels_path(root) if judgments == "explicit" else root / IMPLICIT_QRELS
     if judgments == "implicit" and not qpath.is_file():
-        raise DatasetError([f"{root}/{IMPLICIT_QRELS}: missing — derive implicit judgments from usage logs "
-                            "with `rwb import ubi DATASET --queries … --events …`"])
+        raise DatasetError([f"{root}/{IMPLICIT_QRELS}: missing — derive implicit judgments from "
+                            "usage logs with `rwb import ubi DATASET --queries … --events …`"])
     qrels = _load_qrels(qpath, doc_ids, {q.id for q in queries}, problems) if qpath else {}
     if problems:
         raise DatasetError(problems)

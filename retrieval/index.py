@@ -249,7 +249,8 @@ def _publish(directory: Path, build: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | PrecomputedEmbedder | None, progress: Progress | None,
+def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | PrecomputedEmbedder | None,
+           progress: Progress | None,
            analyzer: str) -> Path:
     """Write a complete build aside, fsync it, verify it, and rename it to its final name.
     On any failure (a full disk included) the partial build is removed and the error raised."""
@@ -282,7 +283,8 @@ def _disk_full(directory: Path, error: Exception) -> bool:
         return False
 
 
-def _build_into(dataset: Dataset, builds: Path, build: Path, embedder: CachedEmbedder | PrecomputedEmbedder | None,
+def _build_into(dataset: Dataset, builds: Path, build: Path,
+                embedder: CachedEmbedder | PrecomputedEmbedder | None,
                 progress: Progress | None, analyzer: str) -> Path:
     docs = dataset.documents
     ids = [d.id for d in docs]
@@ -298,7 +300,8 @@ def _build_into(dataset: Dataset, builds: Path, build: Path, embedder: CachedEmb
         if isinstance(embedder, PrecomputedEmbedder):  # the dataset's own vectors, by id
             vectors = embedder.encode_documents(ids)
         else:
-            vectors = embedder.encode(texts, (lambda done, total: progress("embed", done, total)) if progress else None)
+            step = (lambda done, total: progress("embed", done, total)) if progress else None
+            vectors = embedder.encode(texts, step)
         np.save(build / "vectors.npy", vectors)
         VectorStore.build(build / "lance", rows, vectors)
         model_id = embedder.model_id
@@ -316,7 +319,8 @@ def _build_into(dataset: Dataset, builds: Path, build: Path, embedder: CachedEmb
     return final
 
 
-def _embedder(name: str, dataset: Dataset) -> tuple[CachedEmbedder | PrecomputedEmbedder | None, str | None]:
+def _embedder(name: str, dataset: Dataset
+              ) -> tuple[CachedEmbedder | PrecomputedEmbedder | None, str | None]:
     if name == PRECOMPUTED:  # the dataset's own vectors; a problem in them is the user's to fix
         return PrecomputedEmbedder.of(dataset), None
     try:
@@ -339,7 +343,8 @@ def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress
     directory = index_dir(dataset, embedder_name, analyzer)
     embedder, embed_error = _embedder(embedder_name, dataset)
     degraded = [f"embedder unavailable ({embed_error}): keyword-only"] if embed_error else []
-    if embedder is not None and getattr(getattr(embedder, "cache", None), "problem", None):  # already warned on stderr by the cache
+    # a cache problem is already warned about on stderr by the cache
+    if embedder is not None and getattr(getattr(embedder, "cache", None), "problem", None):
         degraded.append(embedder.cache.problem)
     wanted = _wanted_manifest(dataset, embedder.model_id if embedder else None, analyzer)
     with _build_lock(directory) as writable:

@@ -43,8 +43,10 @@ def vectors_label(root: str | Path) -> str:
     """``precomputed:<hash>`` over the sidecar's files (the index and pool identity)."""
     folder = Path(root) / FOLDER
     if not (folder / "corpus.npy").is_file():
-        raise ValueError(f"{folder}/corpus.npy: missing — --embedder precomputed reads the dataset's own "
-                         "vectors (vectors/corpus.npy + corpus_ids.txt, queries.npy + queries_ids.txt)")
+        raise ValueError(
+            f"{folder}/corpus.npy: missing — --embedder precomputed reads the dataset's own "
+            "vectors (vectors/corpus.npy + corpus_ids.txt, queries.npy + queries_ids.txt)"
+        )
     digest = hashlib.sha256()
     for name in FILES:
         path = folder / name
@@ -69,7 +71,9 @@ def _read_ids(path: Path) -> list[str]:
         if not value.strip() or value != value.strip():
             raise ValueError(f"{path}:{line}: id {value!r} is empty or has surrounding spaces")
         if value in seen:
-            raise ValueError(f"{path}:{line}: id {value!r} listed twice (first on line {seen[value]})")
+            raise ValueError(
+                f"{path}:{line}: id {value!r} listed twice (first on line {seen[value]})"
+            )
         seen[value] = line
         ids[line - 1] = value
     return ids
@@ -85,18 +89,26 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
     except FileNotFoundError:
         raise ValueError(f"{array_path}: missing (a {len(expected)} × d float array)") from None
     except (OSError, ValueError) as error:
-        raise ValueError(f"{array_path}: not a NumPy .npy array ({str(error).splitlines()[0][:120]})") from None
+        raise ValueError(
+            f"{array_path}: not a NumPy .npy array ({str(error).splitlines()[0][:120]})"
+        ) from None
     if array.ndim != 2 or array.shape[1] < 1 or array.dtype.kind != "f":
-        raise ValueError(f"{array_path}: expected a 2-D float array (rows × dimensions), got shape "
-                         f"{array.shape} of {array.dtype}")
+        raise ValueError(
+            f"{array_path}: expected a 2-D float array (rows × dimensions), got shape "
+            f"{array.shape} of {array.dtype}"
+        )
     ids = _read_ids(ids_path)
     if len(ids) != array.shape[0]:
-        raise ValueError(f"{ids_path}: {len(ids)} ids but {array_path.name} has {array.shape[0]} rows")
+        raise ValueError(
+            f"{ids_path}: {len(ids)} ids but {array_path.name} has {array.shape[0]} rows"
+        )
     wanted = set(expected)
     what = "document" if kind == "corpus" else "query"
     for row, value in enumerate(ids):
         if value not in wanted:
-            raise ValueError(f"{ids_path}:{row + 1}: {value!r} is not a {what} of the dataset (extra vector)")
+            raise ValueError(
+                f"{ids_path}:{row + 1}: {value!r} is not a {what} of the dataset (extra vector)"
+            )
     missing = [value for value in expected if value not in set(ids)]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
@@ -104,13 +116,17 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
     finite = np.isfinite(array).all(axis=1)
     if not finite.all():
         row = int(np.flatnonzero(~finite)[0])
-        raise ValueError(f"{array_path}: row {row} (id {ids[row]!r}, 0-based) holds NaN or infinity")
+        raise ValueError(
+            f"{array_path}: row {row} (id {ids[row]!r}, 0-based) holds NaN or infinity"
+        )
     vectors = array.astype(np.float64)
     norms = np.linalg.norm(vectors, axis=1)
     if (norms == 0).any():
         row = int(np.flatnonzero(norms == 0)[0])
-        raise ValueError(f"{array_path}: row {row} (id {ids[row]!r}, 0-based) is a zero vector (no direction, "
-                         "so no cosine)")
+        raise ValueError(
+            f"{array_path}: row {row} (id {ids[row]!r}, 0-based) is a zero vector (no direction, "
+            "so no cosine)"
+        )
     unit = (vectors / norms[:, None]).astype(np.float32)
     return dict(zip(ids, unit))
 
@@ -133,22 +149,39 @@ class PrecomputedEmbedder:
         root = Path(dataset.root)
         label = vectors_label(root)
         documents = load_vectors(root, "corpus", [d.id for d in dataset.documents])
-        queries = load_vectors(root, "queries", [q.id for q in dataset.queries]) if dataset.queries else {}
+        queries = (
+            load_vectors(root, "queries", [q.id for q in dataset.queries])
+            if dataset.queries
+            else {}
+        )
         dim = len(next(iter(documents.values())))
         if queries and len(next(iter(queries.values()))) != dim:
-            raise ValueError(f"{root / FOLDER}/queries.npy: {len(next(iter(queries.values())))} dimensions, "
-                             f"corpus.npy has {dim}")
+            raise ValueError(
+                f"{root / FOLDER}/queries.npy: {len(next(iter(queries.values())))} dimensions, "
+                f"corpus.npy has {dim}"
+            )
         texts: dict[str, list] = {}
         for query in dataset.queries:
             texts.setdefault(query.text, []).append(queries[query.id])
         by_text = {t: v[0] for t, v in texts.items() if all(np.array_equal(v[0], x) for x in v)}
         model_file = root / FOLDER / "model.txt"
         model = model_file.read_text("utf-8").strip() if model_file.is_file() else ""
-        return cls(label, dim, documents, queries, by_text, {q.id: q.text for q in dataset.queries},
-                   model or "the model that made vectors/")
+        return cls(
+            label,
+            dim,
+            documents,
+            queries,
+            by_text,
+            {q.id: q.text for q in dataset.queries},
+            model or "the model that made vectors/",
+        )
 
     def encode_documents(self, ids: Sequence[str]) -> np.ndarray:
-        return np.stack([self.documents[i] for i in ids]) if ids else np.empty((0, self.dim), np.float32)
+        return (
+            np.stack([self.documents[i] for i in ids])
+            if ids
+            else np.empty((0, self.dim), np.float32)
+        )
 
     def encode_queries(self, queries) -> np.ndarray:
         """The vectors of queries by id (a dataset's queries) or, for others, by exact text."""
@@ -162,9 +195,11 @@ class PrecomputedEmbedder:
         vector = self.by_text.get(text)
         if vector is None:
             raise EmbedderUnavailable(
-                f"precomputed vectors hold no vector for the free-text query {text[:60]!r}: it needs a query "
-                f"vector or an embedder of the same model ({self.model}); --embedder precomputed answers "
-                "the dataset's own queries only")
+                f"precomputed vectors hold no vector for the free-text query {text[:60]!r}: it "
+                f"needs a query vector or an embedder of the same model ({self.model}); "
+                "--embedder precomputed answers "
+                "the dataset's own queries only"
+            )
         return vector
 
     def check_text(self, text: str) -> None:

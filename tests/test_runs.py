@@ -30,29 +30,50 @@ METRICS = ("ndcg@5", "recall@3", "mrr@10", "precision@2", "map@10", "hit_rate@1"
 @pytest.fixture
 def imported(tmp_path, monkeypatch):
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
-    result = import_runs(tmp_path / "mine", corpus=RUNS / "corpus.jsonl", queries=RUNS / "queries.jsonl",
-                         qrels=RUNS / "qrels.tsv", run=[f"dense={RUNS / 'dense.run'}",
-                                                        f"sparse={RUNS / 'sparse.run'}"])
+    result = import_runs(
+        tmp_path / "mine",
+        corpus=RUNS / "corpus.jsonl",
+        queries=RUNS / "queries.jsonl",
+        qrels=RUNS / "qrels.tsv",
+        run=[f"dense={RUNS / 'dense.run'}", f"sparse={RUNS / 'sparse.run'}"],
+    )
     return result
 
 
 def test_import_writes_the_dataset_and_its_runs(imported):
     dest = imported.dest
     assert (imported.documents, imported.queries, imported.qrels) == (8, 3, 6)
-    assert sorted(p.name for p in (dest / "runs").iterdir()) == ["dense.run", "paths.toml", "sparse.run"]
+    assert sorted(p.name for p in (dest / "runs").iterdir()) == [
+        "dense.run",
+        "paths.toml",
+        "sparse.run",
+    ]
     assert (dest / "runs" / "paths.toml").read_text() == 'dense = "dense"\nsparse = "sparse"\n'
 
 
 def test_pool_comes_from_the_runs_with_no_index(imported, tmp_path):
-    pool = load_pool(imported.dataset, "minilm")       # the embedder asked for does not matter
+    pool = load_pool(imported.dataset, "minilm")  # the embedder asked for does not matter
     assert pool.embedder == runs_label(imported.dest) and pool.embedder.startswith("runs:")
-    assert pool_path(imported.dataset, "minilm", 50) == pool_path(imported.dataset, "use-multilingual", 50)
+    assert pool_path(imported.dataset, "minilm", 50) == pool_path(
+        imported.dataset, "use-multilingual", 50
+    )
     assert not (tmp_path / "home" / "indexes").exists()  # no index was built
-    q1 = {pool.doc_ids[d]: (int(r), float(s)) for d, r, s in zip(
-        pool.doc_idx[pool.offsets[0]:pool.offsets[1]], pool.dense_rank[pool.offsets[0]:pool.offsets[1]],
-        pool.dense_sim[pool.offsets[0]:pool.offsets[1]])}
-    assert q1 == {"d1": (0, 0.875), "d2": (1, 0.8125), "d3": (2, 0.6875), "d4": (3, 0.375),
-                  "d5": (4, 0.3125), "d6": (-1, 0.0)}
+    q1 = {
+        pool.doc_ids[d]: (int(r), float(s))
+        for d, r, s in zip(
+            pool.doc_idx[pool.offsets[0] : pool.offsets[1]],
+            pool.dense_rank[pool.offsets[0] : pool.offsets[1]],
+            pool.dense_sim[pool.offsets[0] : pool.offsets[1]],
+        )
+    }
+    assert q1 == {
+        "d1": (0, 0.875),
+        "d2": (1, 0.8125),
+        "d3": (2, 0.6875),
+        "d4": (3, 0.375),
+        "d5": (4, 0.3125),
+        "d6": (-1, 0.0),
+    }
 
 
 def test_rrf_by_hand(imported):
@@ -96,23 +117,38 @@ def test_fused_runs_and_metrics_equal_ranx(imported, case):
     pool = load_pool(imported.dataset)
     by_rank = norm in ("rank", None)
     runs = imported.dest / "runs"
-    theirs = fuse([file_run(runs / "dense.run", by_rank), file_run(runs / "sparse.run", by_rank)],
-                  norm=norm, method=method, params=ranx_params).to_dict()
+    theirs = fuse(
+        [file_run(runs / "dense.run", by_rank), file_run(runs / "sparse.run", by_rank)],
+        norm=norm,
+        method=method,
+        params=ranx_params,
+    ).to_dict()
     mine = ours(pool, fusion, params)
     for q_id in pool.query_ids:
         keep = [d for d in mine[q_id] if rows == "all" or on_both_paths(pool, q_id, d)]
         assert set(keep) == (set(theirs[q_id]) if rows == "all" else set(keep) & set(theirs[q_id]))
         for d in keep:
-            assert mine[q_id][d] == pytest.approx(theirs[q_id][d], rel=1e-9, abs=1e-12), (case, q_id, d)
+            assert mine[q_id][d] == pytest.approx(theirs[q_id][d], rel=1e-9, abs=1e-12), (
+                case,
+                q_id,
+                d,
+            )
         if rows == "all":
             assert by_score_then_id(mine[q_id]) == by_score_then_id(theirs[q_id])
     if rows != "all":
         return
-    config = PipelineConfig(name=case, fusion=fusion, params=get_fusion(fusion).params(**params), depth=DEPTH,
-                            max_results=10)
+    config = PipelineConfig(
+        name=case,
+        fusion=fusion,
+        params=get_fusion(fusion).params(**params),
+        depth=DEPTH,
+        max_results=10,
+    )
     qrels = imported.dataset.qrels
     values = mean_metrics(pool, judge(pool, qrels), run_pipeline(pool, config).ranking, METRICS)
-    ordered = {q: {d: -float(i) for i, d in enumerate(by_score_then_id(s))} for q, s in theirs.items()}
+    ordered = {
+        q: {d: -float(i) for i, d in enumerate(by_score_then_id(s))} for q, s in theirs.items()
+    }
     reference = evaluate(Qrels(qrels), Run(ordered), list(METRICS), make_comparable=True)
     for metric in METRICS:
         assert values[metric] == pytest.approx(reference[metric], rel=1e-12), (case, metric)
@@ -130,18 +166,52 @@ def test_cli_import_runs_then_eval(tmp_path, monkeypatch, capsys):
     out = tmp_path / "mine"
     bad = tmp_path / "bad.run"
     bad.write_text("q1 Q0 d1 1 0.5 x\nq1 Q0 d1 2 0.25 x\n")
-    common = ["--corpus", str(RUNS / "corpus.jsonl"), "--queries", str(RUNS / "queries.jsonl"),
-              "--qrels", str(RUNS / "qrels.tsv")]
+    common = [
+        "--corpus",
+        str(RUNS / "corpus.jsonl"),
+        "--queries",
+        str(RUNS / "queries.jsonl"),
+        "--qrels",
+        str(RUNS / "qrels.tsv"),
+    ]
     assert main(["import", "runs", str(out), *common, "--run", f"dense={bad}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rwb: error:") and "bad.run:2" in err and "listed twice" in err
     assert main(["import", "runs", str(out), *common, "--run", "nonsense"]) == 2
     assert "expected NAME=FILE" in capsys.readouterr().err
     assert not out.exists()
-    assert main(["import", "runs", str(out), *common, "--run", f"dense={RUNS / 'dense.run'}",
-                 "--run", f"sparse={RUNS / 'sparse.run'}"]) == 0
+    assert (
+        main(
+            [
+                "import",
+                "runs",
+                str(out),
+                *common,
+                "--run",
+                f"dense={RUNS / 'dense.run'}",
+                "--run",
+                f"sparse={RUNS / 'sparse.run'}",
+            ]
+        )
+        == 0
+    )
     assert "8 documents, 3 queries, 6 qrels" in capsys.readouterr().out
-    assert main(["eval", str(out), "--pipeline", "rrf", "--baseline", "bm25", "--permutations", "100",
-                 "--bootstrap", "100"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                str(out),
+                "--pipeline",
+                "rrf",
+                "--baseline",
+                "bm25",
+                "--permutations",
+                "100",
+                "--bootstrap",
+                "100",
+            ]
+        )
+        == 0
+    )
     assert "rrf" in capsys.readouterr().out
     assert not (tmp_path / "home" / "indexes").exists()

@@ -30,19 +30,33 @@ Q1, Q2 = "how does rank fusion combine the paths", "what is in a qrels or run fi
 
 
 def click(query_id: str, doc: str, ordinal: int, action: str = "click") -> dict:
-    return {"action_name": action, "query_id": query_id, "client_id": "c",
-            "event_attributes": {"object": {"object_id": doc, "object_id_field": "_id"},
-                                 "position": {"ordinal": ordinal}}}
+    return {
+        "action_name": action,
+        "query_id": query_id,
+        "client_id": "c",
+        "event_attributes": {
+            "object": {"object_id": doc, "object_id_field": "_id"},
+            "position": {"ordinal": ordinal},
+        },
+    }
 
 
 @pytest.fixture
 def logs(tmp_path):
-    queries = [{"query_id": "a1", "user_query": Q1, "query_response_hit_ids": ["d1", "d2", "d3"]},
-               {"query_id": "a2", "user_query": Q1, "query_response_hit_ids": ["d2", "d1", "d3"]},
-               {"query_id": "b1", "user_query": Q2, "query_response_hit_ids": ["d7", "d1"]},
-               {"query_id": "z1", "user_query": "not a query", "query_response_hit_ids": ["d1"]}]
-    events = [click("a1", "d1", 0), click("a2", "d1", 1), click("b1", "d1", 1), click("a1", "d3", 2),
-              click("z1", "d1", 0), click("a1", "d2", 1, action="hover")]
+    queries = [
+        {"query_id": "a1", "user_query": Q1, "query_response_hit_ids": ["d1", "d2", "d3"]},
+        {"query_id": "a2", "user_query": Q1, "query_response_hit_ids": ["d2", "d1", "d3"]},
+        {"query_id": "b1", "user_query": Q2, "query_response_hit_ids": ["d7", "d1"]},
+        {"query_id": "z1", "user_query": "not a query", "query_response_hit_ids": ["d1"]},
+    ]
+    events = [
+        click("a1", "d1", 0),
+        click("a2", "d1", 1),
+        click("b1", "d1", 1),
+        click("a1", "d3", 2),
+        click("z1", "d1", 0),
+        click("a1", "d2", 1, action="hover"),
+    ]
     (tmp_path / "ubi_queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     (tmp_path / "ubi_events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     return tmp_path / "ubi_queries.jsonl", tmp_path / "ubi_events.jsonl"
@@ -51,9 +65,13 @@ def logs(tmp_path):
 @pytest.fixture
 def dataset(tmp_path, monkeypatch):
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
-    return import_runs(tmp_path / "mine", corpus=RUNS / "corpus.jsonl", queries=RUNS / "queries.jsonl",
-                       qrels=RUNS / "qrels.tsv", run=[f"dense={RUNS / 'dense.run'}",
-                                                      f"sparse={RUNS / 'sparse.run'}"]).dest
+    return import_runs(
+        tmp_path / "mine",
+        corpus=RUNS / "corpus.jsonl",
+        queries=RUNS / "queries.jsonl",
+        qrels=RUNS / "qrels.tsv",
+        run=[f"dense={RUNS / 'dense.run'}", f"sparse={RUNS / 'sparse.run'}"],
+    ).dest
 
 
 def test_coec_by_hand(logs):
@@ -69,10 +87,13 @@ def test_import_writes_implicit_judgments_apart(dataset, logs):
     explicit_before = (dataset / "qrels" / "test.tsv").read_text()
     result = import_ubi(dataset, queries=logs[0], events=logs[1])
     assert (dataset / "qrels" / "implicit.tsv").read_text() == (
-        "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq1\td3\t2\nq2\td1\t2\nq2\td7\t0\n")
+        "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq1\td3\t2\nq2\td1\t2\nq2\td7\t0\n"
+    )
     assert (dataset / "qrels" / "test.tsv").read_text() == explicit_before
-    assert load_dataset(dataset, "implicit").qrels == {"q1": {"d1": 2, "d2": 0, "d3": 2},
-                                                      "q2": {"d1": 2, "d7": 0}}
+    assert load_dataset(dataset, "implicit").qrels == {
+        "q1": {"d1": 2, "d2": 0, "d3": 2},
+        "q2": {"d1": 2, "d7": 0},
+    }
     assert load_dataset(dataset).qrels["q1"] == {"d3": 2, "d1": 1}
     assert result.skipped["searched texts that are no query of the dataset"] == 1
     assert any("on 5 pairs: Cohen's kappa 0.167" in note for note in result.notes)
@@ -91,16 +112,40 @@ def test_agreement_by_hand():
 def test_cli_import_then_evaluate_on_implicit_judgments(dataset, logs, capsys):
     assert main(["eval", str(dataset), "--judgments", "implicit", "--pipeline", "rrf"]) == 2
     assert "rwb import ubi" in capsys.readouterr().err
-    assert main(["import", "ubi", str(dataset), "--queries", str(logs[0]), "--events", str(logs[1])]) == 0
+    assert (
+        main(["import", "ubi", str(dataset), "--queries", str(logs[0]), "--events", str(logs[1])])
+        == 0
+    )
     captured = capsys.readouterr()
     assert "Cohen's kappa 0.167" in captured.err and "ubi:" in captured.out
-    assert main(["eval", str(dataset), "--judgments", "implicit", "--pipeline", "rrf", "--baseline", "bm25",
-                 "--permutations", "100", "--bootstrap", "100"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                str(dataset),
+                "--judgments",
+                "implicit",
+                "--pipeline",
+                "rrf",
+                "--baseline",
+                "bm25",
+                "--permutations",
+                "100",
+                "--bootstrap",
+                "100",
+            ]
+        )
+        == 0
+    )
 
 
 def test_bad_log_lines_name_file_and_line(dataset, tmp_path, logs):
     bad = tmp_path / "bad_events.jsonl"
-    bad.write_text(json.dumps(click("a1", "d1", 0)) + "\n" + json.dumps(click("a1", "d1", -2)) + "\n")
+    bad.write_text(
+        json.dumps(click("a1", "d1", 0)) + "\n" + json.dumps(click("a1", "d1", -2)) + "\n"
+    )
     with pytest.raises(DatasetError) as caught:
         import_ubi(dataset, queries=logs[0], events=bad)
-    assert caught.value.problems == ["bad_events.jsonl:2: ordinal: expected a whole number ≥ 0, got -2"]
+    assert caught.value.problems == [
+        "bad_events.jsonl:2: ordinal: expected a whole number ≥ 0, got -2"
+    ]

@@ -8,7 +8,8 @@ with ``rwb: interrupted``. Progress bars: ``eval.progress`` (stderr, only on a t
 with ``--quiet``).
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
-report), ``sweep`` (sweep, tune), ``importing`` (import), ``export`` (export); shared options and checks in ``_common``.
+report), ``sweep`` (sweep, tune), ``importing`` (import), ``export`` (export); shared options
+and checks in ``_common``.
 """
 
 from __future__ import annotations

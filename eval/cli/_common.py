@@ -36,8 +36,9 @@ def add_quiet(p: argparse.ArgumentParser) -> None:
 
 
 def add_embedder(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="minilm, use-multilingual, a model path, or precomputed (the dataset's "
-                   "own vectors/: no model loaded)")
+    p.add_argument("--embedder", default=DEFAULT_EMBEDDER,
+                   help="minilm, use-multilingual, a model path, or precomputed (the dataset's own "
+                        "vectors/: no model loaded)")
 
 
 def add_analyzer(p: argparse.ArgumentParser) -> None:
@@ -53,8 +54,8 @@ def add_pool_options(p: argparse.ArgumentParser) -> None:
     add_embedder(p)
     add_analyzer(p)
     p.add_argument("--judgments", choices=JUDGMENTS, default="explicit",
-                   help="explicit: the dataset's qrels (default); implicit: judgments derived from usage "
-                        "logs by `rwb import ubi` (qrels/implicit.tsv)")
+                   help="explicit: the dataset's qrels (default); implicit: judgments derived "
+                        "from usage logs by `rwb import ubi` (qrels/implicit.tsv)")
     p.add_argument("--pool-depth", type=int, default=DEFAULT_POOL_DEPTH,
                    help=f"candidates per path retrieved once per query (default {DEFAULT_POOL_DEPTH})")
     add_quiet(p)

@@ -42,7 +42,8 @@ def cmd_search(args) -> int:
     if args.top_k is not None:
         config = replace(config, max_results=bounded("--top-k", args.top_k))
     _, handle = _open(args.dataset, args.embedder, args.analyzer)
-    check_text = getattr(handle.embedder, "check_text", None)  # precomputed: only its queries have vectors
+    # precomputed vectors: only the dataset's own queries have one
+    check_text = getattr(handle.embedder, "check_text", None)
     if check_text is not None:
         check_text(args.query)
     response = search(handle, args.query, config, scope=args.scope or "", group=args.group or "",

@@ -18,13 +18,23 @@ def cmd_export(args) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "export", help="write a pipeline as LanceDB / OpenSearch / Qdrant / Weaviate configuration",
-        description="Write the engine's own configuration of a pipeline's fusion (a Python snippet or "
-                    "JSON). A stage the engine cannot express (routing, budgets, floors, memory "
-                    "multipliers) is refused with the reason; README lists what each engine expresses.")
-    p.add_argument("config", metavar="CONFIG", help="a pipeline name, profile:<preset>, saved:<name> or a TOML file")
-    p.add_argument("--to", required=True, choices=sorted(EXPORTERS),
-                   help="; ".join(f"{e.engine}: {e.summary}" for e in EXPORTERS.values()))
+        "export",
+        help="write a pipeline as LanceDB / OpenSearch / Qdrant / Weaviate configuration",
+        description="Write the engine's own configuration of a pipeline's fusion (Python or "
+        "JSON). A stage the engine cannot express (routing, budgets, floors, memory "
+        "multipliers) is refused with the reason; README lists what each engine expresses.",
+    )
+    p.add_argument(
+        "config",
+        metavar="CONFIG",
+        help="a pipeline name, profile:<preset>, saved:<name> or a TOML file",
+    )
+    p.add_argument(
+        "--to",
+        required=True,
+        choices=sorted(EXPORTERS),
+        help="; ".join(f"{e.engine}: {e.summary}" for e in EXPORTERS.values()),
+    )
     p.add_argument("--out", metavar="FILE", help="write to FILE (default: standard output)")
     add_quiet(p)
     p.set_defaults(func=cmd_export)

@@ -23,7 +23,7 @@ class Exporter:
 
 WHY = {  # what a fusion needs that a hybrid query of these engines does not have
     "adaptive": "intent routing between fusion profiles, time/graph features and the "
-                "confidence/vitality multipliers F_conf·F_vit",
+    "confidence/vitality multipliers F_conf·F_vit",
     "salience": "reinforcement, recency and access terms (memory metadata) added to RRF",
     "weighted": "raw cosine plus a rank- or score-normalised BM25 (OpenClaw's formula)",
     "combmnz": "the CombMNZ multiplier (number of paths that found the document)",
@@ -38,7 +38,8 @@ def refuse(engine: str, config: PipelineConfig, what: str, instead: str) -> NotE
 
 def refuse_fusion(engine: str, config: PipelineConfig, supported: str) -> NotExpressible:
     reason = WHY.get(config.fusion)
-    detail = f"fusion {config.fusion!r}" + (f" — {reason}" if reason else f" with {config.params}")
+    detail = f"fusion {config.fusion!r}"
+    detail += f" — {reason}" if reason else f" with {config.params}"
     return refuse(engine, config, detail, f"{engine} can express: {supported}")
 
 
@@ -54,7 +55,9 @@ def check_stages(engine: str, config: PipelineConfig, keyword_all: bool = False)
     if config.min_score is not None:
         missing.append(f"the score floor (min_score = {config.min_score})")
     if config.min_similarity is not None:
-        missing.append(f"the similarity floor over both paths (min_similarity = {config.min_similarity})")
+        missing.append(
+            f"the similarity floor over both paths (min_similarity = {config.min_similarity})"
+        )
     if config.keyword_match == "all" and not keyword_all:
         missing.append("keyword match 'all' (every query word required)")
     if missing:

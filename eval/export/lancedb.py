@@ -23,8 +23,9 @@ import numpy as np
 from eval.export._base import Exporter, check_stages, fusion_params, refuse, refuse_fusion, share
 from retrieval.pipeline import PipelineConfig
 
-SUPPORTED = ("rrf (equal path weights, whole rrf_k); relative_score; wsum and combsum with "
-             "norm = minmax")
+SUPPORTED = (
+    "rrf (equal path weights, whole rrf_k); relative_score; wsum and combsum with norm = minmax"
+)
 
 TEMPLATE = '''"""LanceDB hybrid search for the rwb pipeline {name!r} ({fusion}: {params}).
 
@@ -42,7 +43,8 @@ TOP_K = {top_k}  # results returned (rwb: max_results)
 
 def search(table, text, vector, vector_column="vector", text_column="text"):
     """The TOP_K best rows of the hybrid query (each with ``_relevance_score``), best first."""
-    query = (table.search(query_type="hybrid", vector_column_name=vector_column, fts_columns=text_column)
+    query = (table.search(query_type="hybrid", vector_column_name=vector_column,
+                          fts_columns=text_column)
              .vector(vector).text(text).distance_type("cosine")
              .rerank(RERANKER, normalize=NORMALIZE).limit(DEPTH))
     return query.to_list()[:TOP_K]
@@ -54,10 +56,19 @@ def reranker_of(config: PipelineConfig) -> tuple[str, str]:
     params = config.params
     if config.fusion == "rrf":
         if params.w_dense != params.w_sparse:
-            raise refuse("lancedb", config, f"per-path RRF weights ({params.w_dense:g} / {params.w_sparse:g})",
-                         "LanceDB's RRFReranker weighs both paths equally; set w_dense = w_sparse")
+            raise refuse(
+                "lancedb",
+                config,
+                f"per-path RRF weights ({params.w_dense:g} / {params.w_sparse:g})",
+                "LanceDB's RRFReranker weighs both paths equally; set w_dense = w_sparse",
+            )
         if params.rrf_k != int(params.rrf_k) or params.rrf_k < 1:
-            raise refuse("lancedb", config, f"rrf_k = {params.rrf_k:g}", "RRFReranker's K is a whole number ≥ 1")
+            raise refuse(
+                "lancedb",
+                config,
+                f"rrf_k = {params.rrf_k:g}",
+                "RRFReranker's K is a whole number ≥ 1",
+            )
         return "RRFReranker", f"RRFReranker(K={int(params.rrf_k)})"
     if config.fusion == "relative_score":
         weight = params.alpha
@@ -74,26 +85,38 @@ def export(config: PipelineConfig) -> str:
     check_stages("lancedb", config)
     reranker_class, reranker = reranker_of(config)
     params = ", ".join(f"{k} = {v!r}" for k, v in fusion_params(config).items())
-    return TEMPLATE.format(name=config.name, fusion=config.fusion, params=params, reranker_class=reranker_class,
-                           reranker=reranker, depth=config.path_depth, top_k=config.max_results)
+    return TEMPLATE.format(
+        name=config.name,
+        fusion=config.fusion,
+        params=params,
+        reranker_class=reranker_class,
+        reranker=reranker,
+        depth=config.path_depth,
+        top_k=config.max_results,
+    )
 
 
-EXPORTER = Exporter("lancedb", "a Python snippet: hybrid query + RRFReranker / LinearCombinationReranker",
-                    export, ".py")
+EXPORTER = Exporter(
+    "lancedb",
+    "a Python snippet: hybrid query + RRFReranker / LinearCombinationReranker",
+    export,
+    ".py",
+)
 
 
 # ---- verification: the exported snippet run against LanceDB itself ----------------------------
 
 TIE_TOLERANCE = 1e-6  # float32 carries ~7 digits; scores closer than this are a tie
 
+
 @dataclass(frozen=True)
 class Agreement:
     """How the exported LanceDB query's top ``k`` compares, query by query."""
 
     queries: int
-    same_inputs: int     # equal to our fusion of LanceDB's own two lists (same ids, same order)
-    tie_order: int       # differing only in the order of results LanceDB scores equal (float32)
-    tied_path: int       # differing where every FTS hit ties (one hit included): LanceDB's min-max
+    same_inputs: int  # equal to our fusion of LanceDB's own two lists (same ids, same order)
+    tie_order: int  # differing only in the order of results LanceDB scores equal (float32)
+    tied_path: int  # differing where every FTS hit ties (one hit included): LanceDB's min-max
     #                      gives them 0, ours 1 (documented above; the linear rerankers only)
     same_as_search: int  # equal to `rwb search` (our dense path + Tantivy BM25)
     overlap_search: float  # mean share of `rwb search`'s top k that LanceDB also returns
@@ -139,22 +162,43 @@ def verify(dataset, embedder: str, config: PipelineConfig, workdir) -> Agreement
     handle = open_index(dataset, embedder)
     docs = dataset.documents
     vectors = handle.vectors
-    table = lancedb.connect(str(Path(workdir) / "lance")).create_table("export_check", pa.table({
-        "id": [d.id for d in docs], "text": [index_text(d) for d in docs],
-        "vector": pa.array(list(vectors), type=pa.list_(pa.float32(), vectors.shape[1]))}), mode="overwrite")
+    table = lancedb.connect(str(Path(workdir) / "lance")).create_table(
+        "export_check",
+        pa.table(
+            {
+                "id": [d.id for d in docs],
+                "text": [index_text(d) for d in docs],
+                "vector": pa.array(list(vectors), type=pa.list_(pa.float32(), vectors.shape[1])),
+            }
+        ),
+        mode="overwrite",
+    )
     table.create_index("text", config=FTS())
     by_query = getattr(handle.embedder, "encode_queries", None)
-    qvecs = by_query(dataset.queries) if by_query else handle.embedder.encode([q.text for q in dataset.queries])
+    qvecs = (
+        by_query(dataset.queries)
+        if by_query
+        else handle.embedder.encode([q.text for q in dataset.queries])
+    )
     lance, dense, sparse, failed = {}, {}, {}, []
     for query, vector in zip(dataset.queries, qvecs):
         try:
             rows = search(table, query.text, vector)
-            fts = table.search(query.text, query_type="fts", fts_columns="text").limit(depth).to_list()
+            fts = (
+                table.search(query.text, query_type="fts", fts_columns="text")
+                .limit(depth)
+                .to_list()
+            )
         except Exception as error:  # LanceDB's FTS parser refuses some texts; counted, not hidden
             failed.append(f"{query.id}: {type(error).__name__}")
             continue
         lance[query.id] = [(r["id"], float(r["_relevance_score"])) for r in rows]
-        knn = table.search(vector, vector_column_name="vector").distance_type("cosine").limit(depth).to_list()
+        knn = (
+            table.search(vector, vector_column_name="vector")
+            .distance_type("cosine")
+            .limit(depth)
+            .to_list()
+        )
         dense[query.id] = [(r["id"], 1.0 - float(r["_distance"])) for r in knn]
         sparse[query.id] = [(r["id"], float(r["_score"])) for r in fts]
     lists = candidates_from_runs(dataset, dense, sparse, depth, "lancedb")
@@ -179,8 +223,18 @@ def verify(dataset, embedder: str, config: PipelineConfig, workdir) -> Agreement
         same += ids == mine
         tie_order = ids != mine and _only_tie_order(got, ranked)
         ties += tie_order
-        tied += (ids != mine and not tie_order and linear and len({s for _, s in sparse[query.id]}) == 1)
+        tied += (
+            ids != mine and not tie_order and linear and len({s for _, s in sparse[query.id]}) == 1
+        )
         theirs = [i for i, _ in top(pool, ours_search, pool.query_ids.index(query.id))]
         same_search += ids == theirs
         overlap.append(len(set(ids) & set(theirs)) / max(1, len(theirs)))
-    return Agreement(len(lance), same, ties, tied, same_search, sum(overlap) / max(1, len(overlap)), tuple(failed))
+    return Agreement(
+        len(lance),
+        same,
+        ties,
+        tied,
+        same_search,
+        sum(overlap) / max(1, len(overlap)),
+        tuple(failed),
+    )

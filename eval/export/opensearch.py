@@ -34,17 +34,26 @@ def processor(config: PipelineConfig) -> dict:
     params = config.params
     if config.fusion == "rrf":
         if params.rrf_k != int(params.rrf_k) or not 1 <= params.rrf_k <= 10_000:
-            raise refuse("opensearch", config, f"rrf_k = {params.rrf_k:g}",
-                         "rank_constant is a whole number from 1 to 10,000")
+            raise refuse(
+                "opensearch",
+                config,
+                f"rrf_k = {params.rrf_k:g}",
+                "rank_constant is a whole number from 1 to 10,000",
+            )
         combination: dict = {"technique": "rrf", "rank_constant": int(params.rrf_k)}
         if params.w_dense != params.w_sparse:
             combination["parameters"] = {"weights": _weights(params.w_dense, params.w_sparse)}
         return {"score-ranker-processor": {"combination": combination}}
     if config.fusion == "mean" and params.norm == "minmax":
-        return {"normalization-processor": {
-            "normalization": {"technique": "min_max"},
-            "combination": {"technique": f"{params.mean}_mean",
-                            "parameters": {"weights": _weights(params.w_dense, params.w_sparse)}}}}
+        return {
+            "normalization-processor": {
+                "normalization": {"technique": "min_max"},
+                "combination": {
+                    "technique": f"{params.mean}_mean",
+                    "parameters": {"weights": _weights(params.w_dense, params.w_sparse)},
+                },
+            }
+        }
     raise refuse_fusion("opensearch", config, SUPPORTED)
 
 
@@ -57,20 +66,38 @@ def export(config: PipelineConfig) -> str:
     body = {
         "search_pipeline": {
             "request": f"PUT /_search/pipeline/{pipeline_id}",
-            "body": {"description": f"rwb pipeline {config.name!r} ({config.fusion})",
-                     "phase_results_processors": [processor(config)]}},
+            "body": {
+                "description": f"rwb pipeline {config.name!r} ({config.fusion})",
+                "phase_results_processors": [processor(config)],
+            },
+        },
         "search": {
             "request": f"GET /<index>/_search?search_pipeline={pipeline_id}",
-            "body": {"size": config.max_results,
-                     "query": {"hybrid": {"pagination_depth": config.path_depth, "queries": [
-                         {"match": {"text": match}},
-                         {"knn": {"vector": {"vector": QUERY_VECTOR, "k": config.path_depth}}}]}}}},
-        "notes": ["queries[0] is the keyword path, queries[1] the vector path (the weights' order)",
-                  "field names 'text' and 'vector' are placeholders for your index's fields",
-                  "pagination_depth needs OpenSearch 2.19 or later (the per-path depth)"],
+            "body": {
+                "size": config.max_results,
+                "query": {
+                    "hybrid": {
+                        "pagination_depth": config.path_depth,
+                        "queries": [
+                            {"match": {"text": match}},
+                            {"knn": {"vector": {"vector": QUERY_VECTOR, "k": config.path_depth}}},
+                        ],
+                    }
+                },
+            },
+        },
+        "notes": [
+            "queries[0] is the keyword path, queries[1] the vector path (the weights' order)",
+            "field names 'text' and 'vector' are placeholders for your index's fields",
+            "pagination_depth needs OpenSearch 2.19 or later (the per-path depth)",
+        ],
     }
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
 
-EXPORTER = Exporter("opensearch", "JSON: a search pipeline (normalization / score-ranker processor) "
-                    "and its hybrid query", export, ".json")
+EXPORTER = Exporter(
+    "opensearch",
+    "JSON: a search pipeline (normalization / score-ranker processor) and its hybrid query",
+    export,
+    ".json",
+)

@@ -23,7 +23,9 @@ def fusion_query(config: PipelineConfig) -> dict:
     params = config.params
     if config.fusion == "rrf":
         if params.rrf_k != int(params.rrf_k) or params.rrf_k < 0:
-            raise refuse("qdrant", config, f"rrf_k = {params.rrf_k:g}", "Qdrant's k is a whole number ≥ 1")
+            raise refuse(
+                "qdrant", config, f"rrf_k = {params.rrf_k:g}", "Qdrant's k is a whole number ≥ 1"
+            )
         rrf: dict = {"k": int(params.rrf_k) + 1}
         if params.w_dense != params.w_sparse:
             rrf["weights"] = [params.w_dense, params.w_sparse]
@@ -38,15 +40,28 @@ def export(config: PipelineConfig) -> str:
     depth = config.path_depth
     body = {
         "request": "POST /collections/<collection>/points/query",
-        "body": {"prefetch": [{"query": "<dense query vector>", "using": "dense", "limit": depth},
-                              {"query": {"indices": "<sparse indices>", "values": "<sparse values>"},
-                               "using": "sparse", "limit": depth}],
-                 "query": fusion_query(config), "limit": config.max_results, "with_payload": True},
-        "notes": [f"rwb pipeline {config.name!r} ({config.fusion})",
-                  "prefetch[0] is the dense path, prefetch[1] the sparse path (the weights' order)",
-                  "'dense' and 'sparse' are placeholders for your collection's named vectors"],
+        "body": {
+            "prefetch": [
+                {"query": "<dense query vector>", "using": "dense", "limit": depth},
+                {
+                    "query": {"indices": "<sparse indices>", "values": "<sparse values>"},
+                    "using": "sparse",
+                    "limit": depth,
+                },
+            ],
+            "query": fusion_query(config),
+            "limit": config.max_results,
+            "with_payload": True,
+        },
+        "notes": [
+            f"rwb pipeline {config.name!r} ({config.fusion})",
+            "prefetch[0] is the dense path, prefetch[1] the sparse path (the weights' order)",
+            "'dense' and 'sparse' are placeholders for your collection's named vectors",
+        ],
     }
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
 
-EXPORTER = Exporter("qdrant", "JSON: a Query API request with prefetch + fusion (rrf / dbsf)", export, ".json")
+EXPORTER = Exporter(
+    "qdrant", "JSON: a Query API request with prefetch + fusion (rrf / dbsf)", export, ".json"
+)

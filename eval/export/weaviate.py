@@ -25,12 +25,18 @@ def hybrid_arguments(config: PipelineConfig) -> tuple[float, str]:
     if config.fusion == "relative_score":
         return params.alpha, "relativeScoreFusion"
     if config.fusion in ("wsum", "combsum") and params.norm == "minmax":
-        return (share(params.w_dense, params.w_sparse) if config.fusion == "wsum" else 0.5), "relativeScoreFusion"
+        return (
+            share(params.w_dense, params.w_sparse) if config.fusion == "wsum" else 0.5
+        ), "relativeScoreFusion"
     if config.fusion == "rrf":
         if params.rrf_k != RANKED_CONSTANT:
-            raise refuse("weaviate", config, f"rrf_k = {params.rrf_k:g}",
-                         f"rankedFusion's constant is fixed (weight / (60 + rank), 0-based = rrf_k "
-                         f"{RANKED_CONSTANT} here); set rrf.rrf_k = {RANKED_CONSTANT} or use relative_score")
+            raise refuse(
+                "weaviate",
+                config,
+                f"rrf_k = {params.rrf_k:g}",
+                f"rankedFusion's constant is fixed (weight / (60 + rank), 0-based = rrf_k "
+                f"{RANKED_CONSTANT} here); set rrf.rrf_k = {RANKED_CONSTANT} or use relative_score",
+            )
         return share(params.w_dense, params.w_sparse), "rankedFusion"
     raise refuse_fusion("weaviate", config, SUPPORTED)
 
@@ -40,15 +46,25 @@ def export(config: PipelineConfig) -> str:
     alpha, fusion_type = hybrid_arguments(config)
     python_fusion = "RELATIVE_SCORE" if fusion_type == "relativeScoreFusion" else "RANKED"
     body = {
-        "hybrid": {"query": "<query text>", "vector": "<query vector>", "alpha": alpha,
-                   "fusionType": fusion_type},
+        "hybrid": {
+            "query": "<query text>",
+            "vector": "<query vector>",
+            "alpha": alpha,
+            "fusionType": fusion_type,
+        },
         "limit": config.max_results,
-        "python": (f"collection.query.hybrid(query=text, vector=vector, alpha={alpha!r}, "
-                   f"fusion_type=HybridFusion.{python_fusion}, limit={config.max_results})"),
-        "notes": [f"rwb pipeline {config.name!r} ({config.fusion})",
-                  "alpha is the vector share: 1 pure vector, 0 pure keyword"],
+        "python": (
+            f"collection.query.hybrid(query=text, vector=vector, alpha={alpha!r}, "
+            f"fusion_type=HybridFusion.{python_fusion}, limit={config.max_results})"
+        ),
+        "notes": [
+            f"rwb pipeline {config.name!r} ({config.fusion})",
+            "alpha is the vector share: 1 pure vector, 0 pure keyword",
+        ],
     }
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
 
-EXPORTER = Exporter("weaviate", "JSON: hybrid alpha + fusionType (and the Python client call)", export, ".json")
+EXPORTER = Exporter(
+    "weaviate", "JSON: hybrid alpha + fusionType (and the Python client call)", export, ".json"
+)

@@ -49,8 +49,14 @@ class Option:
         if self.switch:
             parser.add_argument(self.flag, action="store_true", help=self.help)
             return
-        parser.add_argument(self.flag, action="append" if self.many else "store", required=self.required,
-                            default=self.default, metavar=self.metavar, help=self.help)
+        parser.add_argument(
+            self.flag,
+            action="append" if self.many else "store",
+            required=self.required,
+            default=self.default,
+            metavar=self.metavar,
+            help=self.help,
+        )
 
 
 @dataclass(frozen=True)
@@ -67,8 +73,15 @@ class Importer:
     dest: str = "the dataset folder to write"
     options: tuple[Option, ...] = ()
 
-    def __call__(self, source: str | Path | None, dest: str | Path, *, force: bool = False,
-                 name: str | None = None, **options) -> "ImportResult":
+    def __call__(
+        self,
+        source: str | Path | None,
+        dest: str | Path,
+        *,
+        force: bool = False,
+        name: str | None = None,
+        **options,
+    ) -> "ImportResult":
         known = {option.key: option for option in self.options}
         unknown = sorted(set(options) - set(known))
         if unknown:
@@ -157,7 +170,12 @@ def json_lines(path: Path, problems: Problems, label: str) -> Iterator[tuple[int
         try:
             obj = loads_strict(text)
         except ValueError as error:  # malformed, duplicate key, huge number, nested too deeply
-            problems.add(label, number, getattr(error, "field", "json"), getattr(error, "message", str(error)))
+            problems.add(
+                label,
+                number,
+                getattr(error, "field", "json"),
+                getattr(error, "message", str(error)),
+            )
             continue
         if not isinstance(obj, dict):
             problems.add(label, number, "json", "expected a JSON object")
@@ -173,8 +191,12 @@ def record_id(obj: dict, problems: Problems, label: str, line: int) -> str | Non
         problems.add(label, line, "_id", "missing or empty")
         return None
     if raw != raw.strip() or any(c in raw for c in "\t\r\n"):
-        problems.add(label, line, "_id", f"{raw!r} has a tab, line break or surrounding spaces "
-                                         "(a qrels row could not name it)")
+        problems.add(
+            label,
+            line,
+            "_id",
+            f"{raw!r} has a tab, line break or surrounding spaces (a qrels row could not name it)",
+        )
         return None
     return raw
 
@@ -189,7 +211,9 @@ def record_lines(path: Path, label: str) -> tuple[set[str], list[tuple[str, str]
         try:
             obj = loads_strict(text)
         except ValueError as error:
-            problems.add(label, line, getattr(error, "field", "json"), getattr(error, "message", str(error)))
+            problems.add(
+                label, line, getattr(error, "field", "json"), getattr(error, "message", str(error))
+            )
             continue
         found_id = record_id(obj, problems, label, line) if isinstance(obj, dict) else None
         if found_id is not None:

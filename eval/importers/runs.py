@@ -7,7 +7,7 @@ A dataset with runs is retrieved from them, never from our index: its candidate 
 candidates_from_runs``), stored under the label ``runs:<hash of the run files>``, so every
 command (eval, sweep, tune, report, the pages) works on it with no index or model.
 
-Layout written by ``rwb import runs OUT --corpus … --queries … --qrels … --run NAME=FILE …``::
+Layout written by ``rwb import runs OUT --corpus … --queries … --qrels … --run NAME=FILE``::
 
     OUT/corpus.jsonl, queries.jsonl, qrels/test.tsv   the dataset
     OUT/runs/NAME.run                                 each run, lines of unknown queries or
@@ -31,7 +31,14 @@ from pathlib import Path
 import tomli_w
 
 from eval.importers._base import (
-    ImportResult, Importer, Option, Problems, dataset_file, lines, record_lines, source_card,
+    ImportResult,
+    Importer,
+    Option,
+    Problems,
+    dataset_file,
+    lines,
+    record_lines,
+    source_card,
 )
 from eval.importers._files import write_atomically
 from eval.importers._qrels import parse_qrels, write_qrels
@@ -56,7 +63,12 @@ def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
     for line, text in lines(path, problems, label):
         parts = text.split()
         if len(parts) != 6:
-            problems.add(label, line, "row", f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}")
+            problems.add(
+                label,
+                line,
+                "row",
+                f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}",
+            )
             continue
         query_id, _, doc_id, rank, score, _ = parts
         try:
@@ -72,8 +84,13 @@ def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
             problems.add(label, line, "score", f"expected a finite number, got {score!r}")
             continue
         if (query_id, doc_id) in seen:
-            problems.add(label, line, "docid", f"{doc_id!r} listed twice for query {query_id!r} "
-                                                f"(first on line {seen[query_id, doc_id]})")
+            problems.add(
+                label,
+                line,
+                "docid",
+                f"{doc_id!r} listed twice for query {query_id!r} "
+                f"(first on line {seen[query_id, doc_id]})",
+            )
             continue
         seen[query_id, doc_id] = line
         run.setdefault(query_id, {})[doc_id] = value
@@ -86,7 +103,7 @@ def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
 
 
 def write_trec_run(run: dict[str, dict[str, float]], path: str | Path, tag: str = "rwb") -> None:
-    """Write ``{qid: {docid: score}}`` as a TREC run (ranked by score, ties by docid), atomically."""
+    """Write ``{qid: {docid: score}}`` as a TREC run (by score, ties by docid), atomically."""
     if not tag or any(c.isspace() for c in tag):
         raise ValueError(f"run tag {tag!r} must be a non-empty word without whitespace")
     lines = []
@@ -94,15 +111,20 @@ def write_trec_run(run: dict[str, dict[str, float]], path: str | Path, tag: str 
         query_id = str(query_id)
         if not query_id or any(c.isspace() for c in query_id):
             raise ValueError(f"query id {query_id!r} is empty or contains whitespace")
-        ranked = sorted(((float(s), str(d)) for d, s in scores.items()), key=lambda p: (-p[0], p[1]))
+        ranked = sorted(
+            ((float(s), str(d)) for d, s in scores.items()), key=lambda p: (-p[0], p[1])
+        )
         for rank, (score, doc_id) in enumerate(ranked, start=1):
             if not doc_id or any(c.isspace() for c in doc_id):
-                raise ValueError(f"document id {doc_id!r} (query {query_id!r}) is empty or contains whitespace")
+                raise ValueError(
+                    f"document id {doc_id!r} (query {query_id!r}) is empty or contains whitespace"
+                )
             if not math.isfinite(score):
-                raise ValueError(f"score {score!r} of {doc_id!r} (query {query_id!r}) is not finite")
+                raise ValueError(
+                    f"score {score!r} of {doc_id!r} (query {query_id!r}) is not finite"
+                )
             lines.append(f"{query_id} Q0 {doc_id} {rank} {score!r} {tag}\n")
     atomic_write_text(Path(path), "".join(lines))
-
 
 
 # ---- a dataset's runs ---------------------------------------------------------------------
@@ -145,15 +167,19 @@ def runs_label(root: str | Path) -> str:
 
 def ranked_lists(run: dict[str, dict[str, float]]) -> dict[str, list[tuple[str, float]]]:
     """Per query, the run's ``(doc_id, score)`` best first (ties by document id)."""
-    return {query_id: sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-            for query_id, scores in run.items()}
+    return {
+        query_id: sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        for query_id, scores in run.items()
+    }
 
 
 def dataset_run_lists(root: str | Path) -> tuple[dict, dict]:
     """The dense and sparse ranked lists of a dataset with runs (empty for an absent path)."""
     files = run_files(root)
-    return tuple(ranked_lists(read_trec_run(files[path])) if path in files else {}
-                 for path in ("dense", "sparse"))
+    return tuple(
+        ranked_lists(read_trec_run(files[path])) if path in files else {}
+        for path in ("dense", "sparse")
+    )
 
 
 # ---- the importer ---------------------------------------------------------------------------
@@ -174,7 +200,9 @@ def parse_run_specs(specs: list[str] | None) -> dict[str, Path]:
             raise ValueError(f"--run {spec!r}: {file} is not a file")
         out[name] = Path(file)
     if not out:
-        raise ValueError("give at least one --run NAME=FILE (a TREC run: qid Q0 docid rank score tag)")
+        raise ValueError(
+            "give at least one --run NAME=FILE (a TREC run: qid Q0 docid rank score tag)"
+        )
     return out
 
 
@@ -190,20 +218,34 @@ def path_roles(names: list[str]) -> dict[str, str]:
     return roles
 
 
-def import_runs(dest: str | Path, *, corpus: str | Path, queries: str | Path, qrels: str | Path,
-                run: list[str], force: bool = False, name: str | None = None) -> ImportResult:
+def import_runs(
+    dest: str | Path,
+    *,
+    corpus: str | Path,
+    queries: str | Path,
+    qrels: str | Path,
+    run: list[str],
+    force: bool = False,
+    name: str | None = None,
+) -> ImportResult:
     """Corpus + queries + qrels + one TREC run per retrieval path → a dataset with ``runs/``."""
     runs = parse_run_specs(run)
     corpus_path = dataset_file(corpus, "corpus.jsonl", "--corpus")
     queries_path = dataset_file(queries, "queries.jsonl", "--queries")
     qrels_path = Path(qrels)
     if not qrels_path.is_file():
-        raise ValueError(f"--qrels {qrels}: not a file (a TSV query-id corpus-id score, or TREC qid 0 docid grade)")
+        raise ValueError(
+            f"--qrels {qrels}: not a file (TSV query-id corpus-id score, or TREC qid 0 docid grade)"
+        )
     rows = parse_qrels(qrels_path, trec=False, label=str(qrels_path))
     card = source_card(corpus_path.parent) if corpus_path.name == "corpus.jsonl" else {}
     roles = path_roles(list(runs))
-    card["description"] = (card.get("description", "") + " Retrieved by the runs " + ", ".join(
-        f"{run_name} ({path})" for path, run_name in roles.items()) + ".").strip()
+    card["description"] = (
+        card.get("description", "")
+        + " Retrieved by the runs "
+        + ", ".join(f"{run_name} ({path})" for path, run_name in roles.items())
+        + "."
+    ).strip()
 
     def build(tmp: Path, result: ImportResult) -> None:
         doc_ids, _ = record_lines(corpus_path, "corpus.jsonl")
@@ -224,24 +266,60 @@ def import_runs(dest: str | Path, *, corpus: str | Path, queries: str | Path, qr
                 result.skipped[f"{run_name} run lines naming an unknown document"] += len(unknown)
                 kept[query_id] = {d: s for d, s in scores.items() if d in doc_ids}
             if not any(kept.values()):
-                raise ValueError(f"--run {run_name}={file}: no line names an imported query and a corpus document")
-            write_trec_run({q: s for q, s in kept.items() if s}, tmp / RUNS_FOLDER / f"{run_name}.run", tag=run_name)
+                raise ValueError(
+                    f"--run {run_name}={file}: no line names an imported query and document"
+                )
+            write_trec_run(
+                {q: s for q, s in kept.items() if s},
+                tmp / RUNS_FOLDER / f"{run_name}.run",
+                tag=run_name,
+            )
         (tmp / RUNS_FOLDER / PATHS_FILE).write_text(tomli_w.dumps(roles), "utf-8")
-        result.notes.append("paths: " + ", ".join(f"{path} = run {n!r}" for path, n in roles.items())
-                            + (f"; kept but not fused: {', '.join(n for n in runs if n not in roles.values())}"
-                               if len(runs) > len(roles) else ""))
+        result.notes.append(
+            "paths: "
+            + ", ".join(f"{path} = run {n!r}" for path, n in roles.items())
+            + (
+                f"; kept but not fused: {', '.join(n for n in runs if n not in roles.values())}"
+                if len(runs) > len(roles)
+                else ""
+            )
+        )
 
-    sources = [corpus_path.parent, queries_path.parent, qrels_path.parent, *(f.parent for f in runs.values())]
+    sources = [
+        corpus_path.parent,
+        queries_path.parent,
+        qrels_path.parent,
+        *(f.parent for f in runs.values()),
+    ]
     return write_atomically("runs", dest, build, force=force, sources=sources, name=name, card=card)
 
 
 IMPORTER = Importer(
-    "runs", "your runs: TREC run files (one per retrieval path) with a corpus, queries and qrels",
-    lambda dest, **options: import_runs(dest, **options), source=None,
-    options=(Option("--corpus", "corpus.jsonl (or a dataset folder holding one)", required=True, path=True),
-             Option("--queries", "queries.jsonl (or a dataset folder holding one)", required=True, path=True),
-             Option("--qrels", "qrels: TSV query-id corpus-id score, or TREC qid 0 docid grade",
-                    required=True, path=True),
-             Option("--run", "NAME=FILE: a TREC run of one retrieval path (repeat; dense = the run named "
-                    "dense or the first, sparse = the run named sparse or the second)",
-                    required=True, many=True, path=True, metavar="NAME=FILE")))
+    "runs",
+    "your runs: TREC run files (one per retrieval path) with a corpus, queries and qrels",
+    lambda dest, **options: import_runs(dest, **options),
+    source=None,
+    options=(
+        Option(
+            "--corpus", "corpus.jsonl (or a dataset folder holding one)", required=True, path=True
+        ),
+        Option(
+            "--queries", "queries.jsonl (or a dataset folder holding one)", required=True, path=True
+        ),
+        Option(
+            "--qrels",
+            "qrels: TSV query-id corpus-id score, or TREC qid 0 docid grade",
+            required=True,
+            path=True,
+        ),
+        Option(
+            "--run",
+            "NAME=FILE: a TREC run of one retrieval path (repeat; dense = the run named "
+            "dense or the first, sparse = the run named sparse or the second)",
+            required=True,
+            many=True,
+            path=True,
+            metavar="NAME=FILE",
+        ),
+    ),
+)

@@ -56,19 +56,31 @@ def grade_of(coec: float) -> int:
     return 1 if coec < 1 else 2 if coec <= 2 else 3
 
 
-def read_logs(queries_path: Path, events_path: Path, clicks: tuple[str, ...]) -> tuple[dict, dict, Counter]:
+def read_logs(
+    queries_path: Path, events_path: Path, clicks: tuple[str, ...]
+) -> tuple[dict, dict, Counter]:
     """``searches`` {query_id: (user_query, [shown ids] | None)} and ``events`` {query_id:
     [(action, object_id, ordinal | None)]}; problems raise ``DatasetError`` naming file:line."""
     problems = Problems()
     skipped: Counter = Counter()
     searches: dict[str, tuple[str, list | None]] = {}
     for line, obj in json_lines(queries_path, problems, queries_path.name):
-        query_id, text, hits = obj.get("query_id"), obj.get("user_query"), obj.get("query_response_hit_ids")
+        query_id, text, hits = (
+            obj.get("query_id"),
+            obj.get("user_query"),
+            obj.get("query_response_hit_ids"),
+        )
         if not isinstance(query_id, str) or not query_id or not isinstance(text, str):
-            problems.add(queries_path.name, line, "query_id", "needs a query_id and a user_query string")
+            problems.add(
+                queries_path.name, line, "query_id", "needs a query_id and a user_query string"
+            )
             continue
-        if hits is not None and (not isinstance(hits, list) or not all(isinstance(h, str) for h in hits)):
-            problems.add(queries_path.name, line, "query_response_hit_ids", "expected a list of id strings")
+        if hits is not None and (
+            not isinstance(hits, list) or not all(isinstance(h, str) for h in hits)
+        ):
+            problems.add(
+                queries_path.name, line, "query_response_hit_ids", "expected a list of id strings"
+            )
             continue
         if query_id in searches:
             problems.add(queries_path.name, line, "query_id", f"{query_id!r} logged twice")
@@ -80,15 +92,28 @@ def read_logs(queries_path: Path, events_path: Path, clicks: tuple[str, ...]) ->
         if action not in clicks and action != "impression":
             skipped["events of other actions"] += 1
             continue
-        attributes = obj.get("event_attributes") if isinstance(obj.get("event_attributes"), dict) else {}
+        attributes = (
+            obj.get("event_attributes") if isinstance(obj.get("event_attributes"), dict) else {}
+        )
         target = attributes.get("object") if isinstance(attributes.get("object"), dict) else {}
-        position = attributes.get("position") if isinstance(attributes.get("position"), dict) else {}
+        position = (
+            attributes.get("position") if isinstance(attributes.get("position"), dict) else {}
+        )
         object_id, ordinal = target.get("object_id"), position.get("ordinal")
         if not isinstance(query_id, str) or not isinstance(object_id, str) or not object_id:
-            problems.add(events_path.name, line, "event", "a click needs query_id and event_attributes.object.object_id")
+            problems.add(
+                events_path.name,
+                line,
+                "event",
+                "a click needs query_id and event_attributes.object.object_id",
+            )
             continue
-        if ordinal is not None and (isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 0):
-            problems.add(events_path.name, line, "ordinal", f"expected a whole number ≥ 0, got {ordinal!r}")
+        if ordinal is not None and (
+            isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 0
+        ):
+            problems.add(
+                events_path.name, line, "ordinal", f"expected a whole number ≥ 0, got {ordinal!r}"
+            )
             continue
         if query_id not in searches:
             skipped["events of searches not in the query log"] += 1
@@ -98,7 +123,9 @@ def read_logs(queries_path: Path, events_path: Path, clicks: tuple[str, ...]) ->
     return searches, dict(events), skipped
 
 
-def coec_judgments(searches: dict, events: dict, max_rank: int = MAX_RANK) -> dict[str, dict[str, float]]:
+def coec_judgments(
+    searches: dict, events: dict, max_rank: int = MAX_RANK
+) -> dict[str, dict[str, float]]:
     """``{user_query: {object_id: COEC}}`` for every object shown or clicked (formula above)."""
     shown: dict[str, list[tuple[str, int]]] = {}
     clicked: dict[str, list[tuple[str, int]]] = {}
@@ -134,8 +161,10 @@ def coec_judgments(searches: dict, events: dict, max_rank: int = MAX_RANK) -> di
             expected[text][d] += ctr[p]
         for d, _ in clicked[query_id]:
             clicks_of[text][d] += 1
-    return {text: {d: (clicks_of[text][d] / e if e > 0 else 0.0) for d, e in docs.items()}
-            for text, docs in expected.items()}
+    return {
+        text: {d: (clicks_of[text][d] / e if e > 0 else 0.0) for d, e in docs.items()}
+        for text, docs in expected.items()
+    }
 
 
 def agreement(explicit: dict[str, dict[str, int]], implicit: dict[str, dict[str, int]]) -> dict:
@@ -143,7 +172,12 @@ def agreement(explicit: dict[str, dict[str, int]], implicit: dict[str, dict[str,
     from scipy.stats import kendalltau
     from sklearn.metrics import cohen_kappa_score
 
-    pairs = [(explicit[q].get(d, 0), g) for q, docs in implicit.items() if explicit.get(q) for d, g in docs.items()]
+    pairs = [
+        (explicit[q].get(d, 0), g)
+        for q, docs in implicit.items()
+        if explicit.get(q)
+        for d, g in docs.items()
+    ]
     out = {"pairs": len(pairs), "kappa": math.nan, "tau": math.nan}
     if len(pairs) >= 2:
         a, b = [x > 0 for x, _ in pairs], [y > 0 for _, y in pairs]
@@ -153,8 +187,16 @@ def agreement(explicit: dict[str, dict[str, int]], implicit: dict[str, dict[str,
     return out
 
 
-def import_ubi(dest: str | Path, *, queries: str | Path, events: str | Path, clicks: str = "click",
-               max_rank: int = MAX_RANK, force: bool = False, name: str | None = None) -> ImportResult:
+def import_ubi(
+    dest: str | Path,
+    *,
+    queries: str | Path,
+    events: str | Path,
+    clicks: str = "click",
+    max_rank: int = MAX_RANK,
+    force: bool = False,
+    name: str | None = None,
+) -> ImportResult:
     """Derive implicit judgments for the dataset at ``dest`` from its users' UBI logs."""
     if name:
         raise ValueError("import ubi: --name does not apply (the judgments are added to DATASET)")
@@ -192,33 +234,65 @@ def import_ubi(dest: str | Path, *, queries: str | Path, events: str | Path, cli
     rows = [f"{q}\t{d}\t{g}\n" for q, docs in implicit.items() for d, g in docs.items()]
     atomic_write_text(root / COEC_FILE, "query-id\tcorpus-id\tcoec\n" + "".join(values))
     atomic_write_text(root / IMPLICIT_QRELS, "query-id\tcorpus-id\tscore\n" + "".join(rows))
-    result = ImportResult(kind="ubi", dest=root, dataset=load_dataset(root, "implicit"), skipped=skipped)
+    result = ImportResult(
+        kind="ubi", dest=root, dataset=load_dataset(root, "implicit"), skipped=skipped
+    )
     agree = agreement(dataset.qrels, implicit)
-    result.notes.append(f"implicit judgments (COEC, {len(searches)} searches): {len(rows)} for {len(implicit)} "
-                        f"queries in {IMPLICIT_QRELS}; use --judgments implicit")
+    result.notes.append(
+        f"implicit judgments (COEC, {len(searches)} searches): {len(rows)} for {len(implicit)} "
+        f"queries in {IMPLICIT_QRELS}; use --judgments implicit"
+    )
     if agree["pairs"]:
-        result.notes.append(f"agreement with explicit judgments on {agree['pairs']} pairs: Cohen's kappa "
-                            f"{agree['kappa']:.3f} (relevant = grade > 0), Kendall's tau-b {agree['tau']:.3f}")
+        result.notes.append(
+            f"agreement with explicit judgments on {agree['pairs']} pairs: Cohen's kappa "
+            f"{agree['kappa']:.3f} (relevant = grade > 0), Kendall's tau-b {agree['tau']:.3f}"
+        )
     else:
         result.notes.append("agreement: no (query, document) pair is judged both ways")
     return result
 
 
-def _run(dest, *, queries, events, clicks="click", max_rank=str(MAX_RANK), **common) -> ImportResult:
+def _run(
+    dest, *, queries, events, clicks="click", max_rank=str(MAX_RANK), **common
+) -> ImportResult:
     try:
         rank = int(max_rank)
     except (TypeError, ValueError):
         raise ValueError(f"--max-rank must be a whole number, got {max_rank!r}") from None
-    return import_ubi(dest, queries=queries, events=events, clicks=clicks or "click", max_rank=rank, **common)
+    return import_ubi(
+        dest, queries=queries, events=events, clicks=clicks or "click", max_rank=rank, **common
+    )
 
 
 IMPORTER = Importer(
-    "ubi", "usage logs (UBI queries + events) → implicit judgments by COEC, in an existing dataset", _run,
-    source=None, dest="the dataset folder to add qrels/implicit.tsv to",
-    options=(Option("--queries", "ubi_queries JSON lines (query_id, user_query, query_response_hit_ids)",
-                    required=True, path=True),
-             Option("--events", "ubi_events JSON lines (action_name, query_id, event_attributes.object."
-                    "object_id, event_attributes.position.ordinal)", required=True, path=True),
-             Option("--clicks", "actions that count as clicks, comma-separated (default click)", default="click"),
-             Option("--max-rank", f"positions counted (0-based, below this; default {MAX_RANK})",
-                    default=str(MAX_RANK))))
+    "ubi",
+    "usage logs (UBI queries + events) → implicit judgments by COEC, in an existing dataset",
+    _run,
+    source=None,
+    dest="the dataset folder to add qrels/implicit.tsv to",
+    options=(
+        Option(
+            "--queries",
+            "ubi_queries JSON lines (query_id, user_query, query_response_hit_ids)",
+            required=True,
+            path=True,
+        ),
+        Option(
+            "--events",
+            "ubi_events JSON lines (action_name, query_id, event_attributes.object."
+            "object_id, event_attributes.position.ordinal)",
+            required=True,
+            path=True,
+        ),
+        Option(
+            "--clicks",
+            "actions that count as clicks, comma-separated (default click)",
+            default="click",
+        ),
+        Option(
+            "--max-rank",
+            f"positions counted (0-based, below this; default {MAX_RANK})",
+            default=str(MAX_RANK),
+        ),
+    ),
+)

@@ -4,7 +4,8 @@ Keyed by (dataset fingerprint, embedder, analyzer, pool depth): an evaluation or
 sweep reads the stored table and never re-embeds or re-searches. A dataset that carries its
 own runs (``eval.importers.runs``) is retrieved from them whatever the embedder asked for: its
 pool is built from the run files, with no index or model, under the label ``runs:<hash>``; a
-pool of ``--embedder precomputed`` is keyed by the hash of the dataset's vectors. The stored file is a
+pool of ``--embedder precomputed`` is keyed by the hash of the dataset's vectors.
+The stored file is a
 cache: a damaged one (truncated, empty, altered — detected by its checksum) is rebuilt,
 and one that cannot be written (full disk, read-only ``$RWB_HOME``) is skipped with a
 notice; neither ever fails an evaluation.
@@ -77,10 +78,11 @@ def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: in
     step = (lambda done, total: progress("retrieve", done, total)) if progress else None
     if has_runs(dataset.root):
         dense, sparse = dataset_run_lists(dataset.root)
-        candidates = candidates_from_runs(dataset, dense, sparse, pool_depth, runs_label(dataset.root),
-                                          analyzer, step)
+        label = runs_label(dataset.root)
+        candidates = candidates_from_runs(dataset, dense, sparse, pool_depth, label, analyzer, step)
     else:
-        handle = open_index(dataset, embedder, progress=progress, on_notice=on_notice, analyzer=analyzer)
+        handle = open_index(dataset, embedder, progress=progress, on_notice=on_notice,
+                            analyzer=analyzer)
         candidates = build_candidates(handle, dataset.queries, pool_depth, progress=step)
     keyword_only = any("keyword-only" in note for notes in candidates.degraded for note in notes)
     if not keyword_only:  # a degraded pool is not kept: the next run retries the vectors
