@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from ranx import Qrels, Run, evaluate, fuse
 
@@ -20,24 +19,24 @@ from eval.metrics.measure import judge, mean_metrics
 from eval.stores.pool import load_pool, pool_path
 from retrieval.fusion import get_fusion
 from retrieval.pipeline import PipelineConfig, run_pipeline
-from tests.test_fusion_ranx import CASES, by_score_then_id, on_both_paths
+from tests.test_fusion_ranx import CASES, DEPTH, by_score_then_id, on_both_paths, ours
 
 RUNS = Path(__file__).parent / "fixtures" / "runs"
-DEPTH = 8
+QUICK_EVAL = ["--baseline", "bm25", "--permutations", "100", "--bootstrap", "100"]
 METRICS = ("ndcg@5", "recall@3", "mrr@10", "precision@2", "map@10", "hit_rate@1")
+
+
+def import_fixture(dest):
+    """``rwb import runs`` of tests/fixtures/runs (dense.run and sparse.run) into ``dest``."""
+    return import_runs(dest, corpus=RUNS / "corpus.jsonl", queries=RUNS / "queries.jsonl",
+                       qrels=RUNS / "qrels.tsv",
+                       run=[f"dense={RUNS / 'dense.run'}", f"sparse={RUNS / 'sparse.run'}"])
 
 
 @pytest.fixture
 def imported(tmp_path, monkeypatch):
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
-    result = import_runs(
-        tmp_path / "mine",
-        corpus=RUNS / "corpus.jsonl",
-        queries=RUNS / "queries.jsonl",
-        qrels=RUNS / "qrels.tsv",
-        run=[f"dense={RUNS / 'dense.run'}", f"sparse={RUNS / 'sparse.run'}"],
-    )
-    return result
+    return import_fixture(tmp_path / "mine")
 
 
 def test_import_writes_the_dataset_and_its_runs(imported):
@@ -97,15 +96,6 @@ def file_run(path: Path, by_rank: bool) -> Run:
         order = sorted(scores, key=lambda d: (-scores[d], d))
         out[q_id] = {d: -float(i) for i, d in enumerate(order)}
     return Run(out, name=path.stem)
-
-
-def ours(pool, fusion: str, params: dict) -> dict[str, dict[str, float]]:
-    entry = get_fusion(fusion)
-    score = entry.score(pool, pool.visible(DEPTH), DEPTH, entry.params(**params)).score
-    out: dict[str, dict[str, float]] = {q: {} for q in pool.query_ids}
-    for r in np.flatnonzero(np.isfinite(score)):
-        out[pool.query_ids[pool.query_idx[r]]][pool.doc_ids[pool.doc_idx[r]]] = float(score[r])
-    return out
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -196,22 +186,6 @@ def test_cli_import_runs_then_eval(tmp_path, monkeypatch, capsys):
         == 0
     )
     assert "8 documents, 3 queries, 6 qrels" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "eval",
-                str(out),
-                "--pipeline",
-                "rrf",
-                "--baseline",
-                "bm25",
-                "--permutations",
-                "100",
-                "--bootstrap",
-                "100",
-            ]
-        )
-        == 0
-    )
+    assert main(["eval", str(out), "--pipeline", "rrf", *QUICK_EVAL]) == 0
     assert "rrf" in capsys.readouterr().out
     assert not (tmp_path / "home" / "indexes").exists()

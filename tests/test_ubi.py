@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
 from eval.cli import main
-from eval.importers.runs import import_runs
 from eval.importers.ubi import agreement, coec_judgments, grade_of, import_ubi, read_logs
 from retrieval.dataset import DatasetError, load_dataset
+from tests.test_runs import QUICK_EVAL, import_fixture
 
-RUNS = Path(__file__).parent / "fixtures" / "runs"
 Q1, Q2 = "how does rank fusion combine the paths", "what is in a qrels or run file"
 
 
@@ -64,14 +62,9 @@ def logs(tmp_path):
 
 @pytest.fixture
 def dataset(tmp_path, monkeypatch):
+    """The runs fixture imported as a dataset (tests/test_runs.py)."""
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
-    return import_runs(
-        tmp_path / "mine",
-        corpus=RUNS / "corpus.jsonl",
-        queries=RUNS / "queries.jsonl",
-        qrels=RUNS / "qrels.tsv",
-        run=[f"dense={RUNS / 'dense.run'}", f"sparse={RUNS / 'sparse.run'}"],
-    ).dest
+    return import_fixture(tmp_path / "mine").dest
 
 
 def test_coec_by_hand(logs):
@@ -118,25 +111,8 @@ def test_cli_import_then_evaluate_on_implicit_judgments(dataset, logs, capsys):
     )
     captured = capsys.readouterr()
     assert "Cohen's kappa 0.167" in captured.err and "ubi:" in captured.out
-    assert (
-        main(
-            [
-                "eval",
-                str(dataset),
-                "--judgments",
-                "implicit",
-                "--pipeline",
-                "rrf",
-                "--baseline",
-                "bm25",
-                "--permutations",
-                "100",
-                "--bootstrap",
-                "100",
-            ]
-        )
-        == 0
-    )
+    implicit = ["--judgments", "implicit", "--pipeline", "rrf"]
+    assert main(["eval", str(dataset), *implicit, *QUICK_EVAL]) == 0
 
 
 def test_bad_log_lines_name_file_and_line(dataset, tmp_path, logs):

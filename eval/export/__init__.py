@@ -8,25 +8,15 @@ raises ``NotExpressible`` naming what the engine cannot express. ``rwb export`` 
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from eval.export._base import Exporter, NotExpressible
+from retrieval.registry import pick, scan
 
-EXPORTERS: dict[str, Exporter] = {}
-for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if _info.name.startswith("_"):
-        continue
-    _entry = getattr(importlib.import_module(f"{__name__}.{_info.name}"), "EXPORTER", None)
-    if isinstance(_entry, Exporter):
-        EXPORTERS[_entry.engine] = _entry
+EXPORTERS: dict[str, Exporter] = scan(__name__, __path__, "EXPORTER", Exporter, "engine")
 
 
 def export_config(config, engine: str) -> str:
     """``config`` in ``engine``'s own form; ``ValueError`` for an unknown engine."""
-    if engine not in EXPORTERS:
-        raise ValueError(f"unknown engine {engine!r}; choose from {sorted(EXPORTERS)}")
-    return EXPORTERS[engine].export(config)
+    return pick(EXPORTERS, engine, "engine").export(config)
 
 
 __all__ = ["EXPORTERS", "Exporter", "NotExpressible", "export_config"]

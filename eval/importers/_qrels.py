@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval.importers._base import MAX_PROBLEMS, ImportResult, Problems, lines
+import shutil
+
+from eval.importers._base import MAX_PROBLEMS, ImportResult, Problems, lines, record_lines
 
 
 def parse_qrels(path: Path, *, trec: bool, label: str | None = None) -> list[tuple[int, str, str, int]]:
@@ -75,3 +77,17 @@ def write_qrels(tmp: Path, rows: list[tuple[int, str, str, int]], doc_ids: set[s
             for doc_id, grade in docs.items():
                 out.write(f"{query_id}\t{doc_id}\t{grade}\n")
     return set(qrels)
+
+
+def copy_judged(tmp: Path, corpus: Path, queries: Path, rows: list[tuple[int, str, str, int]],
+                result: ImportResult) -> tuple[set[str], set[str]]:
+    """Copy the corpus into ``tmp``, write the qrels ``rows`` and the judged queries; return the
+    document ids and the judged query ids (queries without judgments are dropped, counted)."""
+    doc_ids, _ = record_lines(corpus, "corpus.jsonl")
+    query_ids, query_lines = record_lines(queries, "queries.jsonl")
+    shutil.copyfile(corpus, tmp / "corpus.jsonl")
+    judged = write_qrels(tmp, rows, doc_ids, query_ids, result)
+    result.skipped["queries without judgments"] += len(query_ids - judged)
+    with open(tmp / "queries.jsonl", "w", encoding="utf-8") as out:
+        out.writelines(text + "\n" for query_id, text in query_lines if query_id in judged)
+    return doc_ids, judged

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import shutil
 import tomllib
 from pathlib import Path
 
@@ -37,11 +36,10 @@ from eval.importers._base import (
     Problems,
     dataset_file,
     lines,
-    record_lines,
     source_card,
 )
 from eval.importers._files import write_atomically
-from eval.importers._qrels import parse_qrels, write_qrels
+from eval.importers._qrels import copy_judged, parse_qrels
 from retrieval.files import atomic_write_text
 
 RUNS_FOLDER = "runs"
@@ -248,13 +246,7 @@ def import_runs(
     ).strip()
 
     def build(tmp: Path, result: ImportResult) -> None:
-        doc_ids, _ = record_lines(corpus_path, "corpus.jsonl")
-        query_ids, query_lines = record_lines(queries_path, "queries.jsonl")
-        shutil.copyfile(corpus_path, tmp / "corpus.jsonl")
-        judged = write_qrels(tmp, rows, doc_ids, query_ids, result)
-        result.skipped["queries without judgments"] += len(query_ids - judged)
-        with open(tmp / "queries.jsonl", "w", encoding="utf-8") as out:
-            out.writelines(text + "\n" for query_id, text in query_lines if query_id in judged)
+        doc_ids, judged = copy_judged(tmp, corpus_path, queries_path, rows, result)
         (tmp / RUNS_FOLDER).mkdir()
         for run_name, file in runs.items():
             kept: dict[str, dict[str, float]] = {}

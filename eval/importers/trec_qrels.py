@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from eval.importers._base import (
-    ImportResult, Importer, Option, copy_licences, dataset_file, record_lines, source_card,
+    ImportResult, Importer, Option, copy_licences, dataset_file, source_card,
 )
 from eval.importers._files import write_atomically
-from eval.importers._qrels import parse_qrels, write_qrels
+from eval.importers._qrels import copy_judged, parse_qrels
 
 
 def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
@@ -35,13 +34,7 @@ def import_trec_qrels(src: str | Path, dest: str | Path, *, corpus: str | Path, 
     card["description"] = (card.get("description", "") + f" Judgments from the TREC qrels file {src.name!r}.").strip()
 
     def build(tmp: Path, result: ImportResult) -> None:
-        doc_ids, _ = record_lines(corpus_path, "corpus.jsonl")
-        query_ids, query_lines = record_lines(queries_path, "queries.jsonl")
-        shutil.copyfile(corpus_path, tmp / "corpus.jsonl")
-        judged = write_qrels(tmp, rows, doc_ids, query_ids, result)
-        result.skipped["queries without judgments"] += len(query_ids - judged)
-        with open(tmp / "queries.jsonl", "w", encoding="utf-8") as out:
-            out.writelines(text + "\n" for query_id, text in query_lines if query_id in judged)
+        copy_judged(tmp, corpus_path, queries_path, rows, result)
         copy_licences(corpus_path.parent, tmp)
 
     return write_atomically("trec-qrels", dest, build, force=force,
