@@ -81,7 +81,7 @@ def locomo_grouped() -> Path | None:
 
     ``group`` = ``sample_id`` on documents and queries (``build_candidates`` filters both
     paths by the query's group) and ``created_at`` = the turn's ``timestamp_iso``. Made by
-    ``eval.importers.formats.import_beir`` (which maps exactly these fields) when it is there, else
+    ``eval.importers.beir.import_beir`` (which maps exactly these fields) when it is there, else
     by a small converter here; written once under the benchmark home, never in the repo."""
     source = shared_path("locomo")
     if source is None:
@@ -93,7 +93,7 @@ def locomo_grouped() -> Path | None:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        from eval.importers.formats import import_beir
+        from eval.importers.beir import import_beir
     except ImportError:
         import_beir = None
     if import_beir is not None:

@@ -130,31 +130,33 @@ def build_report(ws: Workspace, labelled: dict[str, PipelineConfig], sweep: Swee
     return experiment_for(ws, labelled, options).write_report(out, sweep)
 
 
-IMPORT_KINDS = {
-    "beir": "BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)",
-    "locomo": "LoCoMo locomo10.json",
-    "trec-qrels": "TREC qrels file + an existing dataset's corpus",
-    "markdown": "Markdown memory workspace (a folder of .md files)",
-}
+def import_kinds() -> dict:
+    """The registered importers (``eval.importers.IMPORTERS``): the Data page's import formats."""
+    from eval.importers import IMPORTERS
+
+    return IMPORTERS
 
 
 def import_dataset(kind: str, source: str, dest: str, *, force: bool = False, name: str = "",
-                   corpus: str = "", queries: str = ""):
-    """Call the harness importer for ``kind`` (``eval.importers.formats``); returns its ImportResult."""
-    from eval.importers import formats as importers
+                   **options):
+    """Run the registered importer ``kind`` with the form's values (empty fields left out;
+    every path confined to the data root); returns its ImportResult."""
+    from eval.importers import get_importer
     from retrieval.access import confine  # remote use: every path stays inside RWB_DATA_ROOT
 
-    source, dest = str(confine(source)), str(confine(dest))
-    corpus, queries = (str(confine(corpus)) if corpus else ""), (str(confine(queries)) if queries else "")
-    options = {"force": force, "name": name or None}
-    if kind == "beir":
-        return importers.import_beir(source, dest, **options)
-    if kind == "locomo":
-        return importers.import_locomo(source, dest, **options)
-    if kind == "trec-qrels":
-        if not corpus:
-            raise ValueError("a TREC qrels import needs the dataset whose corpus it judges")
-        return importers.import_trec_qrels(source, dest, corpus=corpus, queries=queries or None, **options)
-    if kind == "markdown":
-        return importers.import_markdown(source, dest, **options)
-    raise ValueError(f"unknown import kind {kind!r}; choose from {sorted(IMPORT_KINDS)}")
+    importer = get_importer(kind)
+
+    def confined(value: str) -> str:
+        label, sep, path = value.rpartition("=")
+        return f"{label}{sep}{confine(path)}"
+
+    values = {}
+    for option in importer.options:
+        value = options.get(option.key)
+        if value in (None, "", [], False):
+            continue
+        if option.path:
+            value = [confined(v) for v in value] if option.many else str(confine(value))
+        values[option.key] = value
+    source = str(confine(source)) if importer.source is not None else None
+    return importer(source, str(confine(dest)), force=force, name=name or None, **values)

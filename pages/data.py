@@ -143,29 +143,37 @@ def on_use_dataset(path: str) -> None:
 
 with import_tab:
     with st.container(border=True):
-        st.markdown("**Import a dataset** · converted by the harness (`eval.importers.formats`) into a new folder, then "
-                    "indexed and its candidate pool retrieved")
+        st.markdown("**Import a dataset** · converted by the harness (`eval.importers`) into a new "
+                    "folder, then indexed and its candidate pool retrieved")
+        kinds = hx.import_kinds()
         c1, c2 = st.columns([1.3, 2])
-        kind = c1.selectbox("Format", list(hx.IMPORT_KINDS), format_func=lambda k: hx.IMPORT_KINDS[k],
+        kind = c1.selectbox("Format", list(kinds), format_func=lambda k: kinds[k].summary,
                             key="data_import_kind")
+        importer = kinds[kind]
         source = c2.text_input("Source (file or folder)", key="data_import_source",
-                               placeholder="path/to/beir-folder, locomo10.json, qrels.txt or a markdown workspace")
+                               help=importer.source, disabled=importer.source is None)
         c3, c4, c5 = st.columns([2, 1.3, 0.8], vertical_alignment="bottom")
         dest = c3.text_input("New dataset folder", value="datasets/imported", key="data_import_dest")
         name = c4.text_input("Name (optional)", key="data_import_name")
         force = c5.checkbox("Replace", key="data_import_force", help="Replace the folder if it is a dataset already.")
-        corpus = queries = ""
-        if kind == "trec-qrels":
-            c6, c7 = st.columns(2)
-            corpus = c6.text_input("Corpus from dataset", value=ws.path, key="data_import_corpus")
-            queries = c7.text_input("Queries from (optional)", key="data_import_queries")
-        if st.button("Import", type="primary", icon=":material/upload:", disabled=not source.strip(),
+        options = {}
+        for option in importer.options:  # the importer's own options (several: space-separated)
+            key = f"data_import_{option.key}"
+            if option.switch:
+                options[option.key] = st.checkbox(option.flag, help=option.help, key=key)
+                continue
+            value = st.text_input(option.flag + (" (required)" if option.required else ""),
+                                  help=option.help, key=key,
+                                  value=ws.path if option.key == "corpus" else "")
+            options[option.key] = value.split() if option.many else value.strip()
+        if st.button("Import", type="primary", icon=":material/upload:",
+                     disabled=importer.source is not None and not source.strip(),
                      key="data_import"):
             failure = None
             with st.status(f"Importing {kind} from {code(source)}…", expanded=True) as status:
                 try:
                     result = hx.import_dataset(kind, source.strip(), dest.strip(), force=force, name=name.strip(),
-                                               corpus=corpus.strip(), queries=queries.strip())
+                                               **options)
                     st.write(f":material/check: {result.summary()}")
                     bar = st.progress(0.0, text="Indexing…")
                     pool = sh.prepare_dataset(str(result.dest), ws.embedder, lambda stage, done, total: bar.progress(

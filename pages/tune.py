@@ -202,6 +202,19 @@ def live() -> None:
                 st.button(f"Overwrite {pending}", on_click=on_save_profile, args=(True,), key="tune_overwrite_yes")
         log_clicked = b[1].button("Log experiment", use_container_width=True, disabled=c is None,
                                   help="Store config, dataset fingerprint and metrics.")
+        with st.popover("Export…", use_container_width=True):  # the engine's own configuration
+            from eval.export import EXPORTERS, export_config
+
+            engine = st.selectbox("Engine", list(EXPORTERS), key="tune_export_engine",
+                                  format_func=lambda e: f"{e} — {EXPORTERS[e].summary}")
+            try:
+                text = export_config(st.session_state[s.TUNE_CONFIG], engine)
+                st.code(text, language="python" if EXPORTERS[engine].suffix == ".py" else "json")
+                st.download_button("Download", text, key="tune_export_download",
+                                   file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",
+                                   icon=":material/download:")
+            except ValueError as error:  # what the engine cannot express, named
+                st.error(md(str(error)))
 
     config = st.session_state[s.TUNE_CONFIG]      # a knob callback may have changed it
     ev = None

@@ -219,14 +219,17 @@ def _dense_lists(handle: IndexHandle, vectors: np.ndarray | None, vfilters: list
     return out
 
 
-def _embed_queries(handle: IndexHandle, texts: Sequence[str], degraded: list[str]) -> np.ndarray | None:
+def _embed_queries(handle: IndexHandle, queries: Sequence[Query],
+                   degraded: list[str]) -> np.ndarray | None:
     if handle.embedder is None or handle.vectors is None:
         if not any("keyword-only" in note for note in degraded):
             reason = "embedder unavailable" if handle.embedder is None else "index has no vectors"
             degraded.append(f"{reason}: keyword-only")
         return None
     try:
-        vectors = handle.embedder.encode(list(texts))
+        by_query = getattr(handle.embedder, "encode_queries", None)  # precomputed: by query id
+        texts = [q.text for q in queries]
+        vectors = by_query(queries) if by_query else handle.embedder.encode(texts)
         problem = getattr(getattr(handle.embedder, "cache", None), "problem", None)
         if problem and problem not in degraded:  # the cache is optional: note it, keep the vectors
             degraded.append(problem)
@@ -296,11 +299,9 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
     ``pool_depth`` must lie in ``[1, MAX_DEPTH]``."""
     pool_depth = check_size("pool_depth", pool_depth, 1, MAX_DEPTH)
     dataset = handle.dataset
-    table = doc_table(dataset)
-    position = table.position
     degraded = list(handle.degraded)
     filters = [_filters(q, scope, group, project) for q in queries]
-    qvecs = _embed_queries(handle, [q.text for q in queries], degraded)
+    qvecs = _embed_queries(handle, queries, degraded)
     with ThreadPoolExecutor(max_workers=2) as pool:
         dense_future = pool.submit(_dense_lists, handle, qvecs, [f[1] for f in filters], pool_depth, degraded)
         sparse_lists = [handle.bm25.search(q.text, pool_depth, f[0]) for q, f in zip(queries, filters)]
@@ -308,6 +309,58 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         tech_lists = [handle.bm25.search(q.text, pool_depth, f[0], match="technical")
                       for q, f in zip(queries, filters)]
         dense_lists = dense_future.result()
+    if qvecs is not None:
+        def similarity(qi: int, idx: np.ndarray, dense: dict) -> np.ndarray:
+            return (handle.vectors[idx] @ qvecs[qi]).astype(np.float32)
+    else:
+        def similarity(qi: int, idx: np.ndarray, dense: dict) -> np.ndarray:
+            return np.zeros(len(idx), dtype=np.float32)
+    return _assemble(dataset, queries, filters, dense_lists, sparse_lists, all_lists, tech_lists,
+                     similarity, pool_depth=pool_depth,
+                     embedder=handle.embedder.model_id if handle.embedder else "none",
+                     doc_ids=tuple(handle.doc_ids), degraded=degraded, analyzer=handle.analyzer,
+                     progress=progress)
+
+
+def candidates_from_runs(dataset: Dataset, dense: dict[str, Sequence[tuple[str, float]]],
+                         sparse: dict[str, Sequence[tuple[str, float]]],
+                         pool_depth: int = DEFAULT_POOL_DEPTH,
+                         label: str = "runs", analyzer: str = DEFAULT_ANALYZER,
+                         progress: Callable[[int, int], None] | None = None) -> Candidates:
+    """The candidate table of ``dataset``'s queries from outside runs instead of our index.
+
+    ``dense`` / ``sparse``: per query id, the path's ranked ``(doc_id, score)`` list (best
+    first); each is cut at ``pool_depth``. ``dense_sim`` is the dense run's score (0 for a row
+    the dense run did not return: its similarity is unknown) and ``bm25_score`` the sparse
+    run's; the keyword ``all`` and ``technical`` lists are the sparse run itself (a run file has
+    one list). Every
+    other feature (fast and timeline paths, dates, metadata) comes from the dataset as in
+    ``build_candidates``. ``label`` is the table's ``embedder``; ``analyzer`` is recorded only
+    (no BM25 index is read)."""
+    pool_depth = check_size("pool_depth", pool_depth, 1, MAX_DEPTH)
+    queries = dataset.queries
+    filters = [_filters(q) for q in queries]
+    dense_lists = [list(dense.get(q.id, ()))[:pool_depth] for q in queries]
+    sparse_lists = [list(sparse.get(q.id, ()))[:pool_depth] for q in queries]
+
+    def similarity(qi: int, idx: np.ndarray, hits: dict) -> np.ndarray:
+        return np.array([hits[i][1] if i in hits else 0.0 for i in idx], dtype=np.float32)
+
+    return _assemble(dataset, queries, filters, dense_lists, sparse_lists, sparse_lists,
+                     sparse_lists, similarity, pool_depth=pool_depth, embedder=label,
+                     doc_ids=tuple(d.id for d in dataset.documents),
+                     degraded=[], analyzer=analyzer, progress=progress)
+
+
+def _assemble(dataset: Dataset, queries: Sequence[Query], filters: list, dense_lists: list,
+              sparse_lists: list, all_lists: list, tech_lists: list,
+              similarity: Callable[[int, np.ndarray, dict], np.ndarray], *, pool_depth: int,
+              embedder: str, doc_ids: tuple[str, ...], degraded: list[str], analyzer: str,
+              progress: Callable[[int, int], None] | None) -> Candidates:
+    """One table from each path's ranked ``(doc_id, score)`` lists: the rows of every query
+    (the paths' union, plus the fast and timeline paths' memories) with their features."""
+    table = doc_table(dataset)
+    position = table.position
     neighbours = table.neighbours
     rows: dict[str, list] = {name: [] for name in ROW_COLUMNS}
     offsets = [0]
@@ -338,7 +391,7 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         idx = np.fromiter(members, dtype=np.int64, count=len(members))
         idx.sort()
         n = len(idx)
-        sims = (handle.vectors[idx] @ qvecs[qi]).astype(np.float32) if qvecs is not None else None
+        sims = similarity(qi, idx, dense)
         via_fast = (table.path[idx] == target) if target else None
         built = query_rows(table, qi, idx, now, via_fast, recent[idx] if timeline else None, window,
                            sims, dense, sparse, every, linked, tech)
@@ -350,12 +403,12 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
     cols = {name: (np.concatenate(parts) if parts else np.empty(0)) for name, parts in rows.items()}
     return Candidates(
         dataset=dataset.name, fingerprint=dataset.fingerprint,
-        embedder=handle.embedder.model_id if handle.embedder else "none",
-        pool_depth=pool_depth, doc_ids=tuple(handle.doc_ids),
+        embedder=embedder, pool_depth=pool_depth, doc_ids=doc_ids,
         query_ids=tuple(q.id for q in queries), query_texts=tuple(q.text for q in queries),
         offsets=np.asarray(offsets, dtype=np.int64), fast_target=tuple(fast_targets),
         timeline=np.asarray(timelines, dtype=bool), intent_route=tuple(intents), window=tuple(windows),
-        degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols, analyzer=handle.analyzer,
+        degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols,
+        analyzer=analyzer,
     )
 
 

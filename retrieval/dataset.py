@@ -401,7 +401,13 @@ def _load_card(path: Path, problems: _Problems) -> dict:
     return card
 
 
+JUDGMENTS = ("explicit", "implicit")
+IMPLICIT_QRELS = "qrels/implicit.tsv"
+"""Implicit judgments (from usage logs, ``rwb import ubi``), kept apart from the explicit ones."""
+
+
 def qrels_path(root: Path) -> Path | None:
+    """The explicit qrels file (``qrels/test.tsv`` or ``qrels.tsv``), if any."""
     for candidate in (root / "qrels" / "test.tsv", root / "qrels.tsv"):
         if candidate.is_file():
             return candidate
@@ -418,8 +424,14 @@ def fingerprint(root: Path) -> str:
     return digest.hexdigest()
 
 
-def load_dataset(root: str | Path) -> Dataset:
-    """Read and validate a dataset folder; raise DatasetError listing every problem."""
+def load_dataset(root: str | Path, judgments: str = "explicit") -> Dataset:
+    """Read and validate a dataset folder; raise DatasetError listing every problem.
+
+    ``judgments``: ``explicit`` reads the dataset's qrels, ``implicit`` the judgments derived
+    from usage logs (``qrels/implicit.tsv``); the fingerprint is the same for both, since the
+    candidate pool does not depend on the judgments."""
+    if judgments not in JUDGMENTS:
+        raise ValueError(f"judgments must be one of {list(JUDGMENTS)}, got {judgments!r}")
     root = Path(root)
     if not root.is_dir():
         raise DatasetError([f"{root}: not a dataset folder (expected corpus.jsonl inside)"])
@@ -436,7 +448,10 @@ def load_dataset(root: str | Path) -> Dataset:
             if target not in doc_ids:
                 problems.add("corpus.jsonl", doc_lines[doc.id], "related",
                              f"{doc.id!r} links to unknown document {target!r}")
-    qpath = qrels_path(root)
+    qpath = qrels_path(root) if judgments == "explicit" else root / IMPLICIT_QRELS
+    if judgments == "implicit" and not qpath.is_file():
+        raise DatasetError([f"{root}/{IMPLICIT_QRELS}: missing — derive implicit judgments from "
+                            "usage logs with `rwb import ubi DATASET --queries … --events …`"])
     qrels = _load_qrels(qpath, doc_ids, {q.id for q in queries}, problems) if qpath else {}
     if problems:
         raise DatasetError(problems)

@@ -16,7 +16,8 @@ index usable. The manifest records the dataset fingerprint, model and analyzer a
 size and sha256 of every file of the build; any mismatch (a stale build, a missing,
 truncated or bit-flipped file — LanceDB data, version or manifest files, Tantivy
 segments, ``vectors.npy``, ``ids.json``) triggers a rebuild. Unchanged texts are never
-re-encoded (the embedding cache is keyed by model and text hash). A read-only
+re-encoded (the embedding cache is keyed by model and text hash). ``--embedder precomputed``
+takes the dataset's own vectors (``retrieval.precomputed``) and loads no model. A read-only
 ``$RWB_HOME`` still serves a current, intact index.
 """
 
@@ -45,6 +46,7 @@ from retrieval.embedders import (
     DEFAULT_EMBEDDER, CachedEmbedder, Embedder, EmbedderUnavailable, EmbeddingCache, load_embedder,
 )
 from retrieval.files import atomic_write_text, file_sha256, fsync_dir, fsync_tree, safe_component
+from retrieval.precomputed import PRECOMPUTED, PrecomputedEmbedder
 from retrieval.vector_store import ExactSearch, Row, VectorStore, VectorStoreUnavailable
 
 FORMAT_VERSION = 2  # 2: per-file checksums in the manifest
@@ -247,7 +249,8 @@ def _publish(directory: Path, build: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | None, progress: Progress | None,
+def _build(dataset: Dataset, directory: Path, embedder: CachedEmbedder | PrecomputedEmbedder | None,
+           progress: Progress | None,
            analyzer: str) -> Path:
     """Write a complete build aside, fsync it, verify it, and rename it to its final name.
     On any failure (a full disk included) the partial build is removed and the error raised."""
@@ -280,7 +283,8 @@ def _disk_full(directory: Path, error: Exception) -> bool:
         return False
 
 
-def _build_into(dataset: Dataset, builds: Path, build: Path, embedder: CachedEmbedder | None,
+def _build_into(dataset: Dataset, builds: Path, build: Path,
+                embedder: CachedEmbedder | PrecomputedEmbedder | None,
                 progress: Progress | None, analyzer: str) -> Path:
     docs = dataset.documents
     ids = [d.id for d in docs]
@@ -293,7 +297,11 @@ def _build_into(dataset: Dataset, builds: Path, build: Path, embedder: CachedEmb
         progress("bm25", len(docs), len(docs))
     model_id = None
     if embedder is not None:
-        vectors = embedder.encode(texts, (lambda done, total: progress("embed", done, total)) if progress else None)
+        if isinstance(embedder, PrecomputedEmbedder):  # the dataset's own vectors, by id
+            vectors = embedder.encode_documents(ids)
+        else:
+            step = (lambda done, total: progress("embed", done, total)) if progress else None
+            vectors = embedder.encode(texts, step)
         np.save(build / "vectors.npy", vectors)
         VectorStore.build(build / "lance", rows, vectors)
         model_id = embedder.model_id
@@ -311,7 +319,10 @@ def _build_into(dataset: Dataset, builds: Path, build: Path, embedder: CachedEmb
     return final
 
 
-def _embedder(name: str) -> tuple[CachedEmbedder | None, str | None]:
+def _embedder(name: str, dataset: Dataset
+              ) -> tuple[CachedEmbedder | PrecomputedEmbedder | None, str | None]:
+    if name == PRECOMPUTED:  # the dataset's own vectors; a problem in them is the user's to fix
+        return PrecomputedEmbedder.of(dataset), None
     try:
         inner = load_embedder(name)
     except EmbedderUnavailable as error:
@@ -330,9 +341,10 @@ def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress
     one that would need a (re)build raises ``IndexUnwritable`` (an ``OSError``) saying why."""
     analyzer = get_analyzer(analyzer).name
     directory = index_dir(dataset, embedder_name, analyzer)
-    embedder, embed_error = _embedder(embedder_name)
+    embedder, embed_error = _embedder(embedder_name, dataset)
     degraded = [f"embedder unavailable ({embed_error}): keyword-only"] if embed_error else []
-    if embedder is not None and embedder.cache.problem:  # already warned on stderr by the cache
+    # a cache problem is already warned about on stderr by the cache
+    if embedder is not None and getattr(getattr(embedder, "cache", None), "problem", None):
         degraded.append(embedder.cache.problem)
     wanted = _wanted_manifest(dataset, embedder.model_id if embedder else None, analyzer)
     with _build_lock(directory) as writable:

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval.importers.formats import MARKER, import_beir, write_atomically
+from eval.importers._files import MARKER, write_atomically
+from eval.importers.beir import import_beir
 from eval.stores.pool import load_pool, pool_path
 from eval.stores.judgments import JudgmentStore
 from retrieval.access import AccessDenied, check_server_address, confine, data_root, is_loopback
@@ -508,7 +509,7 @@ def test_force_refuses_a_hand_made_dataset_and_user_files_in_an_import(tmp_path)
 _SLOW_IMPORT = """
 import sys, time
 from pathlib import Path
-from eval.importers.formats import write_atomically
+from eval.importers._files import write_atomically
 def build(tmp, result):
     (tmp / "corpus.jsonl").write_text('{"_id": "a", "text": "x"}\\n')
     print("building", flush=True)

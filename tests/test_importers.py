@@ -14,17 +14,11 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from eval.importers.formats import (
-    chunk_markdown,
-    import_beir,
-    import_locomo,
-    import_markdown,
-    import_trec_qrels,
-    parse_locomo_time,
-    read_trec_qrels,
-    read_trec_run,
-    write_trec_run,
-)
+from eval.importers.beir import import_beir
+from eval.importers.locomo import import_locomo, parse_locomo_time
+from eval.importers.markdown import chunk_markdown, import_markdown
+from eval.importers.runs import read_trec_run, write_trec_run
+from eval.importers.trec_qrels import import_trec_qrels, read_trec_qrels
 from retrieval.dataset import DatasetError, load_dataset
 
 FIXTURES = Path(__file__).parent / "fixtures"

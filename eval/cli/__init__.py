@@ -8,7 +8,8 @@ with ``rwb: interrupted``. Progress bars: ``eval.progress`` (stderr, only on a t
 with ``--quiet``).
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
-report), ``sweep`` (sweep, tune), ``importing`` (import), ``judging`` (judge); shared options
+report), ``sweep`` (sweep, tune), ``importing`` (import), ``judging`` (judge), ``export``
+(export); shared options
 and checks in ``_common``.
 """
 
@@ -35,13 +36,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    from eval.cli import engine, experiment, importing, judging, sweep
+    from eval.cli import engine, experiment, export, importing, judging, sweep
 
     parser = Parser(prog="rwb", description="Retrieval Workbench: index, search, evaluate and tune retrieval "
                                             "fusion on a labelled dataset.")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (engine, experiment, sweep, importing, judging):
+    for group in (engine, experiment, sweep, importing, judging, export):
         group.register(sub)
     return parser
 

@@ -43,6 +43,10 @@ def cmd_search(args) -> int:
     if args.top_k is not None:
         config = replace(config, max_results=bounded("--top-k", args.top_k))
     dataset, handle = _open(args.dataset, args.embedder, args.analyzer)
+    # precomputed vectors: only the dataset's own queries have one
+    check_text = getattr(handle.embedder, "check_text", None)
+    if check_text is not None:
+        check_text(args.query)
     access = AccessStore(dataset)
     # seed 000: a memory's access count is the corpus's plus what earlier searches wrote back
     handle = replace(handle, dataset=with_access_counts(dataset, access.added()))

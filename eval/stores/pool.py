@@ -1,7 +1,11 @@
 """The candidate pool of a dataset's query set, computed once and persisted.
 
 Keyed by (dataset fingerprint, embedder, analyzer, pool depth): an evaluation or a
-sweep reads the stored table and never re-embeds or re-searches. The stored file is a
+sweep reads the stored table and never re-embeds or re-searches. A dataset that carries its
+own runs (``eval.importers.runs``) is retrieved from them whatever the embedder asked for: its
+pool is built from the run files, with no index or model, under the label ``runs:<hash>``; a
+pool of ``--embedder precomputed`` is keyed by the hash of the dataset's vectors.
+The stored file is a
 cache: a damaged one (truncated, empty, altered — detected by its checksum) is rebuilt,
 and one that cannot be written (full disk, read-only ``$RWB_HOME``) is skipped with a
 notice; neither ever fails an evaluation.
@@ -15,11 +19,15 @@ from pathlib import Path
 from typing import Callable
 
 from retrieval.bm25 import DEFAULT_ANALYZER, get_analyzer
-from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, PoolCorrupt, build_candidates
+from eval.importers.runs import dataset_run_lists, has_runs, runs_label
+from retrieval.candidates import (
+    DEFAULT_POOL_DEPTH, Candidates, PoolCorrupt, build_candidates, candidates_from_runs,
+)
 from retrieval.dataset import Dataset
 from retrieval.embedders import DEFAULT_EMBEDDER
 from retrieval.files import safe_component
 from retrieval.index import open_index, rwb_home
+from retrieval.precomputed import PRECOMPUTED, vectors_label
 from retrieval.limits import MAX_DEPTH, check_size
 
 POOL_VERSION = 6
@@ -32,7 +40,15 @@ def _stderr_notice(text: str) -> None:
     print(f"rwb: {text}", file=sys.stderr)
 
 
+def pool_embedder(dataset: Dataset, embedder: str) -> str:
+    """The label the pool is retrieved and stored under: ``embedder``, or the dataset's runs."""
+    if has_runs(dataset.root):
+        return runs_label(dataset.root)
+    return vectors_label(dataset.root) if embedder == PRECOMPUTED else embedder
+
+
 def pool_path(dataset: Dataset, embedder: str, pool_depth: int, analyzer: str = DEFAULT_ANALYZER) -> Path:
+    embedder = pool_embedder(dataset, embedder)
     key = f"{dataset.fingerprint}|{embedder}|{get_analyzer(analyzer).version}|{pool_depth}|{POOL_VERSION}"
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return rwb_home() / "candidates" / f"{safe_component(dataset.name)}-{digest}.npz"
@@ -60,11 +76,15 @@ def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: in
             return stored
         except (OSError, PoolCorrupt) as error:
             notice(f"candidate pool damaged ({error}); retrieving it again")
-    handle = open_index(dataset, embedder, progress=progress, on_notice=on_notice, analyzer=analyzer)
-    candidates = build_candidates(
-        handle, dataset.queries, pool_depth,
-        progress=(lambda done, total: progress("retrieve", done, total)) if progress else None,
-    )
+    step = (lambda done, total: progress("retrieve", done, total)) if progress else None
+    if has_runs(dataset.root):
+        dense, sparse = dataset_run_lists(dataset.root)
+        label = runs_label(dataset.root)
+        candidates = candidates_from_runs(dataset, dense, sparse, pool_depth, label, analyzer, step)
+    else:
+        handle = open_index(dataset, embedder, progress=progress, on_notice=on_notice,
+                            analyzer=analyzer)
+        candidates = build_candidates(handle, dataset.queries, pool_depth, progress=step)
     keyword_only = any("keyword-only" in note for notes in candidates.degraded for note in notes)
     if not keyword_only:  # a degraded pool is not kept: the next run retries the vectors
         try:

@@ -7,27 +7,15 @@ knobs, the Sweep axes, ``--param`` and the conformance suite all read ``FUSIONS`
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from retrieval.fusion._base import Fusion, NoParams, Scored
+from retrieval.registry import pick, scan
 
-FUSIONS: dict[str, Fusion] = {}
-for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if _info.name.startswith("_"):
-        continue
-    _entry = getattr(importlib.import_module(f"{__name__}.{_info.name}"), "FUSION", None)
-    if isinstance(_entry, Fusion):
-        if _entry.name in FUSIONS:
-            raise RuntimeError(f"two fusion modules register {_entry.name!r}")
-        FUSIONS[_entry.name] = _entry
+FUSIONS: dict[str, Fusion] = scan(__name__, __path__, "FUSION", Fusion, "name")
 
 
 def get_fusion(name: str) -> Fusion:
     """The registered fusion ``name``; ``ValueError`` listing the choices otherwise."""
-    if not isinstance(name, str) or name not in FUSIONS:
-        raise ValueError(f"unknown fusion {name!r}; choose from {sorted(FUSIONS)}")
-    return FUSIONS[name]
+    return pick(FUSIONS, name, "fusion")
 
 
 __all__ = ["FUSIONS", "Fusion", "NoParams", "Scored", "get_fusion"]

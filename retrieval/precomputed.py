@@ -1,0 +1,216 @@
+"""Your vectors: a dataset's own document and query vectors, used with no model loaded.
+
+``rwb index DATASET --embedder precomputed`` reads a sidecar folder in the dataset::
+
+    vectors/corpus.npy        float array, one row per document (any float dtype, N × d)
+    vectors/corpus_ids.txt    the document id of each row, one per line, in row order
+    vectors/queries.npy       one row per query (M × d, the same d)
+    vectors/queries_ids.txt   the query id of each row
+    vectors/model.txt         optional: the model that made them (named in messages)
+
+Every document of ``corpus.jsonl`` and every query of ``queries.jsonl`` needs exactly one
+vector; an id missing, extra or listed twice, a row count that differs from the ids, a
+dimension that differs between the files, a NaN or infinite value and a zero vector (no
+direction, so no cosine) are each refused with a ``ValueError`` naming the file and the row.
+Vectors are unit-normalised (cosine similarity, as the bundled models). The model id is
+``precomputed:<sha256 of the files>``, so the index and the candidate pool are rebuilt when
+a vector changes. A free-text query has no vector: ``encode`` serves the texts of the
+dataset's own queries and refuses any other text, saying that it needs a query vector or an
+embedder of the same model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from retrieval.embedders import EmbedderUnavailable
+
+PRECOMPUTED = "precomputed"
+FOLDER = "vectors"
+FILES = ("corpus.npy", "corpus_ids.txt", "queries.npy", "queries_ids.txt", "model.txt")
+
+
+def has_vectors(root: str | Path) -> bool:
+    return (Path(root) / FOLDER / "corpus.npy").is_file()
+
+
+def vectors_label(root: str | Path) -> str:
+    """``precomputed:<hash>`` over the sidecar's files (the index and pool identity)."""
+    folder = Path(root) / FOLDER
+    if not (folder / "corpus.npy").is_file():
+        raise ValueError(
+            f"{folder}/corpus.npy: missing — --embedder precomputed reads the dataset's own "
+            "vectors (vectors/corpus.npy + corpus_ids.txt, queries.npy + queries_ids.txt)"
+        )
+    digest = hashlib.sha256()
+    for name in FILES:
+        path = folder / name
+        if path.is_file():
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return f"{PRECOMPUTED}:{digest.hexdigest()[:16]}"
+
+
+def _read_ids(path: Path) -> list[str]:
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise ValueError(f"{path}: missing (one id per line, in the rows' order)") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not valid UTF-8 (byte {error.start})") from None
+    ids = text.split("\n")
+    if ids and ids[-1] == "":
+        ids.pop()
+    seen: dict[str, int] = {}
+    for line, raw in enumerate(ids, start=1):
+        value = raw.rstrip("\r")
+        if not value.strip() or value != value.strip():
+            raise ValueError(f"{path}:{line}: id {value!r} is empty or has surrounding spaces")
+        if value in seen:
+            raise ValueError(
+                f"{path}:{line}: id {value!r} listed twice (first on line {seen[value]})"
+            )
+        seen[value] = line
+        ids[line - 1] = value
+    return ids
+
+
+def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[str, np.ndarray]:
+    """``{id: unit vector}`` of ``kind`` (``corpus`` / ``queries``) for exactly the ``expected``
+    ids; ``ValueError`` naming the file and row of the first problem."""
+    folder = Path(root) / FOLDER
+    array_path, ids_path = folder / f"{kind}.npy", folder / f"{kind}_ids.txt"
+    try:
+        array = np.load(array_path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{array_path}: missing (a {len(expected)} × d float array)") from None
+    except (OSError, ValueError) as error:
+        raise ValueError(
+            f"{array_path}: not a NumPy .npy array ({str(error).splitlines()[0][:120]})"
+        ) from None
+    if array.ndim != 2 or array.shape[1] < 1 or array.dtype.kind != "f":
+        raise ValueError(
+            f"{array_path}: expected a 2-D float array (rows × dimensions), got shape "
+            f"{array.shape} of {array.dtype}"
+        )
+    ids = _read_ids(ids_path)
+    if len(ids) != array.shape[0]:
+        raise ValueError(
+            f"{ids_path}: {len(ids)} ids but {array_path.name} has {array.shape[0]} rows"
+        )
+    wanted = set(expected)
+    what = "document" if kind == "corpus" else "query"
+    for row, value in enumerate(ids):
+        if value not in wanted:
+            raise ValueError(
+                f"{ids_path}:{row + 1}: {value!r} is not a {what} of the dataset (extra vector)"
+            )
+    missing = [value for value in expected if value not in set(ids)]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise ValueError(f"{ids_path}: no vector for {what} {missing[0]!r}{more}")
+    finite = np.isfinite(array).all(axis=1)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        raise ValueError(
+            f"{array_path}: row {row} (id {ids[row]!r}, 0-based) holds NaN or infinity"
+        )
+    vectors = array.astype(np.float64)
+    norms = np.linalg.norm(vectors, axis=1)
+    if (norms == 0).any():
+        row = int(np.flatnonzero(norms == 0)[0])
+        raise ValueError(
+            f"{array_path}: row {row} (id {ids[row]!r}, 0-based) is a zero vector (no direction, "
+            "so no cosine)"
+        )
+    unit = (vectors / norms[:, None]).astype(np.float32)
+    return dict(zip(ids, unit))
+
+
+@dataclass
+class PrecomputedEmbedder:
+    """The ``Embedder`` of a dataset's own vectors (``rwb index --embedder precomputed``)."""
+
+    model_id: str
+    dim: int
+    documents: dict[str, np.ndarray]
+    queries: dict[str, np.ndarray]
+    by_text: dict[str, np.ndarray]
+    query_texts: dict[str, str]
+    model: str
+    encoded: int = 0  # nothing is ever encoded
+
+    @classmethod
+    def of(cls, dataset) -> "PrecomputedEmbedder":
+        root = Path(dataset.root)
+        label = vectors_label(root)
+        documents = load_vectors(root, "corpus", [d.id for d in dataset.documents])
+        queries = (
+            load_vectors(root, "queries", [q.id for q in dataset.queries])
+            if dataset.queries
+            else {}
+        )
+        dim = len(next(iter(documents.values())))
+        if queries and len(next(iter(queries.values()))) != dim:
+            raise ValueError(
+                f"{root / FOLDER}/queries.npy: {len(next(iter(queries.values())))} dimensions, "
+                f"corpus.npy has {dim}"
+            )
+        texts: dict[str, list] = {}
+        for query in dataset.queries:
+            texts.setdefault(query.text, []).append(queries[query.id])
+        by_text = {t: v[0] for t, v in texts.items() if all(np.array_equal(v[0], x) for x in v)}
+        model_file = root / FOLDER / "model.txt"
+        model = model_file.read_text("utf-8").strip() if model_file.is_file() else ""
+        return cls(
+            label,
+            dim,
+            documents,
+            queries,
+            by_text,
+            {q.id: q.text for q in dataset.queries},
+            model or "the model that made vectors/",
+        )
+
+    def encode_documents(self, ids: Sequence[str]) -> np.ndarray:
+        return (
+            np.stack([self.documents[i] for i in ids])
+            if ids
+            else np.empty((0, self.dim), np.float32)
+        )
+
+    def encode_queries(self, queries) -> np.ndarray:
+        """The vectors of queries by id (a dataset's queries) or, for others, by exact text."""
+        out = []
+        for query in queries:
+            own = self.query_texts.get(query.id) == query.text
+            out.append(self.queries[query.id] if own else self._by_text(query.text))
+        return np.stack(out) if out else np.empty((0, self.dim), np.float32)
+
+    def _by_text(self, text: str) -> np.ndarray:
+        vector = self.by_text.get(text)
+        if vector is None:
+            raise EmbedderUnavailable(
+                f"precomputed vectors hold no vector for the free-text query {text[:60]!r}: it "
+                f"needs a query vector or an embedder of the same model ({self.model}); "
+                "--embedder precomputed answers "
+                "the dataset's own queries only"
+            )
+        return vector
+
+    def check_text(self, text: str) -> None:
+        """``ValueError`` when a free-text query has no vector (the message says what it needs)."""
+        try:
+            self._by_text(text)
+        except EmbedderUnavailable as error:
+            raise ValueError(str(error)) from None
+
+    def encode(self, texts: Sequence[str], progress=None) -> np.ndarray:
+        vectors = [self._by_text(t) for t in texts]
+        if progress:
+            progress(len(texts), len(texts))
+        return np.stack(vectors) if vectors else np.empty((0, self.dim), np.float32)

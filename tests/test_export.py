@@ -1,0 +1,173 @@
+"""``rwb export``: a pipeline in each engine's own configuration, and the refusals.
+
+The expected structures follow the engines' documented examples: LanceDB's hybrid query with
+``RRFReranker(K)`` / ``LinearCombinationReranker(weight)``; OpenSearch's search pipeline with
+``phase_results_processors`` holding a ``normalization-processor`` (``normalization.technique``,
+``combination.technique``, ``combination.parameters.weights`` summing to 1) or a
+``score-ranker-processor`` (``combination.technique = rrf``, ``rank_constant``); Qdrant's
+``points/query`` with ``prefetch`` and ``{"rrf": {"k"}}`` / ``{"fusion": "dbsf"}`` (0-based
+ranks: k = rrf_k + 1); Weaviate's hybrid ``alpha`` and ``fusionType``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from eval.cli import main
+from eval.export import export_config
+from eval.export.lancedb import verify
+from eval.stores.configs import resolve_config
+from retrieval.pipeline import with_param
+
+
+def exported(label: str, engine: str, **changes):
+    config = resolve_config(label)
+    for path, value in changes.items():
+        config = with_param(config, path.replace("__", "."), value)
+    text = export_config(config, engine)
+    return text if engine == "lancedb" else json.loads(text)
+
+
+def test_lancedb_snippets():
+    rrf = exported("rrf", "lancedb")
+    assert "RERANKER = RRFReranker(K=60)" in rrf and "DEPTH = 20" in rrf and "TOP_K = 10" in rrf
+    assert 'query_type="hybrid"' in rrf and '.distance_type("cosine")' in rrf
+    assert "LinearCombinationReranker(weight=0.75, fill=1.0)" in exported(
+        "relative-score", "lancedb"
+    )
+    assert "LinearCombinationReranker(weight=0.75, fill=1.0)" in exported(
+        "wsum", "lancedb", wsum__w_dense=0.6, wsum__w_sparse=0.2
+    )
+    assert "LinearCombinationReranker(weight=0.5, fill=1.0)" in exported("combsum", "lancedb")
+    compile(rrf, "<export>", "exec")
+
+
+def test_opensearch_pipelines():
+    rrf = exported("rrf", "opensearch", rrf__rrf_k=20.0)
+    assert rrf["search_pipeline"]["body"]["phase_results_processors"] == [
+        {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": 20}}}
+    ]
+    hybrid = rrf["search"]["body"]["query"]["hybrid"]
+    assert rrf["search"]["body"]["size"] == 10 and hybrid["pagination_depth"] == 20
+    assert list(hybrid["queries"][0]) == ["match"] and list(hybrid["queries"][1]) == ["knn"]
+    mean = exported(
+        "opensearch", "opensearch", mean__w_dense=0.3, mean__w_sparse=0.1, mean__mean="harmonic"
+    )
+    assert mean["search_pipeline"]["body"]["phase_results_processors"] == [
+        {
+            "normalization-processor": {
+                "normalization": {"technique": "min_max"},
+                "combination": {
+                    "technique": "harmonic_mean",
+                    "parameters": {"weights": [0.25, 0.75]},
+                },
+            }
+        }
+    ]
+    weighted = exported("rrf", "opensearch", rrf__w_dense=3.0)
+    combination = weighted["search_pipeline"]["body"]["phase_results_processors"][0][
+        "score-ranker-processor"
+    ]
+    assert combination["combination"]["parameters"]["weights"] == [0.25, 0.75]
+
+
+def test_qdrant_requests():
+    rrf = exported("rrf", "qdrant")["body"]
+    assert rrf["query"] == {"rrf": {"k": 61}} and rrf["limit"] == 10
+    assert [p["limit"] for p in rrf["prefetch"]] == [20, 20] and [
+        p["using"] for p in rrf["prefetch"]
+    ] == ["dense", "sparse"]
+    assert exported("rrf", "qdrant", rrf__w_sparse=0.5)["body"]["query"] == {
+        "rrf": {"k": 61, "weights": [1.0, 0.5]}
+    }
+    assert exported("dbsf", "qdrant")["body"]["query"] == {"fusion": "dbsf"}
+
+
+def test_weaviate_arguments():
+    relative = exported("relative-score", "weaviate")
+    assert (
+        relative["hybrid"]["alpha"] == 0.75
+        and relative["hybrid"]["fusionType"] == "relativeScoreFusion"
+    )
+    assert (
+        exported("wsum", "weaviate", wsum__w_dense=0.2, wsum__w_sparse=0.6)["hybrid"]["alpha"]
+        == 0.25
+    )
+    ranked = exported("rrf", "weaviate", rrf__rrf_k=59.0)
+    assert ranked["hybrid"] == {
+        "query": "<query text>",
+        "vector": "<query vector>",
+        "alpha": 0.5,
+        "fusionType": "rankedFusion",
+    }
+    assert "fusion_type=HybridFusion.RANKED" in ranked["python"]
+
+
+@pytest.mark.parametrize(
+    "label, engine, named",
+    [
+        (
+            "seed-salience",
+            "lancedb",
+            ["the fast path", "the timeline path", "the token budget (token_budget = 1500)"],
+        ),
+        ("adaptive", "opensearch", ["fusion 'adaptive'", "confidence/vitality multipliers"]),
+        ("openclaw", "qdrant", ["the score floor (min_score = 0.35)", "keyword match 'all'"]),
+        ("rrf", "weaviate", ["rrf_k = 60", "set rrf.rrf_k = 59"]),
+        ("combmnz", "lancedb", ["fusion 'combmnz'", "paths that found the document"]),
+        ("lingxi", "weaviate", ["similarity floor"]),
+    ],
+)
+def test_refusals_name_what_cannot_be_expressed(capsys, label, engine, named):
+    assert main(["export", label, "--to", engine]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rwb: error: {engine} cannot express") and err.count("\n") == 1
+    for text in named:
+        assert text in err, err
+
+
+def test_rrf_weights_lancedb_cannot_express():
+    with pytest.raises(ValueError, match="per-path RRF weights"):
+        export_config(
+            replace(
+                resolve_config("rrf"), params=replace(resolve_config("rrf").params, w_dense=2.0)
+            ),
+            "lancedb",
+        )
+
+
+def test_cli_writes_the_file(tmp_path, capsys):
+    out = tmp_path / "hybrid.py"
+    assert main(["export", "relative-score", "--to", "lancedb", "--out", str(out)]) == 0
+    assert "LinearCombinationReranker(weight=0.75" in out.read_text()
+    assert main(["export", "rrf", "--to", "elastic"]) == 2
+    assert "invalid choice: 'elastic'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "label, expected",
+    [
+        # (queries, same order, tie order only, an all-tied FTS list, same as rwb search)
+        ("rrf", (4, 4, 0, 0)),
+        (
+            "relative-score",
+            (4, 3, 0, 1),
+        ),  # q4: LanceDB's FTS returns one hit, normalised to 0 there, 1 here
+        ("wsum", (4, 3, 0, 1)),
+        ("combsum", (4, 3, 0, 1)),
+    ],
+)
+def test_lancedb_export_run_against_lancedb(tiny, rwb_home, tmp_path, label, expected):
+    """The exported snippet, run on a LanceDB table of the tiny fixture's indexed vectors and
+    texts, returns what our fusion of LanceDB's own two sub-query lists returns, query for query."""
+    agreement = verify(tiny, "minilm", resolve_config(label), tmp_path)
+    assert (
+        agreement.queries,
+        agreement.same_inputs,
+        agreement.tie_order,
+        agreement.tied_path,
+    ) == expected
+    assert agreement.failed == ()

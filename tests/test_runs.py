@@ -1,0 +1,191 @@
+"""``rwb import runs``: your own runs as the candidate table, held equal to ranx.
+
+The fixture (tests/fixtures/runs) has 8 documents, 3 queries and two TREC runs whose scores
+are exact binary fractions (so float32 storage loses nothing). RRF of q1 by hand (k = 60,
+1-based ranks; dense d1 d2 d3 d4 d5, sparse d3 d1 d6 d2):
+d1 = 1/61 + 1/62, d3 = 1/63 + 1/61, d2 = 1/62 + 1/64, d6 = 1/63, d4 = 1/64, d5 = 1/65.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ranx import Qrels, Run, evaluate, fuse
+
+from eval.cli import main
+from eval.importers.runs import import_runs, path_roles, runs_label
+from eval.metrics.measure import judge, mean_metrics
+from eval.stores.pool import load_pool, pool_path
+from retrieval.fusion import get_fusion
+from retrieval.pipeline import PipelineConfig, run_pipeline
+from tests.test_fusion_ranx import CASES, DEPTH, by_score_then_id, on_both_paths, ours
+
+RUNS = Path(__file__).parent / "fixtures" / "runs"
+QUICK_EVAL = ["--baseline", "bm25", "--permutations", "100", "--bootstrap", "100"]
+METRICS = ("ndcg@5", "recall@3", "mrr@10", "precision@2", "map@10", "hit_rate@1")
+
+
+def import_fixture(dest):
+    """``rwb import runs`` of tests/fixtures/runs (dense.run and sparse.run) into ``dest``."""
+    return import_runs(dest, corpus=RUNS / "corpus.jsonl", queries=RUNS / "queries.jsonl",
+                       qrels=RUNS / "qrels.tsv",
+                       run=[f"dense={RUNS / 'dense.run'}", f"sparse={RUNS / 'sparse.run'}"])
+
+
+@pytest.fixture
+def imported(tmp_path, monkeypatch):
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    return import_fixture(tmp_path / "mine")
+
+
+def test_import_writes_the_dataset_and_its_runs(imported):
+    dest = imported.dest
+    assert (imported.documents, imported.queries, imported.qrels) == (8, 3, 6)
+    assert sorted(p.name for p in (dest / "runs").iterdir()) == [
+        "dense.run",
+        "paths.toml",
+        "sparse.run",
+    ]
+    assert (dest / "runs" / "paths.toml").read_text() == 'dense = "dense"\nsparse = "sparse"\n'
+
+
+def test_pool_comes_from_the_runs_with_no_index(imported, tmp_path):
+    pool = load_pool(imported.dataset, "minilm")  # the embedder asked for does not matter
+    assert pool.embedder == runs_label(imported.dest) and pool.embedder.startswith("runs:")
+    assert pool_path(imported.dataset, "minilm", 50) == pool_path(
+        imported.dataset, "use-multilingual", 50
+    )
+    assert not (tmp_path / "home" / "indexes").exists()  # no index was built
+    q1 = {
+        pool.doc_ids[d]: (int(r), float(s))
+        for d, r, s in zip(
+            pool.doc_idx[pool.offsets[0] : pool.offsets[1]],
+            pool.dense_rank[pool.offsets[0] : pool.offsets[1]],
+            pool.dense_sim[pool.offsets[0] : pool.offsets[1]],
+        )
+    }
+    assert q1 == {
+        "d1": (0, 0.875),
+        "d2": (1, 0.8125),
+        "d3": (2, 0.6875),
+        "d4": (3, 0.375),
+        "d5": (4, 0.3125),
+        "d6": (-1, 0.0),
+    }
+
+
+def test_rrf_by_hand(imported):
+    pool = load_pool(imported.dataset)
+    config = PipelineConfig(name="rrf", fusion="rrf", depth=DEPTH, max_results=10)
+    run = run_pipeline(pool, config)
+    ranking = run.ranking
+    ids = [pool.doc_ids[pool.doc_idx[r]] for r in ranking.for_query(0)]
+    assert ids == ["d1", "d3", "d2", "d6", "d4", "d5"]
+    expected = [1 / 61 + 1 / 62, 1 / 63 + 1 / 61, 1 / 62 + 1 / 64, 1 / 63, 1 / 64, 1 / 65]
+    assert list(ranking.score[ranking.query_idx == 0]) == pytest.approx(expected, rel=1e-12)
+
+
+def file_run(path: Path, by_rank: bool) -> Run:
+    """A run file as ranx reads it; for the rank norms, −rank (the file's order)."""
+    run = Run.from_file(str(path), kind="trec")
+    if not by_rank:
+        return run
+    out = {}
+    for q_id, scores in run.to_dict().items():
+        order = sorted(scores, key=lambda d: (-scores[d], d))
+        out[q_id] = {d: -float(i) for i, d in enumerate(order)}
+    return Run(out, name=path.stem)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fused_runs_and_metrics_equal_ranx(imported, case):
+    """Our fusion of the imported runs equals ``ranx.fuse`` of the same files, score for score
+    (z-score on the documents both runs returned: the miss rule differs, see
+    tests/test_fusion_ranx.py), and our metrics of the ranking equal ``ranx.evaluate``."""
+    fusion, params, norm, method, ranx_params, rows = CASES[case]
+    pool = load_pool(imported.dataset)
+    by_rank = norm in ("rank", None)
+    runs = imported.dest / "runs"
+    theirs = fuse(
+        [file_run(runs / "dense.run", by_rank), file_run(runs / "sparse.run", by_rank)],
+        norm=norm,
+        method=method,
+        params=ranx_params,
+    ).to_dict()
+    mine = ours(pool, fusion, params)
+    for q_id in pool.query_ids:
+        keep = [d for d in mine[q_id] if rows == "all" or on_both_paths(pool, q_id, d)]
+        assert set(keep) == (set(theirs[q_id]) if rows == "all" else set(keep) & set(theirs[q_id]))
+        for d in keep:
+            assert mine[q_id][d] == pytest.approx(theirs[q_id][d], rel=1e-9, abs=1e-12), (
+                case,
+                q_id,
+                d,
+            )
+        if rows == "all":
+            assert by_score_then_id(mine[q_id]) == by_score_then_id(theirs[q_id])
+    if rows != "all":
+        return
+    config = PipelineConfig(
+        name=case,
+        fusion=fusion,
+        params=get_fusion(fusion).params(**params),
+        depth=DEPTH,
+        max_results=10,
+    )
+    qrels = imported.dataset.qrels
+    values = mean_metrics(pool, judge(pool, qrels), run_pipeline(pool, config).ranking, METRICS)
+    ordered = {
+        q: {d: -float(i) for i, d in enumerate(by_score_then_id(s))} for q, s in theirs.items()
+    }
+    reference = evaluate(Qrels(qrels), Run(ordered), list(METRICS), make_comparable=True)
+    for metric in METRICS:
+        assert values[metric] == pytest.approx(reference[metric], rel=1e-12), (case, metric)
+
+
+def test_path_roles():
+    assert path_roles(["sparse", "dense"]) == {"dense": "dense", "sparse": "sparse"}
+    assert path_roles(["e5", "splade", "bm25"]) == {"dense": "e5", "sparse": "splade"}
+    assert path_roles(["sparse", "colbert"]) == {"dense": "colbert", "sparse": "sparse"}
+    assert path_roles(["e5"]) == {"dense": "e5"}
+
+
+def test_cli_import_runs_then_eval(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "mine"
+    bad = tmp_path / "bad.run"
+    bad.write_text("q1 Q0 d1 1 0.5 x\nq1 Q0 d1 2 0.25 x\n")
+    common = [
+        "--corpus",
+        str(RUNS / "corpus.jsonl"),
+        "--queries",
+        str(RUNS / "queries.jsonl"),
+        "--qrels",
+        str(RUNS / "qrels.tsv"),
+    ]
+    assert main(["import", "runs", str(out), *common, "--run", f"dense={bad}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rwb: error:") and "bad.run:2" in err and "listed twice" in err
+    assert main(["import", "runs", str(out), *common, "--run", "nonsense"]) == 2
+    assert "expected NAME=FILE" in capsys.readouterr().err
+    assert not out.exists()
+    assert (
+        main(
+            [
+                "import",
+                "runs",
+                str(out),
+                *common,
+                "--run",
+                f"dense={RUNS / 'dense.run'}",
+                "--run",
+                f"sparse={RUNS / 'sparse.run'}",
+            ]
+        )
+        == 0
+    )
+    assert "8 documents, 3 queries, 6 qrels" in capsys.readouterr().out
+    assert main(["eval", str(out), "--pipeline", "rrf", *QUICK_EVAL]) == 0
+    assert "rrf" in capsys.readouterr().out
+    assert not (tmp_path / "home" / "indexes").exists()
