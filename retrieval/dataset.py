@@ -401,7 +401,6 @@ def _load_card(path: Path, problems: _Problems) -> dict:
     return card
 
 
-JUDGMENTS = ("explicit", "implicit")
 IMPLICIT_QRELS = "qrels/implicit.tsv"
 """Implicit judgments (from usage logs, ``rwb import ubi``), kept apart from the explicit ones."""
 
@@ -424,14 +423,11 @@ def fingerprint(root: Path) -> str:
     return digest.hexdigest()
 
 
-def load_dataset(root: str | Path, judgments: str = "explicit") -> Dataset:
+def load_dataset(root: str | Path) -> Dataset:
     """Read and validate a dataset folder; raise DatasetError listing every problem.
 
-    ``judgments``: ``explicit`` reads the dataset's qrels, ``implicit`` the judgments derived
-    from usage logs (``qrels/implicit.tsv``); the fingerprint is the same for both, since the
-    candidate pool does not depend on the judgments."""
-    if judgments not in JUDGMENTS:
-        raise ValueError(f"judgments must be one of {list(JUDGMENTS)}, got {judgments!r}")
+    ``qrels`` are the dataset's explicit judgments; implicit ones (``IMPLICIT_QRELS``) and the
+    workbench's edits are combined with them by ``eval.stores.judgments.effective_qrels``."""
     root = Path(root)
     if not root.is_dir():
         raise DatasetError([f"{root}: not a dataset folder (expected corpus.jsonl inside)"])
@@ -448,10 +444,7 @@ def load_dataset(root: str | Path, judgments: str = "explicit") -> Dataset:
             if target not in doc_ids:
                 problems.add("corpus.jsonl", doc_lines[doc.id], "related",
                              f"{doc.id!r} links to unknown document {target!r}")
-    qpath = qrels_path(root) if judgments == "explicit" else root / IMPLICIT_QRELS
-    if judgments == "implicit" and not qpath.is_file():
-        raise DatasetError([f"{root}/{IMPLICIT_QRELS}: missing — derive implicit judgments from "
-                            "usage logs with `rwb import ubi DATASET --queries … --events …`"])
+    qpath = qrels_path(root)
     qrels = _load_qrels(qpath, doc_ids, {q.id for q in queries}, problems) if qpath else {}
     if problems:
         raise DatasetError(problems)

@@ -12,7 +12,7 @@ from eval.stores.pool import load_pool
 from eval.progress import Progress
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates
-from retrieval.dataset import JUDGMENTS, Dataset, load_dataset
+from retrieval.dataset import Dataset, load_dataset
 from retrieval.embedders import DEFAULT_EMBEDDER
 from retrieval.files import atomic_write_text
 from retrieval.limits import MAX_DEPTH
@@ -54,9 +54,6 @@ def add_pool_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset folder")
     add_embedder(p)
     add_analyzer(p)
-    p.add_argument("--judgments", choices=JUDGMENTS, default="explicit",
-                   help="explicit: the dataset's qrels (default); implicit: judgments derived "
-                        "from usage logs by `rwb import ubi` (qrels/implicit.tsv)")
     p.add_argument("--pool-depth", type=int, default=DEFAULT_POOL_DEPTH,
                    help=f"candidates per path retrieved once per query (default {DEFAULT_POOL_DEPTH})")
     p.add_argument("--judgments", choices=SOURCES, default="explicit",
@@ -69,7 +66,7 @@ def add_pool_options(p: argparse.ArgumentParser) -> None:
 def load_with_pool(args) -> tuple[Dataset, Candidates]:
     """The dataset and its candidate pool (retrieved once, then read from the store)."""
     bounded("--pool-depth", args.pool_depth)
-    dataset = load_dataset(args.dataset, getattr(args, "judgments", "explicit"))
+    dataset = load_dataset(args.dataset)
     if not dataset.qrels:
         raise ValueError(f"dataset {dataset.name!r} has no qrels (qrels/test.tsv): nothing to evaluate")
     with Progress("doc") as progress:

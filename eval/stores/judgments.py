@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.stores.files import locked, read_json
-from retrieval.dataset import Dataset, read_qrels_file
+from retrieval.dataset import IMPLICIT_QRELS, Dataset, read_qrels_file
 from retrieval.files import atomic_write_text, safe_component
 from retrieval.index import rwb_home
 
@@ -95,7 +95,6 @@ class JudgmentStore:
 
 
 SOURCES = ("explicit", "implicit", "both")
-IMPLICIT_QRELS = "qrels/implicit.tsv"
 
 
 @dataclass(frozen=True)
