@@ -21,6 +21,7 @@ import pytest
 
 from eval.cli import main
 from eval.importers.ubi import agreement, coec_judgments, grade_of, import_ubi, read_logs
+from eval.stores.judgments import effective_qrels
 from retrieval.dataset import DatasetError, load_dataset
 from tests.test_runs import QUICK_EVAL, import_fixture
 
@@ -76,14 +77,14 @@ def test_coec_by_hand(logs):
     assert [grade_of(x) for x in (0.0, 0.5, 1.0, 12 / 7, 2.0, 2.5)] == [0, 1, 2, 2, 2, 3]
 
 
-def test_import_writes_implicit_judgments_apart(dataset, logs):
+def test_import_writes_implicit_judgments_apart(dataset, logs, tmp_path):
     explicit_before = (dataset / "qrels" / "test.tsv").read_text()
     result = import_ubi(dataset, queries=logs[0], events=logs[1])
     assert (dataset / "qrels" / "implicit.tsv").read_text() == (
         "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq1\td3\t2\nq2\td1\t2\nq2\td7\t0\n"
     )
     assert (dataset / "qrels" / "test.tsv").read_text() == explicit_before
-    assert load_dataset(dataset, "implicit").qrels == {
+    assert effective_qrels(load_dataset(dataset), tmp_path, source="implicit").qrels == {
         "q1": {"d1": 2, "d2": 0, "d3": 2},
         "q2": {"d1": 2, "d7": 0},
     }

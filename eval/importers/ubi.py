@@ -41,7 +41,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from eval.importers._base import ImportResult, Importer, Option, Problems, json_lines
-from retrieval.dataset import IMPLICIT_QRELS, load_dataset
+from retrieval.dataset import IMPLICIT_QRELS, load_dataset, read_qrels_file
 from retrieval.files import atomic_write_text
 
 CLICKS = ("click",)
@@ -234,9 +234,9 @@ def import_ubi(
     rows = [f"{q}\t{d}\t{g}\n" for q, docs in implicit.items() for d, g in docs.items()]
     atomic_write_text(root / COEC_FILE, "query-id\tcorpus-id\tcoec\n" + "".join(values))
     atomic_write_text(root / IMPLICIT_QRELS, "query-id\tcorpus-id\tscore\n" + "".join(rows))
-    result = ImportResult(
-        kind="ubi", dest=root, dataset=load_dataset(root, "implicit"), skipped=skipped
-    )
+    written = load_dataset(root)
+    read_qrels_file(root / IMPLICIT_QRELS, written)  # the file reads back as the loader reads it
+    result = ImportResult(kind="ubi", dest=root, dataset=written, skipped=skipped)
     agree = agreement(dataset.qrels, implicit)
     result.notes.append(
         f"implicit judgments (COEC, {len(searches)} searches): {len(rows)} for {len(implicit)} "

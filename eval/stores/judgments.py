@@ -145,9 +145,10 @@ def effective_qrels(dataset: Dataset, home: Path | None = None,
         return Judgments(qrels, label, edits, head, source)
     path = dataset.root / IMPLICIT_QRELS
     if not path.is_file():
-        raise ValueError(f"no implicit judgments for {dataset.name!r}: {path} does not exist")
-    implicit = {q: {d: g for d, g in docs.items() if g > 0}
-                for q, docs in read_qrels_file(path, dataset).items()}
+        raise ValueError(f"no implicit judgments for {dataset.name!r}: {path} does not exist; derive "
+                         "them from usage logs with `rwb import ubi DATASET --queries … --events …`")
+    # a 0 is a judgment too (shown, not clicked): judged non-relevant, not unjudged
+    implicit = read_qrels_file(path, dataset)
     if source == "implicit":
         return Judgments({q: d for q, d in implicit.items() if d},
                          f"implicit judgments ({IMPLICIT_QRELS})", 0, "", source)
