@@ -49,9 +49,6 @@ K_DATASET_TYPED = "rwb_dataset_typed"
 K_EMBEDDER = "rwb_embedder"
 K_BASELINE = "rwb_baseline"
 K_RUN_STARTED = "rwb_run_started"
-# Tune's canonical state (other pages hand configs to Tune through these)
-TUNE_CONFIG = "tune_config"
-TUNE_SOURCE = "tune_source"
 TUNE_KNOB_PREFIX = "tune_k_"
 
 
@@ -113,7 +110,8 @@ def ensure_navigation() -> None:
 def init_shared_state() -> None:
     """Defaults for the sidebar keys, so every page also runs on its own."""
     ensure_navigation()
-    st.session_state.setdefault(K_DATASET, env_dataset())
+    if K_DATASET not in st.session_state:        # a link names the dataset (pages/_tune_state.py writes it)
+        st.session_state[K_DATASET] = st.query_params.get("dataset") or env_dataset()
     st.session_state.setdefault(K_DATASET_TYPED, "")
     st.session_state.setdefault(K_EMBEDDER, EMBEDDERS[0])
     st.session_state.setdefault(K_BASELINE, "vector")
@@ -368,29 +366,6 @@ def format_label(label: str) -> str:
 
 def parse_toml(text: str) -> PipelineConfig:
     return from_toml(text, "edited profile")
-
-
-def tune_config() -> PipelineConfig:
-    st.session_state.setdefault(TUNE_SOURCE, "rrf")
-    if TUNE_CONFIG not in st.session_state:
-        st.session_state[TUNE_CONFIG] = resolve_config(st.session_state[TUNE_SOURCE])
-    return st.session_state[TUNE_CONFIG]
-
-
-def set_tune_config(config: PipelineConfig, source: str | None = None) -> None:
-    """Hand a config to Tune (from Sweep, Profiles, Reports…): knob widgets re-read it."""
-    st.session_state[TUNE_CONFIG] = config
-    if source is not None:
-        st.session_state[TUNE_SOURCE] = source
-    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(TUNE_KNOB_PREFIX)]:
-        del st.session_state[key]
-
-
-def is_tuned(config: PipelineConfig) -> bool:
-    try:
-        return config != resolve_config(st.session_state.get(TUNE_SOURCE, config.name))
-    except ValueError:
-        return True
 
 
 # ---- stores: profiles and experiments -------------------------------------------------------

@@ -14,6 +14,7 @@ from eval.stores import configs as cfg
 from eval.stores.experiments import ExperimentStore
 from pages import _harness as hx
 from pages import _state as sh
+from pages import _tune_state as tn
 from pages import _tables as tb
 from pages._markup import code, md
 
@@ -189,7 +190,7 @@ with right:
         except ValueError as error:
             st.session_state["reports_flash"] = f":red[{md(error)}]"
             return
-        sh.set_tune_config(config, config.name if config.name in cfg.config_labels() else None)
+        tn.set_config(config, config.name if config.name in cfg.config_labels() else None)
         st.session_state["reports_flash"] = "Opened in Tune."
 
     b = st.columns(3)

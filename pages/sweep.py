@@ -12,6 +12,7 @@ from pages import _charts as ch
 from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as sh
+from pages import _tune_state as tn
 from pages import _tables as tb
 from pages._markup import code, md
 
@@ -24,7 +25,7 @@ st.caption(f"**{md(ws.dataset.name)}** · search two knobs of a pipeline over th
            "shows how much of the gain survives on held-out queries.")
 
 options = cfg.config_labels()
-if sh.TUNE_CONFIG in st.session_state:
+if tn.has_state():
     options.insert(0, TUNE_LABEL)
 st.session_state.setdefault("sweep_base", TUNE_LABEL if TUNE_LABEL in options else "rrf")
 if st.session_state["sweep_base"] not in options:
@@ -37,7 +38,7 @@ st.session_state.setdefault("sweep_rrfk", None)
 
 
 def resolve(label: str):
-    return st.session_state[sh.TUNE_CONFIG] if label == TUNE_LABEL else cfg.resolve_config(label)
+    return tn.config() if label == TUNE_LABEL else cfg.resolve_config(label)
 
 
 def fmt(label: str) -> str:
@@ -214,7 +215,7 @@ cols[3].markdown(f"**Setting** {settings_text}  \n{len(result.scores)} settings 
 
 def on_apply() -> None:
     label = st.session_state["sweep_base"]
-    sh.set_tune_config(result.best_config, label if label != TUNE_LABEL else st.session_state.get(sh.TUNE_SOURCE))
+    tn.set_config(result.best_config, label if label != TUNE_LABEL else tn.state().source)
     st.session_state["sweep_flash"] = "Winner applied to Tune."
 
 
@@ -222,7 +223,7 @@ def on_save() -> None:
     name = st.session_state.get("sweep_profile_name", "").strip()
     try:
         cfg.save_profile(name, result.best_config, st.session_state["sweep_base"]
-                        if st.session_state["sweep_base"] != TUNE_LABEL else st.session_state.get(sh.TUNE_SOURCE))
+                        if st.session_state["sweep_base"] != TUNE_LABEL else tn.state().source)
         st.session_state["sweep_flash"] = f"Saved profile **{name}**."
     except ValueError as error:
         st.session_state["sweep_flash"] = f":red[{md(error)}]"

@@ -16,59 +16,51 @@ from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as s
 from pages import _tables as tb
+from pages import _tune_state as tn
+from pages import _errors as er
 from pages._markup import code, html as h, md
 from retrieval.pipeline import response_for, run_pipeline
 
 ws = s.workspace()
 c = s.require_pool(ws) if ws.has_queries else None
-s.tune_config()
 pool_depth = c.pool_depth if c is not None else kn.DEFAULT_POOL_DEPTH
+tn.state()
+if c is not None:
+    tn.match_url_query(c.query_ids)
 
 # ---- page state (page-prefixed; the page runs on its own) ----------------------------------
-st.session_state.setdefault("tune_mode", "Query set" if c is not None else "Free text")
-st.session_state.setdefault("tune_query", 0)
-st.session_state.setdefault("tune_free_text", "")
-st.session_state.setdefault("tune_error", None)
 st.session_state.setdefault("tune_flash", "")
 st.session_state.setdefault("tune_rows", "Read")
 st.session_state.setdefault("tune_fisher", False)
 st.session_state.setdefault("tune_overwrite", "")
-ERROR_KEY = "tune_error"
 
 
 def on_source() -> None:
-    label = st.session_state["tune_source_pick"]
-    s.set_tune_config(cfg.resolve_config(label), label)
-    st.session_state[ERROR_KEY] = None
+    tn.update(("source", st.session_state["tune_source_pick"]))
 
 
 def on_reset() -> None:
-    label = st.session_state[s.TUNE_SOURCE]
-    s.set_tune_config(cfg.resolve_config(label), label)
-    st.session_state[ERROR_KEY] = None
-    st.session_state["tune_flash"] = f"Knobs reset to {s.format_label(label)}."
+    if tn.update(("reset",)) is None:
+        st.session_state["tune_flash"] = f"Knobs reset to {s.format_label(tn.state().source)}."
 
 
 def on_save_profile(overwrite: bool = False) -> None:
-    st.session_state[ERROR_KEY] = None
     name = st.session_state.get("tune_profile_name", "").strip()
     if cfg.profile_exists(name) and not overwrite:
         st.session_state["tune_overwrite"] = name       # ask first (a button appears)
         return
     try:
-        cfg.save_profile(name, st.session_state[s.TUNE_CONFIG], st.session_state[s.TUNE_SOURCE])
+        cfg.save_profile(name, tn.config(), tn.state().source)
     except ValueError as error:
         st.session_state["tune_flash"] = f":red[{md(error)}]"
         return
     st.session_state["tune_overwrite"] = ""
-    label = f"saved:{name}"
-    s.set_tune_config(cfg.resolve_config(label), label)
+    tn.update(("source", f"saved:{name}"))
     st.session_state["tune_flash"] = f"Saved profile **{md(name)}**."
 
 
 def on_grade(qid: str, doc: str, key: str) -> None:
     value = st.session_state.get(key)
-    st.session_state[ERROR_KEY] = None
     if value is None:
         return
     ws.judgments.grade(qid, doc, int(value), author="tune")
@@ -101,7 +93,7 @@ def grade_row(prefix: str, qid: str, result, grade, width) -> None:
 def header() -> None:
     """Starting point, reset, and (with an intent router) the profile being edited."""
     labels = cfg.config_labels()
-    st.session_state["tune_source_pick"] = st.session_state[s.TUNE_SOURCE]
+    st.session_state["tune_source_pick"] = tn.state().source
     if st.session_state["tune_source_pick"] not in labels:
         labels.append(st.session_state["tune_source_pick"])
     row = st.columns([3, 1.25], vertical_alignment="bottom")
@@ -122,7 +114,7 @@ def knob_panel(config, routed: str | None) -> str | None:
                                     help="With the intent router on, each query uses its routed profile."
                                          + (f" This query routes to **{md(routed)}**." if routed else ""))
     refs = kn.tune_knobs(config, edit_profile)
-    kn.render(refs[0], pool_depth, ERROR_KEY)                      # the fusion method, above the panes
+    kn.render(refs[0], pool_depth)                      # the fusion method, above the panes
     panes = [p for p in kn.PANES if any(kn.pane_of(r.path) == p for r in refs)]
     if st.session_state.get("tune_pane") not in panes:
         st.session_state["tune_pane"] = panes[0]
@@ -130,7 +122,7 @@ def knob_panel(config, routed: str | None) -> str | None:
                                 label_visibility="collapsed")
     for ref in refs:
         if kn.pane_of(ref.path) == pane:
-            kn.render(ref, pool_depth, ERROR_KEY)
+            kn.render(ref, pool_depth)
     if pane in ("confidence", "vitality"):
         quality = next((r for r in refs if r.path.endswith(".quality.conf_high")), None)
         if quality is not None:
@@ -144,18 +136,27 @@ def knob_panel(config, routed: str | None) -> str | None:
     return edit_profile
 
 
+def on_pick(kind: str, key: str) -> None:
+    tn.update((kind, st.session_state[key]))
+
+
 def query_picker() -> None:
     """Which query (outside the fragment: a query list is long, and a knob move need not resend it)."""
+    state = tn.state()
     picks = st.columns([1.2, 2.05, 0.75], gap="medium", vertical_alignment="bottom")
     modes = ["Query set", "Free text"] if c is not None else ["Free text"]
-    picks[0].segmented_control("Query", modes, key="tune_mode", required=True)
-    if st.session_state["tune_mode"] == "Query set" and c is not None:
-        if st.session_state["tune_query"] not in range(c.n_queries):
-            st.session_state["tune_query"] = 0
+    qi = state.query_index(c.n_queries if c is not None else 0)
+    st.session_state["tune_mode"] = "Query set" if qi is not None else "Free text"
+    picks[0].segmented_control("Query", modes, key="tune_mode", required=True, on_change=on_pick,
+                               args=("mode", "tune_mode"))
+    if qi is not None:
+        st.session_state["tune_query"] = qi
         picks[1].selectbox("Query from the set", range(c.n_queries), key="tune_query",
-                           format_func=lambda i: tb.query_label(c, i))
+                           format_func=lambda i: tb.query_label(c, i), on_change=on_pick, args=("query", "tune_query"))
     else:
-        picks[1].text_input("Free-text query", key="tune_free_text", placeholder="ask the memory anything…")
+        st.session_state["tune_free_text"] = state.text
+        picks[1].text_input("Free-text query", key="tune_free_text", placeholder="ask the memory anything…",
+                            on_change=on_pick, args=("text", "tune_free_text"))
     with picks[2]:
         st.segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True, disabled=c is None,
                              help="Grade: one click per result sets its judgment for this query.")
@@ -164,10 +165,9 @@ def query_picker() -> None:
                        "computed once per configuration).")
 
 
-def query_pick() -> tuple[int | None, str]:
-    if st.session_state["tune_mode"] == "Query set" and c is not None:
-        return st.session_state["tune_query"], ""
-    return None, st.session_state["tune_free_text"].strip()
+def query_pick(state) -> tuple[int | None, str]:
+    qi = state.query_index(c.n_queries if c is not None else 0)
+    return qi, ("" if qi is not None else state.text.strip())
 
 
 @st.fragment
@@ -180,18 +180,19 @@ def live() -> None:
     if not fragment_run:
         started = st.session_state.get(s.K_RUN_STARTED, started)
 
-    config = st.session_state[s.TUNE_CONFIG]
-    qi, free_text = query_pick()
+    state = tn.state()                    # the one source: the knobs show it and it ranks
+    config = state.config
+    qi, free_text = query_pick(state)
+    st.session_state["tune_ranked"] = (config, qi, free_text)
     left, right = st.columns([1.2, 2.8], gap="medium")
     routed = c.intent_route[qi] if qi is not None else None
 
     with left:
         header()
         knob_panel(config, routed)
-        error = st.session_state.get(ERROR_KEY)
-        if error is not None:               # shown once, right after the refused move
-            st.warning(f"**{md(error.label)}** not applied: {md(error.message)}")
-            st.session_state[ERROR_KEY] = None
+        refusal = tn.take_refusal()
+        if refusal is not None:             # shown once, right after the refused action
+            er.refused(refusal.label, refusal.message)
         b = st.columns(2)
         with b[0].popover("Save…", use_container_width=True):
             st.text_input("Profile name", key="tune_profile_name", placeholder="e.g. debug-heavier-bm25")
@@ -203,14 +204,13 @@ def live() -> None:
         log_clicked = b[1].button("Log experiment", use_container_width=True, disabled=c is None,
                                   help="Store config, dataset fingerprint and metrics.")
 
-    config = st.session_state[s.TUNE_CONFIG]      # a knob callback may have changed it
     ev = None
     rev = ws.qrels_rev
     base_ev = s.live_evaluation(ws.path, ws.stamp, ws.embedder, rev, ws.baseline) if c is not None else None
     qrels, judged = s.get_judged(ws.path, ws.stamp, ws.embedder, rev) if c is not None else ({}, None)
     pool = s.pool_for(ws.path, ws.stamp, ws.embedder, config) if c is not None else None   # learned routes if used
     ev = evaluate_config(pool, judged, config) if c is not None else None
-    run_name = f"{config.name}{' (tuned)' if s.is_tuned(config) else ''}"
+    run_name = f"{config.name}{' (tuned)' if tn.is_tuned(state) else ''}"
 
     with right:
         if ev is not None:
@@ -314,3 +314,5 @@ st.caption(f"**{md(ws.dataset.name)}** · every knob re-scores the whole query s
            "no index is touched.")
 query_picker()
 live()
+if c is not None:
+    tn.sync_url(tn.state(), c.query_ids)

@@ -139,7 +139,7 @@ def test_tune_knobs_come_from_the_registry(app):
     from retrieval.pipeline import knobs
 
     at = run(app.selectbox(key="tune_k_fusion").set_value("adaptive"))
-    config = at.session_state["tune_config"]
+    config = at.session_state["tune_state"].config
     shown = set()
     for pane in PANES:                                   # one pane of knobs at a time
         at = run(at.segmented_control(key="tune_pane").set_value(pane))
@@ -149,7 +149,7 @@ def test_tune_knobs_come_from_the_registry(app):
         shown |= expected
     assert shown == {f"tune_k_{r.path}" for r in knobs(config)}          # every parameter has a widget
     at = run(at.selectbox(key="tune_k_fusion").set_value("weighted"))
-    assert at.session_state["tune_config"].fusion == "weighted"
+    assert at.session_state["tune_state"].config.fusion == "weighted"
     assert "tune_k_adaptive.half_life_days" not in [w.key for w in at.slider]   # adaptive's knobs are gone
 
 
@@ -273,7 +273,7 @@ def test_sweep_runs_applies_winner_and_card_shows_winner(app):
     assert card.value == best.value                                # the winner's score, not the baseline's
     assert "p 0.000" not in str(card.proto)
     at = run(next(b for b in at.button if b.label == "Apply winner to Tune").click())
-    assert at.session_state["tune_config"].fusion == "rrf"
+    assert at.session_state["tune_state"].config.fusion == "rrf"
 
 
 def test_profiles_edit_diff_and_invalid_toml(app):
