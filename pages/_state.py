@@ -22,6 +22,7 @@ import streamlit as st
 from eval.stores.configs import resolve_config
 from eval.metrics.measure import DEFAULT_METRICS, Judged, judge
 from eval.experiments.live import LiveRun, evaluate_config
+from eval.experiments.views import METRIC_LABELS, metric_label  # noqa: F401 (pages read them here)
 from eval.stores.pool import load_pool, pool_path
 from eval.stores.experiments import ExperimentStore
 from eval.stores.judgments import JudgmentStore
@@ -41,7 +42,6 @@ PRIMARY = "ndcg@5"
 OTHER_PATH = "Other folder…"
 GRADES = (0, 1, 2, 3)
 GRADE_LABELS = {0: "0 · not relevant", 1: "1 · related", 2: "2 · relevant", 3: "3 · exact answer"}
-METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P", "hit_rate": "Hit", "map": "MAP"}
 
 # shared (sidebar) session keys
 K_DATASET = "rwb_dataset"
@@ -50,11 +50,6 @@ K_EMBEDDER = "rwb_embedder"
 K_BASELINE = "rwb_baseline"
 K_RUN_STARTED = "rwb_run_started"
 TUNE_KNOB_PREFIX = "tune_k_"
-
-
-def metric_label(name: str) -> str:
-    base, _, cutoff = name.partition("@")
-    return f"{METRIC_LABELS.get(base, base)}@{cutoff}" if cutoff else METRIC_LABELS.get(base, base)
 
 
 # ---- datasets and sidebar state ------------------------------------------------------------

@@ -11,6 +11,7 @@ import time
 import streamlit as st
 
 from eval.stores import configs as cfg
+from eval.experiments import views
 from eval.experiments.live import evaluate_config
 from pages import _harness as hx
 from pages import _knobs as kn
@@ -24,6 +25,7 @@ from retrieval.pipeline import response_for, run_pipeline
 ws = s.workspace()
 c = s.require_pool(ws) if ws.has_queries else None
 pool_depth = c.pool_depth if c is not None else kn.DEFAULT_POOL_DEPTH
+intents = {q.id: q.intent for q in ws.dataset.queries}
 tn.state()
 if c is not None:
     tn.match_url_query(c.query_ids)
@@ -212,55 +214,33 @@ def live() -> None:
     ev = evaluate_config(pool, judged, config) if c is not None else None
     run_name = f"{config.name}{' (tuned)' if tn.is_tuned(state) else ''}"
 
+    fisher = st.session_state["tune_fisher"] and ev is not None
     with right:
-        if ev is not None:
-            fisher = st.session_state["tune_fisher"]
-            rows = hx.compare_live(base_ev, ev)
-            test = "paired t-test"
-            if fisher:
+        ps = None
+        if fisher:
+            with st.spinner("Fisher's randomization test: 10,000 permutations per metric…"):
                 ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, rev, ws.baseline, config)
-                for row in rows:
-                    row["p"] = ps[row["metric"]]
-                    row["p_text"] = hx.fmt_p(row["p"])
-                test = "Fisher's randomization test (10,000 permutations, cached per configuration)"
-            for row in rows:
-                row["help"] = f"{row['label']}: {row['value']:.4f} vs baseline {row['baseline']:.4f} over {row['n']} queries"
-            n = int(judged.n_judged)
-            summary = (f"Query set · metrics@5 · <code>{h(run_name)}</code> vs baseline <code>{h(ws.baseline.name)}</code> "
-                       f"over {n} judged queries · p: {test} (one configuration vs the baseline: nothing to correct "
-                       "across systems, as in <code>rwb eval</code>)")
-        else:
-            rows, summary = [], ""
-
-        response = baseline = None
-        judgments: dict = {}
-        intent = ""
-        if qi is not None:
-            response = response_for(pool, ev.run, qi, ws.dataset.documents)
-            baseline = response_for(s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline), base_ev.run, qi,
-                                    ws.dataset.documents)
-            judgments = qrels.get(c.query_ids[qi], {})
-            intent = next((q.intent for q in ws.dataset.queries if q.id == c.query_ids[qi]), "")
-        elif free_text:
-            fc = ws.free_text(free_text)
-            response = response_for(fc, run_pipeline(fc, config), 0, ws.dataset.documents)
-            baseline = response_for(fc, run_pipeline(fc, ws.baseline), 0, ws.dataset.documents)
-        else:
+        view = views.tune_view(
+            config, ws.dataset.documents, pool=pool, ev=ev, baseline=ws.baseline, base_ev=base_ev, qrels=qrels,
+            base_pool=s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline) if qi is not None else None,
+            qi=qi, intent=intents.get(c.query_ids[qi], "") if qi is not None else "",
+            free_text=ws.free_text(free_text) if qi is None and free_text else None,
+            metrics=s.METRICS, primary=s.PRIMARY, fisher=ps)
+        summary = ""
+        if view.rows:
+            test = ("Fisher's randomization test (10,000 permutations, cached per configuration)" if fisher
+                    else "paired t-test")
+            summary = (f"Query set · metrics@5 · <code>{h(run_name)}</code> vs baseline "
+                       f"<code>{h(ws.baseline.name)}</code> over {view.n_judged} judged queries · p: {test} "
+                       "(one configuration vs the baseline: nothing to correct across systems, as in "
+                       "<code>rwb eval</code>)")
+        if view.score is not None:
+            summary += "<br>" + tb.query_score_html(view.score, s.metric_label(view.score.metric))
+        if qi is None and not free_text:
             st.info("Type a query to search the corpus with the current knobs.")
-
-        badges = []
-        if response is not None:
-            badges = [("blue", f"route · {response.route}")]
-            if response.profile:
-                badges.append(("violet", f"profile · {response.profile}"))
-            if intent:
-                badges.append(("gray", f"intent · {intent}"))
-            budget = f" / {config.token_budget}" if config.token_budget else ""
-            badges.append(("gray", f"{response.total_tokens}{budget} tokens"))
-            badges.append(("gray", f"{len(response.results)} results"))
-            badges += [("orange", f"degraded: {note}") for note in response.degraded]
-        if rows or badges:
-            st.html(tb.summary_html(rows, summary, badges))       # one element: cards, caption, badges
+        if view.rows or view.badges:
+            st.html(tb.summary_html(view.rows, summary, view.badges))   # one element: cards, caption, badges
+        response, baseline, judgments = view.response, view.baseline, view.judgments
         if response is not None:
             grading = qi is not None and st.session_state["tune_rows"] == "Grade"
             if grading:
@@ -275,14 +255,9 @@ def live() -> None:
                 cur, base = st.columns([1.7, 1], gap="small")
                 cur.html(tb.ranking_html(response, judgments, baseline, title=f"Current · {run_name}"))
                 base.html(tb.ranking_html(baseline, judgments, title=f"Baseline · {ws.baseline.name}"))
+            if view.missed:
+                st.html(tb.missed_html(view.missed, title=f"Judged relevant, not returned · {len(view.missed)}"))
             if qi is not None:
-                returned = {r.id for r in response.results}
-                text_of = ws.dataset.documents
-                by_id = {d.id: d for d in text_of} if judgments else {}
-                missed = [(d, g, by_id[d].text if d in by_id else "") for d, g in
-                          sorted(judgments.items(), key=lambda x: -x[1]) if g > 0 and d not in returned]
-                if missed:
-                    st.html(tb.missed_html(missed, title=f"Judged relevant, not returned · {len(missed)}"))
                 if grading:
                     unjudged = [r for r in response.results if r.id not in judgments]
                     with st.form("tune_grade_all", border=True):

@@ -555,3 +555,19 @@ def test_tune_any_action_sequence_keeps_knobs_and_ranking_together(app_through_m
             assert_knobs_rank(at)
 
     check()
+
+
+def test_tune_shows_the_query_score_and_its_delta(app):
+    from eval.experiments.live import evaluate_config
+    from eval.metrics.measure import judge
+    from pages._state import get_pool
+    from retrieval.dataset import load_dataset
+
+    at = run(app.selectbox(key="tune_query").set_value(1))
+    pool = get_pool(str(TINY), _stamp(), "minilm")
+    judged = judge(pool, load_dataset(TINY).qrels)
+    mine = evaluate_config(pool, judged, at.session_state["tune_state"].config).values["ndcg@5"][1]
+    base = evaluate_config(pool, judged, __import__("eval.stores.configs", fromlist=["x"]).resolve_config(
+        "vector")).values["ndcg@5"][1]
+    line = next(t for t in texts(at) if "This query" in t)
+    assert f"nDCG@5 {mine:.4f}" in line and f"baseline {base:.4f}" in line and f"Δ {mine - base:+.4f}" in line
