@@ -119,3 +119,32 @@ def sync_url(current: TuneState, query_ids: tuple[str, ...]) -> None:
         now = params.get_all(key)
         if now != (value if isinstance(value, list) else [value]):
             params[key] = value
+
+
+# ---- tries: each settled configuration, kept per dataset (eval.stores.tries) -----------------
+
+SCORED = "tune_scored"         # (config, means, baseline name, baseline means) of the last live run
+
+
+def record_scores(config: PipelineConfig, means: dict, baseline: str, baseline_means: dict) -> None:
+    """Called by the live run (references only: no work per knob move)."""
+    st.session_state[SCORED] = (config, means, baseline, baseline_means)
+
+
+def keep_try(store, reason: str = "", force: bool = False) -> dict | None:
+    """Keep the current configuration as a try when it was scored and moved away from its start
+    (or always, with ``force``); the try, or ``None`` when there was nothing to keep."""
+    current = state()
+    scored = st.session_state.get(SCORED)
+    if scored is None or scored[0] != current.config or not (force or is_tuned(current)):
+        return None
+    try:
+        changes = changed_params(current.config, resolve_config(current.source))
+    except (ValueError, OSError):
+        changes = {}
+    return store.add(current.config, current.source, changes, scored[1], scored[2], scored[3], reason)
+
+
+def restore_try(store, try_id: int) -> None:
+    record = store.get(try_id)
+    update(("config", store.config(try_id), record["source"]))

@@ -19,6 +19,8 @@ from pages import _state as s
 from pages import _tables as tb
 from pages import _tune_state as tn
 from pages import _errors as er
+from pages import _tries as tr
+from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
 from retrieval.pipeline import response_for, run_pipeline
 
@@ -26,6 +28,7 @@ ws = s.workspace()
 c = s.require_pool(ws) if ws.has_queries else None
 pool_depth = c.pool_depth if c is not None else kn.DEFAULT_POOL_DEPTH
 intents = {q.id: q.intent for q in ws.dataset.queries}
+store = TryStore(ws.dataset)
 tn.state()
 if c is not None:
     tn.match_url_query(c.query_ids)
@@ -37,13 +40,23 @@ st.session_state.setdefault("tune_fisher", False)
 st.session_state.setdefault("tune_overwrite", "")
 
 
+def kept(label: str) -> str:
+    """Keep unsaved knob edits as a try before leaving them; say so."""
+    entry = tn.keep_try(store, f"kept on leaving for {label}")
+    return f" Your unsaved edits were kept as try #{entry['id']} (Tries)." if entry else ""
+
+
 def on_source() -> None:
-    tn.update(("source", st.session_state["tune_source_pick"]))
+    label = st.session_state["tune_source_pick"]
+    note = kept(label)
+    if tn.update(("source", label)) is None and note:
+        st.session_state["tune_flash"] = f"Started from {s.format_label(label)}.{note}"
 
 
 def on_reset() -> None:
+    note = kept("a reset")
     if tn.update(("reset",)) is None:
-        st.session_state["tune_flash"] = f"Knobs reset to {s.format_label(tn.state().source)}."
+        st.session_state["tune_flash"] = f"Knobs reset to {s.format_label(tn.state().source)}.{note}"
 
 
 def on_save_profile(overwrite: bool = False) -> None:
@@ -139,6 +152,7 @@ def knob_panel(config, routed: str | None) -> str | None:
 
 
 def on_pick(kind: str, key: str) -> None:
+    tn.keep_try(store, "settled")           # leaving a set of knob moves for another query: a try
     tn.update((kind, st.session_state[key]))
 
 
@@ -165,6 +179,10 @@ def query_picker() -> None:
         st.toggle("Fisher p", key="tune_fisher", disabled=c is None,
                   help="Fisher's randomization test instead of the paired t-test (10,000 permutations; "
                        "computed once per configuration).")
+        st.toggle("Query list", key="tune_query_list", disabled=c is None,
+                  help="Every query's score and delta against the baseline (click a header to sort).")
+    if qi is not None:
+        tr.query_note(store, c.query_ids[qi])
 
 
 def query_pick(state) -> tuple[int | None, str]:
@@ -205,6 +223,8 @@ def live() -> None:
                 st.button(f"Overwrite {pending}", on_click=on_save_profile, args=(True,), key="tune_overwrite_yes")
         log_clicked = b[1].button("Log experiment", use_container_width=True, disabled=c is None,
                                   help="Store config, dataset fingerprint and metrics.")
+        if c is not None:
+            tr.panel(store, s.PRIMARY, s.metric_label(s.PRIMARY))
 
     ev = None
     rev = ws.qrels_rev
@@ -212,6 +232,8 @@ def live() -> None:
     qrels, judged = s.get_judged(ws.path, ws.stamp, ws.embedder, rev) if c is not None else ({}, None)
     pool = s.pool_for(ws.path, ws.stamp, ws.embedder, config) if c is not None else None   # learned routes if used
     ev = evaluate_config(pool, judged, config) if c is not None else None
+    if ev is not None:
+        tn.record_scores(config, ev.means, ws.baseline.name, base_ev.means)
     run_name = f"{config.name}{' (tuned)' if tn.is_tuned(state) else ''}"
 
     fisher = st.session_state["tune_fisher"] and ev is not None
@@ -270,6 +292,13 @@ def live() -> None:
                         st.form_submit_button("Save grades", type="primary", disabled=not unjudged,
                                               on_click=on_grade_all, args=(c.query_ids[qi], [r.id for r in unjudged]))
 
+        if ev is not None and st.session_state.get("tune_query_list"):
+            label = s.metric_label(s.PRIMARY)
+            st.dataframe(views.query_table(pool, ev, base_ev, qrels, s.PRIMARY), hide_index=True,
+                         use_container_width=True, column_config={
+                             "score": st.column_config.NumberColumn(label, format="%.4f"),
+                             "baseline": st.column_config.NumberColumn(f"baseline {label}", format="%.4f"),
+                             "delta": st.column_config.NumberColumn("Δ", format="%+.4f")})
         if log_clicked and ev is not None:
             entry = ws.log_experiment(config, ev.means, "tune", base_ev.means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")

@@ -32,7 +32,7 @@ def start(home, monkeypatch, dataset: Path = TINY) -> AppTest:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     st.cache_data.clear()
     st.cache_resource.clear()
-    for store in ("judgments", "profiles"):
+    for store in ("judgments", "profiles", "tries"):
         for path in (home / store).glob("*") if (home / store).is_dir() else ():
             path.unlink()
     (home / "experiments.json").unlink(missing_ok=True)
@@ -571,3 +571,34 @@ def test_tune_shows_the_query_score_and_its_delta(app):
         "vector")).values["ndcg@5"][1]
     line = next(t for t in texts(at) if "This query" in t)
     assert f"nDCG@5 {mine:.4f}" in line and f"baseline {base:.4f}" in line and f"Δ {mine - base:+.4f}" in line
+
+
+def test_tune_preset_switch_keeps_unsaved_edits_as_a_try_and_restores_it(app, home):
+    at = run(app.slider(key="tune_k_rrf.rrf_k").set_value(10.0))
+    at = run(at.selectbox(key="tune_source_pick").set_value("weighted"))
+    assert any("kept as try #1" in t.value for t in at.toast)
+    assert at.session_state["tune_state"].config.fusion == "weighted"
+    assert "#1" in next(b for b in html_bodies(at) if "rwb-tries" in b)
+    at = run(at.button(key="tune_try_restore").click())
+    assert at.session_state["tune_state"].source == "rrf"
+    assert at.slider(key="tune_k_rrf.rrf_k").value == 10.0
+    at.text_input(key="tune_try_name").set_value("k10")
+    at.text_area(key="tune_try_notes").set_value("sharper top")
+    at = run(at.button(key="FormSubmitter:tune_try_form-Save name and notes").click())
+    from eval.stores.tries import TryStore
+    from retrieval.dataset import load_dataset
+
+    (kept,) = TryStore(load_dataset(TINY), home).tries()
+    assert (kept["name"], kept["notes"], kept["changes"]) == ("k10", "sharper top", {"rrf.rrf_k": 10.0})
+
+
+def test_tune_query_note_and_sortable_query_list(app, home):
+    at = run(app.text_area(key="tune_query_note").set_value("d03 is the answer"))
+    from eval.stores.tries import TryStore
+    from retrieval.dataset import load_dataset
+
+    assert TryStore(load_dataset(TINY), home).query_notes() == {"q1": "d03 is the answer"}
+    at = run(at.toggle(key="tune_query_list").set_value(True))
+    table = frame_with(at, "query", "score", "baseline", "delta", "judged@5")
+    assert list(table["query"])[:2] == ["q1", "q2"]
+    assert (table["delta"] - (table["score"] - table["baseline"])).abs().max() < 1e-12

@@ -125,3 +125,20 @@ def tune_view(config: PipelineConfig, documents, *, pool: Candidates | None = No
     badges = _badges(response, config, intent) if response is not None else []
     return TuneView(rows, n_judged, response, base, judgments, missed, badges, score,
                     ev.seconds if ev is not None else 0.0)
+
+
+def query_table(pool: Candidates, ev: LiveRun, base_ev: LiveRun, qrels: dict, primary: str,
+                depth: int = 5) -> list[dict]:
+    """One row per query of the set: its ``primary`` score, the baseline's, the delta, and how many
+    of its top ``depth`` results carry a judgment (judged@depth) — Quepid's query list."""
+    ranking = ev.run.ranking
+    starts = np.searchsorted(ranking.query_idx, np.arange(pool.n_queries + 1))
+    rows = []
+    for qi, qid in enumerate(pool.query_ids):
+        judged = qrels.get(qid, {})
+        top = ranking.rows[starts[qi]:min(starts[qi + 1], starts[qi] + depth)]
+        value, base = float(ev.values[primary][qi]), float(base_ev.values[primary][qi])
+        rows.append({"query": qid, "text": " ".join(pool.query_texts[qi].split())[:90], "score": value,
+                     "baseline": base, "delta": value - base,
+                     f"judged@{depth}": sum(pool.doc_ids[int(pool.doc_idx[r])] in judged for r in top)})
+    return rows
