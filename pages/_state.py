@@ -23,7 +23,7 @@ from eval.stores.configs import resolve_config
 from eval.metrics.measure import DEFAULT_METRICS, Judged, judge
 from eval.experiments.live import LiveRun, evaluate_config
 from eval.experiments.views import METRIC_LABELS, metric_label  # noqa: F401 (pages read them here)
-from eval.stores.pool import load_pool, pool_path
+from eval.stores.pool import STEP_NAMES, load_pool, pool_path, prepare
 from eval.stores.experiments import ExperimentStore
 from eval.stores.judgments import JudgmentStore
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
@@ -323,26 +323,29 @@ def require_pool(ws: Workspace) -> Candidates:
         st.stop()
     try:
         if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH).is_file():
-            bar = st.progress(0.0, text=f"Preparing {ws.embedder} for {ws.dataset.name}…")
-
-            def progress(stage: str, done: int, total: int) -> None:
-                bar.progress(min(1.0, done / max(1, total)), text=f"{stage}: {done:,}/{total:,} ({ws.embedder})")
-
-            prepare_dataset(ws.path, ws.embedder, progress)
-            bar.empty()
+            with st.status(f"Preparing {ws.dataset.name} for {ws.embedder}: loading the embedding model…",
+                           expanded=True) as status:
+                bar = st.progress(0.0)
+                prepare_dataset(ws.path, ws.embedder, _named_progress(status, bar, ws.embedder))
+                status.update(label=f"{ws.dataset.name} is ready", state="complete", expanded=False)
         return ws.pool()
     except (ValueError, RuntimeError, OSError) as error:
         st.error(f"Cannot retrieve candidates for **{md(ws.dataset.name)}**: {md(error)}")
         st.stop()
 
 
+def _named_progress(status, bar, embedder: str) -> Callable[[str, int, int], None]:
+    """A progress callback that names the step (``eval.stores.pool.STEP_NAMES``) in the status label."""
+    def progress(stage: str, done: int, total: int) -> None:
+        step = STEP_NAMES.get(stage, stage)
+        status.update(label=f"{step}: {done:,}/{total:,} ({embedder})")
+        bar.progress(min(1.0, done / max(1, total)), text=step)
+    return progress
+
+
 def prepare_dataset(path: str, embedder: str, progress: Callable[[str, int, int], None]) -> Candidates | None:
-    """Validate a dataset folder, build its indexes and candidate pool (with progress)."""
-    dataset = load_dataset(resolve_path(path))
-    open_index(dataset, embedder, progress=progress)
-    if dataset.queries:
-        return load_pool(dataset, embedder, DEFAULT_POOL_DEPTH, progress=progress)
-    return None
+    """Validate a dataset folder, build its indexes and candidate pool (``eval.stores.pool.prepare``)."""
+    return prepare(load_dataset(resolve_path(path)), embedder, progress)[1]
 
 
 def home_dir() -> Path:
