@@ -53,6 +53,11 @@ def on_source() -> None:
         st.session_state["tune_flash"] = f"Started from {s.format_label(label)}.{note}"
 
 
+def on_quality() -> None:
+    if tn.update(("knob", kn.FUSION_PATH, "adaptive"), pool_depth) is None:
+        st.session_state["tune_pane"] = "confidence"
+
+
 def on_reset() -> None:
     note = kept("a reset")
     if tn.update(("reset",)) is None:
@@ -146,6 +151,12 @@ def knob_panel(config, routed: str | None) -> str | None:
                 "confidence" if pane == "confidence" else "vitality"]
             st.caption(f"Documents per {pane} band: high {high} · mid {mid} · low {low} (of {high + mid + low}). "
                        "A factor whose band is empty changes nothing.")
+            for warning in views.band_warnings(profile.quality):
+                st.caption(f":orange[Band order: {md(warning)}: a less trusted band now weighs more.]")
+    if not any(kn.pane_of(r.path) == "confidence" for r in refs):
+        st.button("Add F_conf / F_vit (seed 001's adaptive fusion)", on_click=on_quality, key="tune_quality",
+                  use_container_width=True, help="Switch the fusion to adaptive: confidence and vitality "
+                                                 "factors on top of the weighted paths.")
     if config.fusion in ("vector", "bm25"):
         st.caption("Single-path baseline: no weights to tune. Pick a fusion method above.")
     return edit_profile

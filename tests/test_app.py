@@ -602,3 +602,11 @@ def test_tune_query_note_and_sortable_query_list(app, home):
     table = frame_with(at, "query", "score", "baseline", "delta", "judged@5")
     assert list(table["query"])[:2] == ["q1", "q2"]
     assert (table["delta"] - (table["score"] - table["baseline"])).abs().max() < 1e-12
+
+
+def test_tune_quality_knobs_one_click_away_and_band_order_warned(app):
+    at = run(app.button(key="tune_quality").click())
+    assert at.session_state["tune_state"].config.fusion == "adaptive"
+    assert at.slider(key="tune_k_adaptive.profile.quality.conf_mid_factor")       # the F_conf pane is open
+    at = run(at.slider(key="tune_k_adaptive.profile.quality.conf_mid_factor").set_value(1.5))
+    assert any("F_conf mid (1.5) is above F_conf high (1)" in t.replace("\\", "") for t in texts(at))
