@@ -610,3 +610,23 @@ def test_tune_quality_knobs_one_click_away_and_band_order_warned(app):
     assert at.slider(key="tune_k_adaptive.profile.quality.conf_mid_factor")       # the F_conf pane is open
     at = run(at.slider(key="tune_k_adaptive.profile.quality.conf_mid_factor").set_value(1.5))
     assert any("F_conf mid (1.5) is above F_conf high (1)" in t.replace("\\", "") for t in texts(at))
+
+
+def test_optimise_result_applies_to_tune_saves_as_profile_and_clears_when_the_pipeline_changes(app):
+    at = goto(app, "pages/sweep.py")
+    at = run(at.segmented_control(key="sweep_page_mode").set_value("Optimise"))
+    at = run(at.number_input(key="opt_trials").set_value(3))
+    at = run(at.number_input(key="opt_folds").set_value(2))
+    at = run(at.button(key="opt_run").click())
+    final = at.session_state["opt_result"].final_config
+    at = run(at.button(key="opt_apply").click())
+    assert at.session_state["tune_state"].config == final
+    at = run(at.text_input(key="opt_profile_name").set_value("opt-k"))
+    at = run(at.button(key="opt_save").click())
+    from eval.stores.configs import resolve_config
+
+    saved = resolve_config("saved:opt-k")
+    assert (saved.fusion, saved.params) == (final.fusion, final.params)
+    at = run(at.selectbox(key="opt_base").set_value("weighted"))
+    assert at.session_state["opt_result"] is None
+    assert not at.metric                                            # no stale estimate on screen
