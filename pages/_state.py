@@ -323,11 +323,12 @@ def require_pool(ws: Workspace) -> Candidates:
         st.stop()
     try:
         if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH).is_file():
-            with st.status(f"Preparing {ws.dataset.name} for {ws.embedder}: loading the embedding model…",
-                           expanded=True) as status:
+            holder = st.empty()                  # the status goes once the pool is there
+            with holder.status(f"Preparing {ws.dataset.name} for {ws.embedder}: loading the embedding model…",
+                               expanded=True) as status:
                 bar = st.progress(0.0)
                 prepare_dataset(ws.path, ws.embedder, _named_progress(status, bar, ws.embedder))
-                status.update(label=f"{ws.dataset.name} is ready", state="complete", expanded=False)
+            holder.empty()
         return ws.pool()
     except (ValueError, RuntimeError, OSError) as error:
         st.error(f"Cannot retrieve candidates for **{md(ws.dataset.name)}**: {md(error)}")
