@@ -178,9 +178,12 @@ with left:
     st.markdown(f"**{md(record.get('name'))}** · {md(record.get('time'))} · from {md(record.get('source'))}")
     st.code(record.get("config", ""), language="toml")
 with right:
-    st.markdown("**Metrics**")
-    st.json({"metrics": record.get("metrics"), "baseline": record.get("baseline"),
-             "baseline_metrics": record.get("baseline_metrics")}, expanded=True)
+    base_metrics = record.get("baseline_metrics") or {}
+    st.markdown(f"**Metrics** · against baseline {code(record.get('baseline') or '—')}")
+    st.table([{"metric": sh.metric_label(m), "value": f"{v:.4f}",
+               "baseline": f"{base_metrics[m]:.4f}" if m in base_metrics else "—",
+               "Δ": f"{v - base_metrics[m]:+.4f}" if m in base_metrics else "—"}
+              for m, v in (record.get("metrics") or {}).items()])
     if record.get("fingerprint") != ws.fingerprint():
         st.warning("Logged on a different dataset version (fingerprint differs).", icon=":material/warning:")
 
