@@ -15,6 +15,7 @@ from eval.stores.experiments import ExperimentStore
 from pages import _harness as hx
 from pages import _state as sh
 from pages import _tune_state as tn
+from pages import _snapshots as snaps
 from pages import _tables as tb
 from pages._markup import code, md
 
@@ -28,6 +29,9 @@ st.caption(f"**{md(ws.dataset.name)}** · offline report of the chosen pipelines
 st.session_state.setdefault("reports_pipelines", ["rrf", "seed-adaptive", "seed-salience"])
 st.session_state.setdefault("reports_file", None)
 st.session_state.setdefault("reports_flash", "")
+if st.session_state["reports_flash"]:          # set by a callback: shown before anything can stop the page
+    st.toast(st.session_state["reports_flash"])
+    st.session_state["reports_flash"] = ""
 
 
 def snapshot_choices(records: list[dict]) -> dict[str, str]:
@@ -151,6 +155,7 @@ with st.container(border=True):
                 st.markdown(Path(report["md"]).read_text("utf-8"))
 
 compare_snapshots()
+snaps.section(ws)
 st.subheader("Past experiments")
 records = ExperimentStore().list()
 experiments = tb.experiments_frame(records)
@@ -202,7 +207,3 @@ with right:
                          icon=":material/download:", use_container_width=True)
     b[2].download_button("JSON", json.dumps(record, indent=1, ensure_ascii=False),
                          file_name=f"experiment-{index}.json", icon=":material/download:", use_container_width=True)
-
-if st.session_state["reports_flash"]:
-    st.toast(st.session_state["reports_flash"])
-    st.session_state["reports_flash"] = ""

@@ -32,9 +32,9 @@ def start(home, monkeypatch, dataset: Path = TINY) -> AppTest:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     st.cache_data.clear()
     st.cache_resource.clear()
-    for store in ("judgments", "profiles", "tries"):
+    for store in ("judgments", "profiles", "tries", "snapshots"):
         for path in (home / store).glob("*") if (home / store).is_dir() else ():
-            path.unlink()
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
     (home / "experiments.json").unlink(missing_ok=True)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
@@ -630,3 +630,19 @@ def test_optimise_result_applies_to_tune_saves_as_profile_and_clears_when_the_pi
     at = run(at.selectbox(key="opt_base").set_value("weighted"))
     assert at.session_state["opt_result"] is None
     assert not at.metric                                            # no stale estimate on screen
+
+
+def test_reports_freeze_two_snapshots_and_compare_them_per_query(app):
+    at = goto(app, "pages/reports.py")
+    for label, name in (("vector", "v-then"), ("rrf", "rrf-then")):
+        at.selectbox(key="snap_config").set_value(label)
+        at.text_input(key="snap_name").set_value(name)
+        at = run(at.button(key="snap_freeze").click())
+    at = run(at.selectbox(key="snap_a").set_value("v-then"))
+    at = run(at.selectbox(key="snap_b").set_value("rrf-then"))
+    table = frame_with(at, "query", "A", "B", "delta")
+    assert sorted(table["query"]) == ["q1", "q2", "q3", "q4"]
+    assert (table["delta"] - (table["B"] - table["A"])).abs().max() < 1e-5
+    at.text_input(key="snap_name").set_value("v-then")            # a taken name is refused, not overwritten
+    at = run(at.button(key="snap_freeze").click())
+    assert any("exists" in t.value for t in at.toast)
