@@ -12,13 +12,14 @@ import streamlit as st
 
 from eval.experiments import tune_state
 from pages import _tune_state as tn
-from pages._state import TUNE_KNOB_PREFIX
+from pages._state import TUNE_KNOB_PREFIX, TUNE_KNOBS_DRAWN
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.fusion import FUSIONS
 from retrieval.params import Knob, KnobRef
 from retrieval.pipeline import PipelineConfig, knobs, sweepable_params
 
 FUSION_PATH = tune_state.FUSION_PATH
+_MISSING = object()
 FUSION_KNOB = Knob("choice", "fusion method",
                    "  \n".join(f"**{name}**: {fusion.summary} ({fusion.source})" for name, fusion in FUSIONS.items()),
                    options=tuple(FUSIONS), sweepable=False)
@@ -92,11 +93,28 @@ def _on_change(path: str, pool_depth: int) -> None:
     tn.update(("knob", path, st.session_state[key_of(path)]), pool_depth)
 
 
-def render(ref: KnobRef, pool_depth: int) -> None:
-    """One widget bound to ``ref.path``, showing ``ref.value`` (the state's): its value is written
-    before it is drawn on every run, so it cannot drift from the configuration that ranks."""
+def drawn() -> tuple[set, set]:
+    """The knob paths the previous run drew (none after a full run's start: app.py), and the set
+    this run fills."""
+    before = st.session_state.get(TUNE_KNOBS_DRAWN) or set()
+    now = st.session_state[TUNE_KNOBS_DRAWN] = set()
+    return before, now
+
+
+def render(ref: KnobRef, pool_depth: int, before: set, now: set) -> None:
+    """One widget bound to ``ref.path``, showing ``ref.value`` (the state's).
+
+    Its value is written from the state whenever the browser may show anything else: on a full
+    run, when the widget was not drawn by the previous run (the browser builds it anew), and when
+    it differs from the state; a knob move's fragment rerun writes none of the unchanged ones."""
     knob, value, key = ref.knob, ref.value, key_of(ref.path)
-    st.session_state[key] = value
+    try:
+        shown = st.session_state[key]   # ``key in st.session_state`` copies the whole state: avoid it
+    except KeyError:
+        shown = _MISSING
+    if ref.path not in before or shown != value or type(shown) is not type(value):
+        st.session_state[key] = value
+    now.add(ref.path)
     label = knob.label
     common = dict(key=key, on_change=_on_change, args=(ref.path, pool_depth), help=knob.help or None)
     if knob.kind == "bool":

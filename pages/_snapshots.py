@@ -18,6 +18,10 @@ def _config(label: str):
     return tn.config() if label == TUNE_LABEL else cfg.resolve_config(label)
 
 
+def _label(label: str) -> str:
+    return "◎ Tune · current knobs" if label == TUNE_LABEL else sh.format_label(label)
+
+
 def on_freeze(ws) -> None:
     name = st.session_state.get("snap_name", "").strip()
     try:
@@ -39,12 +43,13 @@ def section(ws) -> None:
     labels = ([TUNE_LABEL] if tn.has_state() else []) + cfg.config_labels()
     row = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
     row[0].selectbox("Configuration", labels, key="snap_config",
-                     format_func=lambda x: "◎ Tune · current knobs" if x == TUNE_LABEL else sh.format_label(x))
+                     format_func=_label)
     row[1].text_input("Snapshot name", key="snap_name", placeholder="e.g. before-bm25-change")
     row[2].text_input("Notes", key="snap_notes")
     row[3].button("Freeze", type="primary", key="snap_freeze", on_click=on_freeze, args=(ws,),
-                  use_container_width=True, help="Keep this configuration's rankings and per-query values "
-                                                 "as they are now, with the judgments' version.")
+                  use_container_width=True,
+                  help="Keep this configuration's rankings and per-query values as they are now, "
+                       "with the judgments' version.")
     names = store.names()
     if len(names) < 2:
         st.caption("Freeze two snapshots to compare them.")
@@ -53,20 +58,21 @@ def section(ws) -> None:
     a_name = pick[0].selectbox("Snapshot A", names, key="snap_a")
     b_name = pick[1].selectbox("Snapshot B", names, key="snap_b", index=len(names) - 1)
     a, b = store.load(a_name), store.load(b_name)
-    st.caption(f"A = {code(a['config_name'])} frozen {md(a['time'])} · B = {code(b['config_name'])} frozen "
-               f"{md(b['time'])}")
+    st.caption(f"A = {code(a['config_name'])} frozen {md(a['time'])} · "
+               f"B = {code(b['config_name'])} frozen {md(b['time'])}")
     if a["judgments"] != b["judgments"]:
-        st.warning("A and B were scored with different judgments: part of a delta may come from the grades.")
+        st.warning("A and B were scored with different judgments: part of a delta may come from "
+                   "the grades.")
     if a["fingerprint"] != b["fingerprint"]:
         st.warning("A and B were frozen on different versions of the dataset.")
     metric = sh.PRIMARY
     rows = compare(a, b, metric)
-    event = st.dataframe(rows, hide_index=True, key="snap_table", on_select="rerun", selection_mode="single-row",
-                         column_config={"A": st.column_config.NumberColumn(f"A {sh.metric_label(metric)}",
-                                                                           format="%.4f"),
-                                        "B": st.column_config.NumberColumn(f"B {sh.metric_label(metric)}",
-                                                                           format="%.4f"),
-                                        "delta": st.column_config.NumberColumn("Δ", format="%+.4f")})
+    label = sh.metric_label(metric)
+    columns = {"A": st.column_config.NumberColumn(f"A {label}", format="%.4f"),
+               "B": st.column_config.NumberColumn(f"B {label}", format="%.4f"),
+               "delta": st.column_config.NumberColumn("Δ", format="%+.4f")}
+    event = st.dataframe(rows, hide_index=True, key="snap_table", on_select="rerun",
+                         selection_mode="single-row", column_config=columns)
     chosen = event.selection.rows if event is not None else []
     if not chosen:
         st.caption("Select a query to see both rankings side by side.")
@@ -75,4 +81,5 @@ def section(ws) -> None:
     left, right = st.columns(2)
     for col, snap, label in ((left, a, "A"), (right, b, "B")):
         col.markdown(f"**{label}** · {code(snap['name'])} · {md(qid)}")
-        col.table([{"rank": i + 1, "doc": doc} for i, doc in enumerate(snap["queries"][qid]["ranking"])])
+        ranking = snap["queries"][qid]["ranking"]
+        col.table([{"rank": i + 1, "doc": doc} for i, doc in enumerate(ranking)])

@@ -50,6 +50,7 @@ K_EMBEDDER = "rwb_embedder"
 K_BASELINE = "rwb_baseline"
 K_RUN_STARTED = "rwb_run_started"
 TUNE_KNOB_PREFIX = "tune_k_"
+TUNE_KNOBS_DRAWN = "tune_knobs_drawn"     # knob paths the last run drew (pages/_knobs.render)
 
 
 # ---- datasets and sidebar state ------------------------------------------------------------
@@ -143,6 +144,7 @@ def file_stamp(path: Path) -> tuple:
 def mark_run_start() -> None:
     """Called first thing in app.py: the footer of Tune reports the whole rerun from here."""
     st.session_state[K_RUN_STARTED] = time.perf_counter()
+    st.session_state[TUNE_KNOBS_DRAWN] = set()     # a full run redraws every knob with its value
 
 
 # ---- cached resources ------------------------------------------------------------------------

@@ -15,7 +15,8 @@ def _flash(text: str) -> None:
 
 def on_keep(store: TryStore) -> None:
     entry = tn.keep_try(store, force=True)
-    _flash(f"Kept as try #{entry['id']}." if entry else "Nothing to keep yet: the ranking is not scored.")
+    _flash(f"Kept as try #{entry['id']}." if entry
+           else "Nothing to keep yet: the ranking is not scored.")
 
 
 def on_restore(store: TryStore) -> None:
@@ -50,17 +51,20 @@ def tries_table(tries: list[dict], primary: str, label: str) -> str:
         value = t["metrics"].get(primary, float("nan"))
         delta = value - t["baseline_metrics"].get(primary, float("nan"))
         changes = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in t["changes"].items()) or "—"
-        rows.append(f"<tr><td>#{t['id']}</td><td>{h(t['name'] or t['source'])}</td><td>{value:.4f}</td>"
+        name = h(t["name"] or t["source"])
+        rows.append(f"<tr><td>#{t['id']}</td><td>{name}</td><td>{value:.4f}</td>"
                     f"<td>{delta:+.4f}</td><td>{h(changes[:60])}</td></tr>")
     head = f"<tr><th>try</th><th>name</th><th>{h(label)}</th><th>Δ</th><th>changed</th></tr>"
-    return f'<table class="rwb-t rwb-tries"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    body = "".join(rows)
+    return f'<table class="rwb-t rwb-tries"><thead>{head}</thead><tbody>{body}</tbody></table>'
 
 
 def panel(store: TryStore, primary: str, label: str) -> None:
     """A popover: the tries (newest first) with their scores, restore, name and notes."""
     tries = store.tries()
     with st.popover(f"Tries · {len(tries)}", use_container_width=True):
-        st.button("Keep the current knobs as a try", on_click=on_keep, args=(store,), key="tune_try_keep")
+        st.button("Keep the current knobs as a try", on_click=on_keep, args=(store,),
+                  key="tune_try_keep")
         if not tries:
             st.caption("No tries yet: a try is kept when you leave a set of knob moves "
                        "(another query, starting point or reset) or press the button above.")
@@ -73,7 +77,8 @@ def panel(store: TryStore, primary: str, label: str) -> None:
         st.selectbox("Try", ids, key="tune_try_pick",
                      format_func=lambda i: f"#{i} {by_id[i]['name'] or by_id[i]['source']}")
         chosen = by_id[st.session_state["tune_try_pick"]]
-        st.button("Restore this try", on_click=on_restore, args=(store,), type="primary", key="tune_try_restore")
+        st.button("Restore this try", on_click=on_restore, args=(store,), type="primary",
+                  key="tune_try_restore")
         st.session_state["tune_try_name"] = chosen["name"]
         st.session_state["tune_try_notes"] = chosen["notes"]
         with st.form("tune_try_form", border=False):
@@ -86,5 +91,6 @@ def query_note(store: TryStore, query_id: str) -> None:
     note = store.query_notes().get(query_id, "")
     st.session_state["tune_query_note"] = note
     with st.expander(f"Notes on {query_id}" + (" ·  ✎" if note else ""), expanded=False):
-        st.text_area("Notes on this query", key="tune_query_note", height=80, label_visibility="collapsed",
-                     on_change=on_query_note, args=(store, query_id), placeholder="what to look at, why it fails…")
+        st.text_area("Notes on this query", key="tune_query_note", height=80,
+                     label_visibility="collapsed", on_change=on_query_note, args=(store, query_id),
+                     placeholder="what to look at, why it fails…")

@@ -142,7 +142,8 @@ def keep_try(store, reason: str = "", force: bool = False) -> dict | None:
         changes = changed_params(current.config, resolve_config(current.source))
     except (ValueError, OSError):
         changes = {}
-    return store.add(current.config, current.source, changes, scored[1], scored[2], scored[3], reason)
+    _, means, baseline, baseline_means = scored
+    return store.add(current.config, current.source, changes, means, baseline, baseline_means, reason)
 
 
 def restore_try(store, try_id: int) -> None:

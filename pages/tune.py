@@ -134,7 +134,8 @@ def knob_panel(config, routed: str | None) -> str | None:
                                     help="With the intent router on, each query uses its routed profile."
                                          + (f" This query routes to **{md(routed)}**." if routed else ""))
     refs = kn.tune_knobs(config, edit_profile)
-    kn.render(refs[0], pool_depth)                      # the fusion method, above the panes
+    before, now = kn.drawn()
+    kn.render(refs[0], pool_depth, before, now)                      # the fusion method, above the panes
     panes = [p for p in kn.PANES if any(kn.pane_of(r.path) == p for r in refs)]
     if st.session_state.get("tune_pane") not in panes:
         st.session_state["tune_pane"] = panes[0]
@@ -142,7 +143,7 @@ def knob_panel(config, routed: str | None) -> str | None:
                                 label_visibility="collapsed")
     for ref in refs:
         if kn.pane_of(ref.path) == pane:
-            kn.render(ref, pool_depth)
+            kn.render(ref, pool_depth, before, now)
     if pane in ("confidence", "vitality"):
         quality = next((r for r in refs if r.path.endswith(".quality.conf_high")), None)
         if quality is not None:
@@ -316,6 +317,8 @@ def live() -> None:
         if st.session_state["tune_flash"]:
             st.toast(st.session_state["tune_flash"])
             st.session_state["tune_flash"] = ""
+        if c is not None:
+            tn.sync_url(state, c.query_ids)        # a knob move is a fragment run: the link follows it
         if ev is not None:
             total = (time.perf_counter() - started) * 1000
             st.caption(f"Server: this {'fragment ' if fragment_run else ''}rerun took **{total:.1f} ms** "
@@ -329,5 +332,3 @@ st.caption(f"**{md(ws.dataset.name)}** · every knob re-scores the whole query s
            "no index is touched.")
 query_picker()
 live()
-if c is not None:
-    tn.sync_url(tn.state(), c.query_ids)
