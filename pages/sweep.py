@@ -72,7 +72,7 @@ if page_mode == "Optimise":
     qrels, judged = ws.judged()
     n_judged = judged.n_judged
     with st.container(border=True):
-        row = st.columns([1.6, 1.0, 0.8, 0.8, 0.8, 1.0], vertical_alignment="bottom")
+        row = st.columns([1.4, 1.45, 0.8, 0.8, 0.8, 1.0], vertical_alignment="bottom")   # "random" fits at 1400 px
         opt_label = row[0].selectbox("Pipeline to optimise", options, key="opt_base", format_func=fmt,
                                      index=options.index("rrf") if "rrf" in options else 0)
         opt_base = resolve(opt_label)

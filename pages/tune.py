@@ -216,7 +216,7 @@ def live() -> None:
     config = state.config
     qi, free_text = query_pick(state)
     st.session_state["tune_ranked"] = (config, qi, free_text)
-    left, right = st.columns([1.2, 2.8], gap="medium")
+    left, right = st.columns([1.45, 2.8], gap="medium")      # four knob panes fit at 1400 px
     routed = c.intent_route[qi] if qi is not None else None
 
     with left:
