@@ -78,7 +78,7 @@ st.caption(f"**{md(ws.dataset.name)}** · {evaluation.n_queries} judged queries 
            + "  \n".join(md(line) for line in method_lines(experiment.settings(), significance, intervals)))
 
 # ---- means of every metric, then one metric's statistics ------------------------------------------
-means_col, stats_col = st.columns([1, 1.5], gap="large")
+means_col, stats_col = st.container(), st.container()     # stacked: every column shows at 1400 px
 with means_col:
     st.subheader("Means")
     st.dataframe(tb.style_marks(tb.means_frame(evaluation, significance)), hide_index=True, key="eval_table",
