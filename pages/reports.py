@@ -50,7 +50,7 @@ def snapshot_config(label: str, records: list[dict]):
 def compare_snapshots() -> None:
     """Any two snapshots side by side on the current dataset: metric deltas with significance
     and each query's rank changes."""
-    st.subheader("Compare two snapshots")
+    st.subheader("Compare two configurations (re-scored on today's data)")
     if not ws.has_queries:
         st.info("Comparing needs a query set.")
         return
