@@ -42,7 +42,7 @@ class Refusal:
 
 
 def value_of(config: PipelineConfig, path: str):
-    """The value of knob ``path`` (or the fusion method); ``None`` when ``config`` has no such knob."""
+    """The value of knob ``path`` (or the fusion method); ``None`` when ``config`` lacks it."""
     if path == FUSION_PATH:
         return config.fusion
     for ref in knobs(config):
@@ -55,7 +55,8 @@ def has_knob(config: PipelineConfig, path: str) -> bool:
     return path == FUSION_PATH or any(ref.path == path for ref in knobs(config))
 
 
-def set_knob(config: PipelineConfig, path: str, value, pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
+def set_knob(config: PipelineConfig, path: str, value,
+             pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
     """``config`` with one knob set; ``ValueError`` (with the engine's message) when invalid."""
     if path == FUSION_PATH:
         if value == config.fusion:
@@ -64,13 +65,14 @@ def set_knob(config: PipelineConfig, path: str, value, pool_depth: int = DEFAULT
     else:
         new = with_param(config, path, value)
     if new.path_depth > pool_depth:
-        raise ValueError(f"per-path depth {new.path_depth} exceeds the candidate pool ({pool_depth}); "
+        raise ValueError(f"per-path depth {new.path_depth} exceeds the candidate pool "
+                         f"({pool_depth}); "
                          "lower max results, the multiplier or the depth")
     return new
 
 
 def changed_params(config: PipelineConfig, start: PipelineConfig) -> dict[str, object]:
-    """The knobs of ``config`` whose value differs from ``start`` (the fusion first when it differs)."""
+    """The knobs of ``config`` whose value differs from ``start`` (the fusion first)."""
     out: dict[str, object] = {}
     if config.fusion != start.fusion:
         out[FUSION_PATH] = config.fusion
@@ -83,7 +85,7 @@ def changed_params(config: PipelineConfig, start: PipelineConfig) -> dict[str, o
 
 def with_changes(start: PipelineConfig, changes: dict[str, object],
                  pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
-    """``start`` with ``changes`` applied in order (the fusion first); ``ValueError`` when one is refused."""
+    """``start`` with ``changes`` applied, the fusion first; ``ValueError`` when one is refused."""
     config = start
     if FUSION_PATH in changes:
         config = set_knob(config, FUSION_PATH, changes[FUSION_PATH], pool_depth)
@@ -125,9 +127,11 @@ def update(state: TuneState, action: tuple, resolve: Callable[[str], PipelineCon
     if kind == "knob":
         _, path, value = action
         if not has_knob(state.config, path):
-            return state, Refusal(path, f"{state.config.name} has no parameter {path} (the knobs changed)")
+            return state, Refusal(path, f"{state.config.name} has no parameter {path} "
+                                        "(the knobs changed)")
         try:
-            return dataclasses.replace(state, config=set_knob(state.config, path, value, pool_depth)), None
+            config = set_knob(state.config, path, value, pool_depth)
+            return dataclasses.replace(state, config=config), None
         except (ValueError, TypeError) as error:
             return state, Refusal(path, str(error))
     if kind in ("source", "reset"):

@@ -20,7 +20,8 @@ from eval.statistics.significance import compare_pair
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline
 
-METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P", "hit_rate": "Hit", "map": "MAP"}
+METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P",
+                 "hit_rate": "Hit", "map": "MAP"}
 PERMUTATIONS = 10_000
 
 
@@ -29,16 +30,18 @@ def metric_label(name: str) -> str:
     return f"{METRIC_LABELS.get(base, base)}@{cutoff}" if cutoff else METRIC_LABELS.get(base, base)
 
 
-def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str], test: str = "t") -> list[dict]:
+def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str],
+                 test: str = "t") -> list[dict]:
     """Per metric: value, baseline, delta and p of ``cand`` against ``base``
     (``eval.statistics.significance.compare_pair``: the paired t-test, or Fisher's randomization
     test; one system compared, so no correction)."""
-    ps = compare_pair({m: base.counted(m) for m in metrics}, {m: cand.counted(m) for m in metrics}, test,
-                      PERMUTATIONS, seed=42)
+    ps = compare_pair({m: base.counted(m) for m in metrics}, {m: cand.counted(m) for m in metrics},
+                      test, PERMUTATIONS, seed=42)
     rows = []
     for name in metrics:
-        row = {"metric": name, "label": metric_label(name), "value": cand.means[name], "baseline": base.means[name],
-               "delta": cand.means[name] - base.means[name], "n": len(base.counted(name)), "p": ps[name]}
+        value, baseline = cand.means[name], base.means[name]
+        row = {"metric": name, "label": metric_label(name), "value": value, "baseline": baseline,
+               "delta": value - baseline, "n": len(base.counted(name)), "p": ps[name]}
         row["p_text"] = fmt_p(row["p"]) if np.isfinite(row["p"]) else "n/a"
         rows.append(row)
     return rows
@@ -87,8 +90,9 @@ def _badges(response: Response, config: PipelineConfig, intent: str) -> list[tup
     return badges
 
 
-def tune_view(config: PipelineConfig, documents, *, pool: Candidates | None = None, ev: LiveRun | None = None,
-              base_pool: Candidates | None = None, base_ev: LiveRun | None = None, baseline: PipelineConfig,
+def tune_view(config: PipelineConfig, documents, *, pool: Candidates | None = None,
+              ev: LiveRun | None = None, base_pool: Candidates | None = None,
+              base_ev: LiveRun | None = None, baseline: PipelineConfig,
               qrels: dict | None = None, qi: int | None = None, intent: str = "",
               free_text: Candidates | None = None, metrics: Sequence[str] = (), primary: str = "",
               fisher: dict[str, float] | None = None) -> TuneView:
@@ -111,14 +115,15 @@ def tune_view(config: PipelineConfig, documents, *, pool: Candidates | None = No
     score = None
     if qi is not None and pool is not None and ev is not None:
         response = response_for(pool, ev.run, qi, documents)
-        base = response_for(base_pool if base_pool is not None else pool, base_ev.run, qi, documents)
+        base = response_for(pool if base_pool is None else base_pool, base_ev.run, qi, documents)
         judgments = (qrels or {}).get(pool.query_ids[qi], {})
         returned = {r.id for r in response.results}
         by_id = {d.id: d for d in documents} if judgments else {}
         missed = [(d, g, by_id[d].text if d in by_id else "") for d, g in
                   sorted(judgments.items(), key=lambda x: -x[1]) if g > 0 and d not in returned]
         if primary:
-            score = QueryScore(primary, float(ev.values[primary][qi]), float(base_ev.values[primary][qi]))
+            score = QueryScore(primary, float(ev.values[primary][qi]),
+                               float(base_ev.values[primary][qi]))
     elif free_text is not None:
         response = response_for(free_text, run_pipeline(free_text, config), 0, documents)
         base = response_for(free_text, run_pipeline(free_text, baseline), 0, documents)
@@ -138,9 +143,11 @@ def query_table(pool: Candidates, ev: LiveRun, base_ev: LiveRun, qrels: dict, pr
         judged = qrels.get(qid, {})
         top = ranking.rows[starts[qi]:min(starts[qi + 1], starts[qi] + depth)]
         value, base = float(ev.values[primary][qi]), float(base_ev.values[primary][qi])
-        rows.append({"query": qid, "text": " ".join(pool.query_texts[qi].split())[:90], "score": value,
+        text = " ".join(pool.query_texts[qi].split())[:90]
+        rows.append({"query": qid, "text": text, "score": value,
                      "baseline": base, "delta": value - base,
-                     f"judged@{depth}": sum(pool.doc_ids[int(pool.doc_idx[r])] in judged for r in top)})
+                     f"judged@{depth}": sum(pool.doc_ids[int(pool.doc_idx[r])] in judged
+                                            for r in top)})
     return rows
 
 
@@ -148,8 +155,9 @@ def band_warnings(quality) -> list[str]:
     """Where a profile's F_conf or F_vit factors run against their bands' order (a lower band
     weighted above a higher one): allowed, as a deliberate experiment, but worth a word."""
     out = []
-    for factor, (high, mid, low) in (("F_conf", ("conf_high_factor", "conf_mid_factor", "conf_low_factor")),
-                                     ("F_vit", ("vit_high_factor", "vit_mid_factor", "vit_low_factor"))):
+    bands = (("F_conf", ("conf_high_factor", "conf_mid_factor", "conf_low_factor")),
+             ("F_vit", ("vit_high_factor", "vit_mid_factor", "vit_low_factor")))
+    for factor, (high, mid, low) in bands:
         h_, m_, l_ = (getattr(quality, name) for name in (high, mid, low))
         if m_ > h_:
             out.append(f"{factor} mid ({m_:g}) is above {factor} high ({h_:g})")

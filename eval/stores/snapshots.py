@@ -27,7 +27,8 @@ KEEP = 10          # ranked ids kept per query
 
 def judgments_version(qrels: dict) -> str:
     """A short hash of the judgments (query → doc → grade) a run was scored with."""
-    text = json.dumps({q: dict(sorted(d.items())) for q, d in sorted(qrels.items())}, sort_keys=True)
+    ordered = {q: dict(sorted(d.items())) for q, d in sorted(qrels.items())}
+    text = json.dumps(ordered, sort_keys=True)
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
@@ -43,19 +44,23 @@ class SnapshotStore:
     def names(self) -> list[str]:
         return sorted(p.stem for p in self.folder.glob("*.json")) if self.folder.is_dir() else []
 
-    def freeze(self, name: str, ev: LiveRun, pool: Candidates, qrels: dict, notes: str = "") -> dict:
+    def freeze(self, name: str, ev: LiveRun, pool: Candidates, qrels: dict,
+               notes: str = "") -> dict:
         """Keep ``ev``'s results on ``pool`` under ``name`` (refused when the name is taken)."""
         path = self._path(name)
         ranking = ev.run.ranking
         queries = {}
         for qi, qid in enumerate(pool.query_ids):
             rows = ranking.for_query(qi)[:KEEP]
-            values = {m: (None if math.isnan(float(v[qi])) else round(float(v[qi]), 6)) for m, v in ev.values.items()}
-            queries[qid] = {"values": values, "ranking": [pool.doc_ids[int(pool.doc_idx[r])] for r in rows]}
+            values = {m: (None if math.isnan(float(v[qi])) else round(float(v[qi]), 6))
+                      for m, v in ev.values.items()}
+            ranked = [pool.doc_ids[int(pool.doc_idx[r])] for r in rows]
+            queries[qid] = {"values": values, "ranking": ranked}
         record = {"name": name, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "notes": notes,
                   "config_name": ev.config.name, "config": to_toml(ev.config),
                   "fingerprint": self.dataset.fingerprint, "judgments": judgments_version(qrels),
-                  "metrics": {k: round(float(v), 6) for k, v in ev.means.items()}, "queries": queries}
+                  "metrics": {k: round(float(v), 6) for k, v in ev.means.items()},
+                  "queries": queries}
         with locked(path):
             if path.exists():
                 raise ValueError(f"a snapshot named {name!r} exists; choose another name")
@@ -65,7 +70,8 @@ class SnapshotStore:
     def load(self, name: str) -> dict:
         record = read_json(self._path(name), None)
         if not isinstance(record, dict) or not isinstance(record.get("queries"), dict):
-            raise ValueError(f"no snapshot {name!r}" if record is None else f"snapshot {name!r} is damaged")
+            raise ValueError(f"no snapshot {name!r}" if record is None
+                             else f"snapshot {name!r} is damaged")
         return record
 
 

@@ -32,7 +32,8 @@ class TryStore:
         state = read_json(self.path, {"tries": [], "query_notes": {}})
         if not (isinstance(state, dict) and isinstance(state.get("tries"), list)
                 and isinstance(state.get("query_notes"), dict)):
-            raise ValueError(f"{self.path}: damaged (not a tries file); restore it from a backup or move it aside")
+            raise ValueError(f"{self.path}: damaged (not a tries file); "
+                             "restore it from a backup or move it aside")
         return state
 
     def _save(self, state: dict) -> None:
@@ -47,14 +48,16 @@ class TryStore:
         """Keep ``config`` as a try; the last try itself when it holds the same configuration."""
         text = to_toml(config)
         record = {"source": source, "config": text, "changes": changes, "name": "", "notes": reason,
-                  "metrics": {k: round(float(v), 6) for k, v in means.items()}, "baseline": baseline,
+                  "metrics": {k: round(float(v), 6) for k, v in means.items()},
+                  "baseline": baseline,
                   "baseline_metrics": {k: round(float(v), 6) for k, v in baseline_means.items()}}
-        json.dumps(record)                        # refuse what cannot be stored before touching the file
+        json.dumps(record)              # refuse what cannot be stored before touching the file
         with locked(self.path):
             state = self._load()
             if state["tries"] and state["tries"][-1]["config"] == text:
                 return state["tries"][-1]
-            record = {"id": len(state["tries"]) + 1, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **record}
+            record = {"id": len(state["tries"]) + 1,
+                      "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **record}
             state["tries"].append(record)
             self._save(state)
         return record
