@@ -277,6 +277,12 @@ with right:
         st.subheader("rrf_k curve")
         fig = ch.rrfk_figure(tb.sweep_frame(curve), curve.metric, hx.start_value(result.base, "rrf.rrf_k"))
         st.plotly_chart(fig, config=ch.CONFIG, key="sweep_rrfk_chart")
+        best_k = curve.best_params["rrf.rrf_k"]
+        st.button(f"Apply the winner with the curve's rrf_k = {best_k:g}", key="sweep_apply_k",
+                  on_click=on_apply_config, use_container_width=True,
+                  args=(kn.apply(result.best_config, "rrf.rrf_k", best_k), st.session_state["sweep_base"],
+                        f"Winner with rrf_k = {best_k:g}"),
+                  help="The curve was measured at the starting weights: check the result on Tune.")
     st.subheader("Train vs held-out")
     fig = ch.folds_figure(tb.folds_frame(result), m, 200 if curve is not None else 300)
     st.plotly_chart(fig, config=ch.CONFIG, key="sweep_cv_chart")
