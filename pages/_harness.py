@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-import numpy as np
 import streamlit as st
 
-from eval.statistics.significance import Significance, compare_pair
+from eval.statistics.significance import Significance
 from eval.metrics.ranx_eval import Evaluation
 from eval.experiments.experiment import Experiment, ExperimentOptions, run_experiment
 from eval.stores.judgments import effective_qrels
@@ -25,13 +24,14 @@ from eval.reports.report import fmt_p
 from eval.search.space import ParamSpec, Space, spaced
 from eval.search.sweep import SweepResult
 from eval.search.sweep import sweep as harness_sweep
+from eval.experiments import views
 from eval.experiments.live import LiveRun
-from pages._state import METRICS, Workspace, get_dataset, get_judged, get_pool, metric_label
+from pages._state import METRICS, Workspace, get_dataset, get_pool
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig, get_param
 
 __all__ = ["fmt_p", "ParamSpec", "SweepResult", "Evaluation", "Significance", "Experiment", "ExperimentOptions"]
-PERMUTATIONS = 10_000
+PERMUTATIONS = views.PERMUTATIONS
 
 
 @st.cache_resource(show_spinner=False)
@@ -56,17 +56,8 @@ def warm_harness() -> object:
 # ---- live significance (Tune, Sweep) ------------------------------------------------------------
 
 def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str] = METRICS, test: str = "t") -> list[dict]:
-    """Per metric: value, baseline, delta and p of ``cand`` against ``base`` (``eval.statistics.significance.compare_pair``:
-    the paired t-test, or Fisher's randomization test; one system compared, so no correction)."""
-    ps = compare_pair({m: base.counted(m) for m in metrics}, {m: cand.counted(m) for m in metrics}, test,
-                      PERMUTATIONS, seed=42)
-    rows = []
-    for name in metrics:
-        row = {"metric": name, "label": metric_label(name), "value": cand.means[name], "baseline": base.means[name],
-               "delta": cand.means[name] - base.means[name], "n": len(base.counted(name)), "p": ps[name]}
-        row["p_text"] = fmt_p(row["p"]) if np.isfinite(row["p"]) else "n/a"
-        rows.append(row)
-    return rows
+    """``eval.experiments.views.compare_live`` over the workbench's metrics."""
+    return views.compare_live(base, cand, metrics, test)
 
 
 @st.cache_resource(max_entries=256, show_spinner="Fisher's randomization test (10,000 permutations per metric)…")

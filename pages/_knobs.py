@@ -7,19 +7,20 @@ grouped on screen and which routed profile's knobs are shown.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 
 import streamlit as st
 
-from pages._state import TUNE_CONFIG, TUNE_KNOB_PREFIX
+from eval.experiments import tune_state
+from pages import _tune_state as tn
+from pages._state import TUNE_KNOB_PREFIX, TUNE_KNOBS_DRAWN
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.fusion import FUSIONS
 from retrieval.fusion.adaptive import band_counts  # noqa: F401  (the Tune page's band captions)
 from retrieval.params import Knob, KnobRef
-from retrieval.pipeline import PipelineConfig, knobs, sweepable_params, with_params
+from retrieval.pipeline import PipelineConfig, knobs, sweepable_params
 
-FUSION_PATH = "fusion"
+FUSION_PATH = tune_state.FUSION_PATH
+_MISSING = object()
 FUSION_KNOB = Knob("choice", "fusion method",
                    "  \n".join(f"**{name}**: {fusion.summary} ({fusion.source})" for name, fusion in FUSIONS.items()),
                    options=tuple(FUSIONS), sweepable=False)
@@ -82,53 +83,41 @@ def key_of(path: str) -> str:
 
 def apply(config: PipelineConfig, path: str, value, pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
     """``config`` with one knob set; ValueError (with the engine's message) when invalid."""
-    if path == FUSION_PATH:
-        if value == config.fusion:
-            return config
-        new = dataclasses.replace(config, fusion=value, params=None)
-    else:
-        new = with_params(config, {path: value})
-    if new.path_depth > pool_depth:
-        raise ValueError(f"per-path depth {new.path_depth} exceeds the candidate pool ({pool_depth}); "
-                         "lower max results, the multiplier or the depth")
-    return new
+    return tune_state.set_knob(config, path, value, pool_depth)
 
 
 def value_of(config: PipelineConfig, path: str):
-    if path == FUSION_PATH:
-        return config.fusion
-    for ref in knobs(config):
-        if ref.path == path:
-            return ref.value
-    raise KeyError(path)
+    return tune_state.value_of(config, path)
 
 
-@dataclass(frozen=True)
-class KnobError:
-    label: str
-    message: str
+def _on_change(path: str, pool_depth: int) -> None:
+    tn.update(("knob", path, st.session_state[key_of(path)]), pool_depth)
 
 
-def _on_change(path: str, label: str, pool_depth: int, error_key: str) -> None:
-    current = st.session_state[TUNE_CONFIG]
-    try:
-        st.session_state[TUNE_CONFIG] = apply(current, path, st.session_state[key_of(path)], pool_depth)
-        st.session_state[error_key] = None
-    except ValueError as error:
-        st.session_state[error_key] = KnobError(label, str(error))
-        st.session_state[key_of(path)] = value_of(current, path)
+def drawn() -> tuple[set, set]:
+    """The knob paths the previous run drew (none after a full run's start: app.py), and the set
+    this run fills."""
+    before = st.session_state.get(TUNE_KNOBS_DRAWN) or set()
+    now = st.session_state[TUNE_KNOBS_DRAWN] = set()
+    return before, now
 
 
-def render(ref: KnobRef, pool_depth: int, error_key: str) -> None:
-    """One widget bound to ``ref.path``; a refused value is reverted and reported in ``error_key``."""
+def render(ref: KnobRef, pool_depth: int, before: set, now: set) -> None:
+    """One widget bound to ``ref.path``, showing ``ref.value`` (the state's).
+
+    Its value is written from the state whenever the browser may show anything else: on a full
+    run, when the widget was not drawn by the previous run (the browser builds it anew), and when
+    it differs from the state; a knob move's fragment rerun writes none of the unchanged ones."""
     knob, value, key = ref.knob, ref.value, key_of(ref.path)
     try:
-        st.session_state[key]           # ``key in st.session_state`` copies the whole state: avoid it
+        shown = st.session_state[key]   # ``key in st.session_state`` copies the whole state: avoid it
     except KeyError:
+        shown = _MISSING
+    if ref.path not in before or shown != value or type(shown) is not type(value):
         st.session_state[key] = value
+    now.add(ref.path)
     label = knob.label
-    common = dict(key=key, on_change=_on_change, args=(ref.path, label, pool_depth, error_key),
-                  help=knob.help or None)
+    common = dict(key=key, on_change=_on_change, args=(ref.path, pool_depth), help=knob.help or None)
     if knob.kind == "bool":
         st.toggle(label, **common)
     elif knob.kind == "choice":

@@ -22,7 +22,8 @@ import streamlit as st
 from eval.stores.configs import resolve_config
 from eval.metrics.measure import DEFAULT_METRICS, Judged, judge
 from eval.experiments.live import LiveRun, evaluate_config
-from eval.stores.pool import load_pool, pool_path
+from eval.experiments.views import METRIC_LABELS, metric_label  # noqa: F401 (pages read them here)
+from eval.stores.pool import STEP_NAMES, load_pool, pool_path, prepare
 from eval.stores.experiments import ExperimentStore
 from eval.stores.judgments import JudgmentStore, effective_qrels
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
@@ -41,7 +42,6 @@ PRIMARY = "ndcg@5"
 OTHER_PATH = "Other folder…"
 GRADES = (0, 1, 2, 3)
 GRADE_LABELS = {0: "0 · not relevant", 1: "1 · related", 2: "2 · relevant", 3: "3 · exact answer"}
-METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P", "hit_rate": "Hit", "map": "MAP"}
 
 # shared (sidebar) session keys
 K_DATASET = "rwb_dataset"
@@ -49,15 +49,8 @@ K_DATASET_TYPED = "rwb_dataset_typed"
 K_EMBEDDER = "rwb_embedder"
 K_BASELINE = "rwb_baseline"
 K_RUN_STARTED = "rwb_run_started"
-# Tune's canonical state (other pages hand configs to Tune through these)
-TUNE_CONFIG = "tune_config"
-TUNE_SOURCE = "tune_source"
 TUNE_KNOB_PREFIX = "tune_k_"
-
-
-def metric_label(name: str) -> str:
-    base, _, cutoff = name.partition("@")
-    return f"{METRIC_LABELS.get(base, base)}@{cutoff}" if cutoff else METRIC_LABELS.get(base, base)
+TUNE_KNOBS_DRAWN = "tune_knobs_drawn"     # knob paths the last run drew (pages/_knobs.render)
 
 
 # ---- datasets and sidebar state ------------------------------------------------------------
@@ -113,7 +106,8 @@ def ensure_navigation() -> None:
 def init_shared_state() -> None:
     """Defaults for the sidebar keys, so every page also runs on its own."""
     ensure_navigation()
-    st.session_state.setdefault(K_DATASET, env_dataset())
+    if K_DATASET not in st.session_state:        # a link names the dataset (pages/_tune_state.py writes it)
+        st.session_state[K_DATASET] = st.query_params.get("dataset") or env_dataset()
     st.session_state.setdefault(K_DATASET_TYPED, "")
     st.session_state.setdefault(K_EMBEDDER, EMBEDDERS[0])
     st.session_state.setdefault(K_BASELINE, "vector")
@@ -150,6 +144,7 @@ def file_stamp(path: Path) -> tuple:
 def mark_run_start() -> None:
     """Called first thing in app.py: the footer of Tune reports the whole rerun from here."""
     st.session_state[K_RUN_STARTED] = time.perf_counter()
+    st.session_state[TUNE_KNOBS_DRAWN] = set()     # a full run redraws every knob with its value
 
 
 # ---- cached resources ------------------------------------------------------------------------
@@ -330,26 +325,30 @@ def require_pool(ws: Workspace) -> Candidates:
         st.stop()
     try:
         if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH).is_file():
-            bar = st.progress(0.0, text=f"Preparing {ws.embedder} for {ws.dataset.name}…")
-
-            def progress(stage: str, done: int, total: int) -> None:
-                bar.progress(min(1.0, done / max(1, total)), text=f"{stage}: {done:,}/{total:,} ({ws.embedder})")
-
-            prepare_dataset(ws.path, ws.embedder, progress)
-            bar.empty()
+            holder = st.empty()                  # the status goes once the pool is there
+            with holder.status(f"Preparing {ws.dataset.name} for {ws.embedder}: loading the embedding model…",
+                               expanded=True) as status:
+                bar = st.progress(0.0)
+                prepare_dataset(ws.path, ws.embedder, _named_progress(status, bar, ws.embedder))
+            holder.empty()
         return ws.pool()
     except (ValueError, RuntimeError, OSError) as error:
         st.error(f"Cannot retrieve candidates for **{md(ws.dataset.name)}**: {md(error)}")
         st.stop()
 
 
+def _named_progress(status, bar, embedder: str) -> Callable[[str, int, int], None]:
+    """A progress callback that names the step (``eval.stores.pool.STEP_NAMES``) in the status label."""
+    def progress(stage: str, done: int, total: int) -> None:
+        step = STEP_NAMES.get(stage, stage)
+        status.update(label=f"{step}: {done:,}/{total:,} ({embedder})")
+        bar.progress(min(1.0, done / max(1, total)), text=step)
+    return progress
+
+
 def prepare_dataset(path: str, embedder: str, progress: Callable[[str, int, int], None]) -> Candidates | None:
-    """Validate a dataset folder, build its indexes and candidate pool (with progress)."""
-    dataset = load_dataset(resolve_path(path))
-    open_index(dataset, embedder, progress=progress)
-    if dataset.queries:
-        return load_pool(dataset, embedder, DEFAULT_POOL_DEPTH, progress=progress)
-    return None
+    """Validate a dataset folder, build its indexes and candidate pool (``eval.stores.pool.prepare``)."""
+    return prepare(load_dataset(resolve_path(path)), embedder, progress)[1]
 
 
 def home_dir() -> Path:
@@ -368,29 +367,6 @@ def format_label(label: str) -> str:
 
 def parse_toml(text: str) -> PipelineConfig:
     return from_toml(text, "edited profile")
-
-
-def tune_config() -> PipelineConfig:
-    st.session_state.setdefault(TUNE_SOURCE, "rrf")
-    if TUNE_CONFIG not in st.session_state:
-        st.session_state[TUNE_CONFIG] = resolve_config(st.session_state[TUNE_SOURCE])
-    return st.session_state[TUNE_CONFIG]
-
-
-def set_tune_config(config: PipelineConfig, source: str | None = None) -> None:
-    """Hand a config to Tune (from Sweep, Profiles, Reports…): knob widgets re-read it."""
-    st.session_state[TUNE_CONFIG] = config
-    if source is not None:
-        st.session_state[TUNE_SOURCE] = source
-    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(TUNE_KNOB_PREFIX)]:
-        del st.session_state[key]
-
-
-def is_tuned(config: PipelineConfig) -> bool:
-    try:
-        return config != resolve_config(st.session_state.get(TUNE_SOURCE, config.name))
-    except ValueError:
-        return True
 
 
 # ---- stores: profiles and experiments -------------------------------------------------------

@@ -146,6 +146,15 @@ BADGE_COLOURS = {"blue": ("#ddf4ff", "#0969da"), "violet": ("#fbefff", "#8250df"
                  "orange": ("#fff1e5", "#bc4c00")}
 
 
+def query_score_html(score, label: str) -> str:
+    """This query's own score under the current knobs and its delta against the baseline."""
+    if not score.judged:
+        return f"This query · {h(label)}: <b>unjudged</b> (grade its results to score it)"
+    colour = GREEN if score.delta > 1e-12 else RED if score.delta < -1e-12 else GREY
+    return (f"This query · {h(label)} <b>{score.value:.4f}</b> · baseline {score.baseline:.4f} · "
+            f'<b style="color:{colour}">Δ {score.delta:+.4f}</b>')
+
+
 def summary_html(cards: list[dict], caption_html: str, badges: list[tuple[str, str]]) -> str:
     """Metric cards, their caption (already HTML) and the query's badges, as one element."""
     out = cards_html(cards) if cards else ""

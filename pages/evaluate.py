@@ -13,6 +13,7 @@ from eval.stores import configs as cfg
 from pages import _charts as ch
 from pages import _harness as hx
 from pages import _state as sh
+from pages import _tune_state as tn
 from pages import _tables as tb
 from pages._markup import code, md
 from retrieval.pipeline import response_for
@@ -25,7 +26,7 @@ st.html(tb.CSS)
 st.title("Evaluate")
 
 options = cfg.config_labels()
-if sh.TUNE_CONFIG in st.session_state:
+if tn.has_state():
     options.insert(0, TUNE_LABEL)
 st.session_state.setdefault("eval_pipelines", [x for x in ("rrf", "weighted", "seed-adaptive", "seed-salience")
                                                if x in options])
@@ -37,7 +38,7 @@ st.session_state.setdefault("eval_last_selection", None)
 
 
 def resolve(label: str):
-    return st.session_state[sh.TUNE_CONFIG] if label == TUNE_LABEL else cfg.resolve_config(label)
+    return tn.config() if label == TUNE_LABEL else cfg.resolve_config(label)
 
 
 def fmt(label: str) -> str:
@@ -77,7 +78,7 @@ st.caption(f"**{md(ws.dataset.name)}** · {evaluation.n_queries} judged queries 
            + "  \n".join(md(line) for line in method_lines(experiment.settings(), significance, intervals)))
 
 # ---- means of every metric, then one metric's statistics ------------------------------------------
-means_col, stats_col = st.columns([1, 1.5], gap="large")
+means_col, stats_col = st.container(), st.container()     # stacked: every column shows at 1400 px
 with means_col:
     st.subheader("Means")
     st.dataframe(tb.style_marks(tb.means_frame(evaluation, significance)), hide_index=True, key="eval_table",

@@ -7,6 +7,7 @@ import streamlit as st
 
 from eval.stores import configs as cfg
 from pages import _state as sh
+from pages import _tune_state as tn
 from pages import _tables as tb
 from pages._markup import code, md
 from retrieval.pipeline import PIPELINES, to_toml
@@ -73,7 +74,7 @@ def on_open_in_tune(label: str) -> None:
     except ValueError as error:
         st.session_state["profiles_flash"] = f":red[{md(error)}]"
         return
-    sh.set_tune_config(config, label)
+    tn.set_config(config, label)
     st.session_state["profiles_flash"] = "Opened in Tune."
 
 

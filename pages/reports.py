@@ -14,6 +14,8 @@ from eval.stores import configs as cfg
 from eval.stores.experiments import ExperimentStore
 from pages import _harness as hx
 from pages import _state as sh
+from pages import _tune_state as tn
+from pages import _snapshots as snaps
 from pages import _tables as tb
 from pages._markup import code, md
 
@@ -27,6 +29,9 @@ st.caption(f"**{md(ws.dataset.name)}** · offline report of the chosen pipelines
 st.session_state.setdefault("reports_pipelines", ["rrf", "seed-adaptive", "seed-salience"])
 st.session_state.setdefault("reports_file", None)
 st.session_state.setdefault("reports_flash", "")
+if st.session_state["reports_flash"]:          # set by a callback: shown before anything can stop the page
+    st.toast(st.session_state["reports_flash"])
+    st.session_state["reports_flash"] = ""
 
 
 def snapshot_choices(records: list[dict]) -> dict[str, str]:
@@ -45,7 +50,7 @@ def snapshot_config(label: str, records: list[dict]):
 def compare_snapshots() -> None:
     """Any two snapshots side by side on the current dataset: metric deltas with significance
     and each query's rank changes."""
-    st.subheader("Compare two snapshots")
+    st.subheader("Compare two configurations (re-scored on today's data)")
     if not ws.has_queries:
         st.info("Comparing needs a query set.")
         return
@@ -150,6 +155,7 @@ with st.container(border=True):
                 st.markdown(Path(report["md"]).read_text("utf-8"))
 
 compare_snapshots()
+snaps.section(ws)
 st.subheader("Past experiments")
 records = ExperimentStore().list()
 experiments = tb.experiments_frame(records)
@@ -177,9 +183,12 @@ with left:
     st.markdown(f"**{md(record.get('name'))}** · {md(record.get('time'))} · from {md(record.get('source'))}")
     st.code(record.get("config", ""), language="toml")
 with right:
-    st.markdown("**Metrics**")
-    st.json({"metrics": record.get("metrics"), "baseline": record.get("baseline"),
-             "baseline_metrics": record.get("baseline_metrics")}, expanded=True)
+    base_metrics = record.get("baseline_metrics") or {}
+    st.markdown(f"**Metrics** · against baseline {code(record.get('baseline') or '—')}")
+    st.table([{"metric": sh.metric_label(m), "value": f"{v:.4f}",
+               "baseline": f"{base_metrics[m]:.4f}" if m in base_metrics else "—",
+               "Δ": f"{v - base_metrics[m]:+.4f}" if m in base_metrics else "—"}
+              for m, v in (record.get("metrics") or {}).items()])
     if record.get("fingerprint") != ws.fingerprint():
         st.warning("Logged on a different dataset version (fingerprint differs).", icon=":material/warning:")
 
@@ -189,7 +198,7 @@ with right:
         except ValueError as error:
             st.session_state["reports_flash"] = f":red[{md(error)}]"
             return
-        sh.set_tune_config(config, config.name if config.name in cfg.config_labels() else None)
+        tn.set_config(config, config.name if config.name in cfg.config_labels() else None)
         st.session_state["reports_flash"] = "Opened in Tune."
 
     b = st.columns(3)
@@ -198,7 +207,3 @@ with right:
                          icon=":material/download:", use_container_width=True)
     b[2].download_button("JSON", json.dumps(record, indent=1, ensure_ascii=False),
                          file_name=f"experiment-{index}.json", icon=":material/download:", use_container_width=True)
-
-if st.session_state["reports_flash"]:
-    st.toast(st.session_state["reports_flash"])
-    st.session_state["reports_flash"] = ""

@@ -12,6 +12,7 @@ from pages import _charts as ch
 from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as sh
+from pages import _tune_state as tn
 from pages import _tables as tb
 from pages._markup import code, md
 
@@ -24,7 +25,7 @@ st.caption(f"**{md(ws.dataset.name)}** · search two knobs of a pipeline over th
            "shows how much of the gain survives on held-out queries.")
 
 options = cfg.config_labels()
-if sh.TUNE_CONFIG in st.session_state:
+if tn.has_state():
     options.insert(0, TUNE_LABEL)
 st.session_state.setdefault("sweep_base", TUNE_LABEL if TUNE_LABEL in options else "rrf")
 if st.session_state["sweep_base"] not in options:
@@ -37,11 +38,29 @@ st.session_state.setdefault("sweep_rrfk", None)
 
 
 def resolve(label: str):
-    return st.session_state[sh.TUNE_CONFIG] if label == TUNE_LABEL else cfg.resolve_config(label)
+    return tn.config() if label == TUNE_LABEL else cfg.resolve_config(label)
 
 
 def fmt(label: str) -> str:
     return "◎ Tune · current knobs" if label == TUNE_LABEL else sh.format_label(label)
+
+
+def source_of(label: str) -> str:
+    return label if label != TUNE_LABEL else tn.state().source
+
+
+def on_apply_config(config, label: str, what: str) -> None:
+    tn.set_config(config, source_of(label))
+    st.session_state["sweep_flash"] = f"{what} applied to Tune."
+
+
+def on_save_config(config, label: str, name_key: str) -> None:
+    name = st.session_state.get(name_key, "").strip()
+    try:
+        cfg.save_profile(name, config, source_of(label))
+        st.session_state["sweep_flash"] = f"Saved profile **{md(name)}**."
+    except ValueError as error:
+        st.session_state["sweep_flash"] = f":red[{md(error)}]"
 
 
 page_mode = st.segmented_control("Mode", ["Sweep", "Optimise"], key="sweep_page_mode", required=True,
@@ -53,7 +72,7 @@ if page_mode == "Optimise":
     qrels, judged = ws.judged()
     n_judged = judged.n_judged
     with st.container(border=True):
-        row = st.columns([1.6, 1.0, 0.8, 0.8, 0.8, 1.0], vertical_alignment="bottom")
+        row = st.columns([1.4, 1.45, 0.8, 0.8, 0.8, 1.0], vertical_alignment="bottom")   # "random" fits at 1400 px
         opt_label = row[0].selectbox("Pipeline to optimise", options, key="opt_base", format_func=fmt,
                                      index=options.index("rrf") if "rrf" in options else 0)
         opt_base = resolve(opt_label)
@@ -74,16 +93,20 @@ if page_mode == "Optimise":
         opt_clicked = st.button("Run optimiser", type="primary", icon=":material/play_arrow:", key="opt_run",
                                 use_container_width=True, disabled=not picked)
     if opt_clicked:
-        bar = st.progress(0.0, text="Optimising…")
+        asked = f"{int(trials)} trials per search × {int(folds) + 1} searches ({int(folds)} outer folds + final)"
+        bar = st.progress(0.0, text=f"Optimising: {asked}…")
         try:
             st.session_state["opt_result"] = tune_mod.tune(
                 c, qrels, opt_base, tune_mod.knob_space(opt_base, picked), trials=int(trials), folds=int(folds),
                 seed=int(seed), sampler=sampler, metric=opt_metric,
-                progress=lambda done, total: bar.progress(done / total, text=f"Optimising… {done}/{total} trials"))
+                progress=lambda done, total: bar.progress(done / total, text=f"Optimising: {asked} · "
+                                                          f"{done / total:.0%} of the scoring done"))
         except ValueError as error:
             st.error(f"Optimiser not run: {md(error)}", icon=":material/error:")
         bar.empty()
     tuned: tune_mod.TuneResult | None = st.session_state.get("opt_result")
+    if tuned is not None and tuned.base != opt_base:       # the pipeline changed: the result is stale
+        st.session_state["opt_result"] = tuned = None
     if tuned is None:
         st.info("Pick the parameters and run the optimiser.", icon=":material/auto_graph:")
         st.stop()
@@ -107,8 +130,19 @@ if page_mode == "Optimise":
                    "setting": ", ".join(f"{k}={v:g}" for k, v in f.params.items()),
                    "train": f.train_mean, "held-out": f.test_mean} for f in tuned.outer],
                  hide_index=True, key="opt_folds_table")
-    st.download_button("Download TOML", tuned.to_toml(), file_name=f"{tuned.final_config.name}.toml",
-                       mime="application/toml", icon=":material/download:", key="opt_download")
+    acts = st.columns([1, 1, 1, 2])
+    acts[0].button("Apply to Tune", icon=":material/tune:", key="opt_apply", use_container_width=True,
+                   on_click=on_apply_config, args=(tuned.final_config, opt_label, "Optimised setting"))
+    with acts[1].popover("Save as profile", icon=":material/save:", use_container_width=True):
+        st.text_input("Profile name", key="opt_profile_name", placeholder="e.g. rrf-optimised")
+        st.button("Save", type="primary", key="opt_save", on_click=on_save_config,
+                  args=(tuned.final_config, opt_label, "opt_profile_name"))
+    acts[2].download_button("Download TOML", tuned.to_toml(), file_name=f"{tuned.final_config.name}.toml",
+                            mime="application/toml", icon=":material/download:", key="opt_download",
+                            use_container_width=True)
+    if st.session_state.get("sweep_flash"):
+        st.toast(st.session_state["sweep_flash"])
+        st.session_state["sweep_flash"] = ""
     st.stop()
 
 
@@ -184,6 +218,8 @@ if go_clicked:
     bar.empty()
 
 result: hx.SweepResult | None = st.session_state["sweep_result"]
+if result is not None and result.base != base:             # the pipeline changed: the result is stale
+    st.session_state["sweep_result"] = st.session_state["sweep_rrfk"] = result = None
 if result is None:
     st.info("Set the ranges and run the sweep.", icon=":material/grid_on:")
     st.stop()
@@ -212,27 +248,13 @@ cols[3].markdown(f"**Setting** {settings_text}  \n{len(result.scores)} settings 
                  f"({result.configs_per_second:,.0f}/s) · ties go to the first setting enumerated")
 
 
-def on_apply() -> None:
-    label = st.session_state["sweep_base"]
-    sh.set_tune_config(result.best_config, label if label != TUNE_LABEL else st.session_state.get(sh.TUNE_SOURCE))
-    st.session_state["sweep_flash"] = "Winner applied to Tune."
-
-
-def on_save() -> None:
-    name = st.session_state.get("sweep_profile_name", "").strip()
-    try:
-        cfg.save_profile(name, result.best_config, st.session_state["sweep_base"]
-                        if st.session_state["sweep_base"] != TUNE_LABEL else st.session_state.get(sh.TUNE_SOURCE))
-        st.session_state["sweep_flash"] = f"Saved profile **{name}**."
-    except ValueError as error:
-        st.session_state["sweep_flash"] = f":red[{md(error)}]"
-
-
 actions = st.columns([1, 1, 1, 2])
-actions[0].button("Apply winner to Tune", icon=":material/tune:", on_click=on_apply, use_container_width=True)
+actions[0].button("Apply winner to Tune", icon=":material/tune:", on_click=on_apply_config,
+                  args=(result.best_config, st.session_state["sweep_base"], "Winner"), use_container_width=True)
 with actions[1].popover("Save as profile", icon=":material/save:", use_container_width=True):
     st.text_input("Profile name", key="sweep_profile_name", placeholder="e.g. rrf-swept")
-    st.button("Save", on_click=on_save, type="primary", key="sweep_save")
+    st.button("Save", on_click=on_save_config, type="primary", key="sweep_save",
+              args=(result.best_config, st.session_state["sweep_base"], "sweep_profile_name"))
 if actions[2].button("Log experiment", icon=":material/science:", use_container_width=True):
     ws.log_experiment(best_cfg, best_ev.means, "sweep", base_ev.means)
     st.toast("Logged the winner; see Reports.")
@@ -255,6 +277,12 @@ with right:
         st.subheader("rrf_k curve")
         fig = ch.rrfk_figure(tb.sweep_frame(curve), curve.metric, hx.start_value(result.base, "rrf.rrf_k"))
         st.plotly_chart(fig, config=ch.CONFIG, key="sweep_rrfk_chart")
+        best_k = curve.best_params["rrf.rrf_k"]
+        st.button(f"Apply the winner with the curve's rrf_k = {best_k:g}", key="sweep_apply_k",
+                  on_click=on_apply_config, use_container_width=True,
+                  args=(kn.apply(result.best_config, "rrf.rrf_k", best_k), st.session_state["sweep_base"],
+                        f"Winner with rrf_k = {best_k:g}"),
+                  help="The curve was measured at the starting weights: check the result on Tune.")
     st.subheader("Train vs held-out")
     fig = ch.folds_figure(tb.folds_frame(result), m, 200 if curve is not None else 300)
     st.plotly_chart(fig, config=ch.CONFIG, key="sweep_cv_chart")

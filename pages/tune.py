@@ -11,64 +11,76 @@ import time
 import streamlit as st
 
 from eval.stores import configs as cfg
+from eval.experiments import views
 from eval.experiments.live import evaluate_config
 from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as s
 from pages import _tables as tb
+from pages import _tune_state as tn
+from pages import _errors as er
+from pages import _tries as tr
+from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
 from retrieval.pipeline import response_for, run_pipeline
 
 ws = s.workspace()
 c = s.require_pool(ws) if ws.has_queries else None
-s.tune_config()
 pool_depth = c.pool_depth if c is not None else kn.DEFAULT_POOL_DEPTH
+intents = {q.id: q.intent for q in ws.dataset.queries}
+store = TryStore(ws.dataset)
+tn.state()
+if c is not None:
+    tn.match_url_query(c.query_ids)
 
 # ---- page state (page-prefixed; the page runs on its own) ----------------------------------
-st.session_state.setdefault("tune_mode", "Query set" if c is not None else "Free text")
-st.session_state.setdefault("tune_query", 0)
-st.session_state.setdefault("tune_free_text", "")
-st.session_state.setdefault("tune_error", None)
 st.session_state.setdefault("tune_flash", "")
 st.session_state.setdefault("tune_rows", "Read")
 st.session_state.setdefault("tune_fisher", False)
 st.session_state.setdefault("tune_overwrite", "")
-ERROR_KEY = "tune_error"
+
+
+def kept(label: str) -> str:
+    """Keep unsaved knob edits as a try before leaving them; say so."""
+    entry = tn.keep_try(store, f"kept on leaving for {label}")
+    return f" Your unsaved edits were kept as try #{entry['id']} (Tries)." if entry else ""
 
 
 def on_source() -> None:
     label = st.session_state["tune_source_pick"]
-    s.set_tune_config(cfg.resolve_config(label), label)
-    st.session_state[ERROR_KEY] = None
+    note = kept(label)
+    if tn.update(("source", label)) is None and note:
+        st.session_state["tune_flash"] = f"Started from {s.format_label(label)}.{note}"
+
+
+def on_quality() -> None:
+    if tn.update(("knob", kn.FUSION_PATH, "adaptive"), pool_depth) is None:
+        st.session_state["tune_pane"] = "confidence"
 
 
 def on_reset() -> None:
-    label = st.session_state[s.TUNE_SOURCE]
-    s.set_tune_config(cfg.resolve_config(label), label)
-    st.session_state[ERROR_KEY] = None
-    st.session_state["tune_flash"] = f"Knobs reset to {s.format_label(label)}."
+    note = kept("a reset")
+    if tn.update(("reset",)) is None:
+        st.session_state["tune_flash"] = f"Knobs reset to {s.format_label(tn.state().source)}.{note}"
 
 
 def on_save_profile(overwrite: bool = False) -> None:
-    st.session_state[ERROR_KEY] = None
     name = st.session_state.get("tune_profile_name", "").strip()
     if cfg.profile_exists(name) and not overwrite:
         st.session_state["tune_overwrite"] = name       # ask first (a button appears)
         return
     try:
-        cfg.save_profile(name, st.session_state[s.TUNE_CONFIG], st.session_state[s.TUNE_SOURCE])
+        cfg.save_profile(name, tn.config(), tn.state().source)
     except ValueError as error:
         st.session_state["tune_flash"] = f":red[{md(error)}]"
         return
     st.session_state["tune_overwrite"] = ""
-    label = f"saved:{name}"
-    s.set_tune_config(cfg.resolve_config(label), label)
+    tn.update(("source", f"saved:{name}"))
     st.session_state["tune_flash"] = f"Saved profile **{md(name)}**."
 
 
 def on_grade(qid: str, doc: str, key: str) -> None:
     value = st.session_state.get(key)
-    st.session_state[ERROR_KEY] = None
     if value is None:
         return
     ws.judgments.grade(qid, doc, int(value), author="tune")
@@ -101,7 +113,7 @@ def grade_row(prefix: str, qid: str, result, grade, width) -> None:
 def header() -> None:
     """Starting point, reset, and (with an intent router) the profile being edited."""
     labels = cfg.config_labels()
-    st.session_state["tune_source_pick"] = st.session_state[s.TUNE_SOURCE]
+    st.session_state["tune_source_pick"] = tn.state().source
     if st.session_state["tune_source_pick"] not in labels:
         labels.append(st.session_state["tune_source_pick"])
     row = st.columns([3, 1.25], vertical_alignment="bottom")
@@ -122,7 +134,8 @@ def knob_panel(config, routed: str | None) -> str | None:
                                     help="With the intent router on, each query uses its routed profile."
                                          + (f" This query routes to **{md(routed)}**." if routed else ""))
     refs = kn.tune_knobs(config, edit_profile)
-    kn.render(refs[0], pool_depth, ERROR_KEY)                      # the fusion method, above the panes
+    before, now = kn.drawn()
+    kn.render(refs[0], pool_depth, before, now)                      # the fusion method, above the panes
     panes = [p for p in kn.PANES if any(kn.pane_of(r.path) == p for r in refs)]
     if st.session_state.get("tune_pane") not in panes:
         st.session_state["tune_pane"] = panes[0]
@@ -130,7 +143,7 @@ def knob_panel(config, routed: str | None) -> str | None:
                                 label_visibility="collapsed")
     for ref in refs:
         if kn.pane_of(ref.path) == pane:
-            kn.render(ref, pool_depth, ERROR_KEY)
+            kn.render(ref, pool_depth, before, now)
     if pane in ("confidence", "vitality"):
         quality = next((r for r in refs if r.path.endswith(".quality.conf_high")), None)
         if quality is not None:
@@ -139,35 +152,54 @@ def knob_panel(config, routed: str | None) -> str | None:
                 "confidence" if pane == "confidence" else "vitality"]
             st.caption(f"Documents per {pane} band: high {high} · mid {mid} · low {low} (of {high + mid + low}). "
                        "A factor whose band is empty changes nothing.")
+            for warning in views.band_warnings(profile.quality):
+                st.caption(f":orange[Band order: {md(warning)}: a less trusted band now weighs more.]")
+    if not any(kn.pane_of(r.path) == "confidence" for r in refs):
+        st.button("Add F_conf / F_vit (seed 001's adaptive fusion)", on_click=on_quality, key="tune_quality",
+                  use_container_width=True, help="Switch the fusion to adaptive: confidence and vitality "
+                                                 "factors on top of the weighted paths.")
     if config.fusion in ("vector", "bm25"):
         st.caption("Single-path baseline: no weights to tune. Pick a fusion method above.")
     return edit_profile
 
 
+def on_pick(kind: str, key: str) -> None:
+    tn.keep_try(store, "settled")           # leaving a set of knob moves for another query: a try
+    tn.update((kind, st.session_state[key]))
+
+
 def query_picker() -> None:
     """Which query (outside the fragment: a query list is long, and a knob move need not resend it)."""
+    state = tn.state()
     picks = st.columns([1.2, 2.05, 0.75], gap="medium", vertical_alignment="bottom")
     modes = ["Query set", "Free text"] if c is not None else ["Free text"]
-    picks[0].segmented_control("Query", modes, key="tune_mode", required=True)
-    if st.session_state["tune_mode"] == "Query set" and c is not None:
-        if st.session_state["tune_query"] not in range(c.n_queries):
-            st.session_state["tune_query"] = 0
+    qi = state.query_index(c.n_queries if c is not None else 0)
+    st.session_state["tune_mode"] = "Query set" if qi is not None else "Free text"
+    picks[0].segmented_control("Query", modes, key="tune_mode", required=True, on_change=on_pick,
+                               args=("mode", "tune_mode"))
+    if qi is not None:
+        st.session_state["tune_query"] = qi
         picks[1].selectbox("Query from the set", range(c.n_queries), key="tune_query",
-                           format_func=lambda i: tb.query_label(c, i))
+                           format_func=lambda i: tb.query_label(c, i), on_change=on_pick, args=("query", "tune_query"))
     else:
-        picks[1].text_input("Free-text query", key="tune_free_text", placeholder="ask the memory anything…")
+        st.session_state["tune_free_text"] = state.text
+        picks[1].text_input("Free-text query", key="tune_free_text", placeholder="ask the memory anything…",
+                            on_change=on_pick, args=("text", "tune_free_text"))
     with picks[2]:
         st.segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True, disabled=c is None,
                              help="Grade: one click per result sets its judgment for this query.")
         st.toggle("Fisher p", key="tune_fisher", disabled=c is None,
                   help="Fisher's randomization test instead of the paired t-test (10,000 permutations; "
                        "computed once per configuration).")
+        st.toggle("Query list", key="tune_query_list", disabled=c is None,
+                  help="Every query's score and delta against the baseline (click a header to sort).")
+    if qi is not None:
+        tr.query_note(store, c.query_ids[qi])
 
 
-def query_pick() -> tuple[int | None, str]:
-    if st.session_state["tune_mode"] == "Query set" and c is not None:
-        return st.session_state["tune_query"], ""
-    return None, st.session_state["tune_free_text"].strip()
+def query_pick(state) -> tuple[int | None, str]:
+    qi = state.query_index(c.n_queries if c is not None else 0)
+    return qi, ("" if qi is not None else state.text.strip())
 
 
 @st.fragment
@@ -180,18 +212,19 @@ def live() -> None:
     if not fragment_run:
         started = st.session_state.get(s.K_RUN_STARTED, started)
 
-    config = st.session_state[s.TUNE_CONFIG]
-    qi, free_text = query_pick()
-    left, right = st.columns([1.2, 2.8], gap="medium")
+    state = tn.state()                    # the one source: the knobs show it and it ranks
+    config = state.config
+    qi, free_text = query_pick(state)
+    st.session_state["tune_ranked"] = (config, qi, free_text)
+    left, right = st.columns([1.45, 2.8], gap="medium")      # four knob panes fit at 1400 px
     routed = c.intent_route[qi] if qi is not None else None
 
     with left:
         header()
         knob_panel(config, routed)
-        error = st.session_state.get(ERROR_KEY)
-        if error is not None:               # shown once, right after the refused move
-            st.warning(f"**{md(error.label)}** not applied: {md(error.message)}")
-            st.session_state[ERROR_KEY] = None
+        refusal = tn.take_refusal()
+        if refusal is not None:             # shown once, right after the refused action
+            er.refused(refusal.label, refusal.message)
         b = st.columns(2)
         with b[0].popover("Save…", use_container_width=True):
             st.text_input("Profile name", key="tune_profile_name", placeholder="e.g. debug-heavier-bm25")
@@ -208,72 +241,53 @@ def live() -> None:
             engine = st.selectbox("Engine", list(EXPORTERS), key="tune_export_engine",
                                   format_func=lambda e: f"{e} — {EXPORTERS[e].summary}")
             try:
-                text = export_config(st.session_state[s.TUNE_CONFIG], engine)
+                text = export_config(config, engine)
                 st.code(text, language="python" if EXPORTERS[engine].suffix == ".py" else "json")
                 st.download_button("Download", text, key="tune_export_download",
                                    file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",
                                    icon=":material/download:")
             except ValueError as error:  # what the engine cannot express, named
                 st.error(md(str(error)))
+        if c is not None:
+            tr.panel(store, s.PRIMARY, s.metric_label(s.PRIMARY))
 
-    config = st.session_state[s.TUNE_CONFIG]      # a knob callback may have changed it
     ev = None
     rev = ws.qrels_rev
     base_ev = s.live_evaluation(ws.path, ws.stamp, ws.embedder, rev, ws.baseline) if c is not None else None
     qrels, judged = s.get_judged(ws.path, ws.stamp, ws.embedder, rev) if c is not None else ({}, None)
     pool = s.pool_for(ws.path, ws.stamp, ws.embedder, config) if c is not None else None   # learned routes if used
     ev = evaluate_config(pool, judged, config) if c is not None else None
-    run_name = f"{config.name}{' (tuned)' if s.is_tuned(config) else ''}"
+    if ev is not None:
+        tn.record_scores(config, ev.means, ws.baseline.name, base_ev.means)
+    run_name = f"{config.name}{' (tuned)' if tn.is_tuned(state) else ''}"
 
+    fisher = st.session_state["tune_fisher"] and ev is not None
     with right:
-        if ev is not None:
-            fisher = st.session_state["tune_fisher"]
-            rows = hx.compare_live(base_ev, ev)
-            test = "paired t-test"
-            if fisher:
+        ps = None
+        if fisher:
+            with st.spinner("Fisher's randomization test: 10,000 permutations per metric…"):
                 ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, rev, ws.baseline, config)
-                for row in rows:
-                    row["p"] = ps[row["metric"]]
-                    row["p_text"] = hx.fmt_p(row["p"])
-                test = "Fisher's randomization test (10,000 permutations, cached per configuration)"
-            for row in rows:
-                row["help"] = f"{row['label']}: {row['value']:.4f} vs baseline {row['baseline']:.4f} over {row['n']} queries"
-            n = int(judged.n_judged)
-            summary = (f"Query set · metrics@5 · <code>{h(run_name)}</code> vs baseline <code>{h(ws.baseline.name)}</code> "
-                       f"over {n} judged queries · p: {test} (one configuration vs the baseline: nothing to correct "
-                       "across systems, as in <code>rwb eval</code>)")
-        else:
-            rows, summary = [], ""
-
-        response = baseline = None
-        judgments: dict = {}
-        intent = ""
-        if qi is not None:
-            response = response_for(pool, ev.run, qi, ws.dataset.documents)
-            baseline = response_for(s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline), base_ev.run, qi,
-                                    ws.dataset.documents)
-            judgments = qrels.get(c.query_ids[qi], {})
-            intent = next((q.intent for q in ws.dataset.queries if q.id == c.query_ids[qi]), "")
-        elif free_text:
-            fc = ws.free_text(free_text)
-            response = response_for(fc, run_pipeline(fc, config), 0, ws.dataset.documents)
-            baseline = response_for(fc, run_pipeline(fc, ws.baseline), 0, ws.dataset.documents)
-        else:
+        view = views.tune_view(
+            config, ws.dataset.documents, pool=pool, ev=ev, baseline=ws.baseline, base_ev=base_ev, qrels=qrels,
+            base_pool=s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline) if qi is not None else None,
+            qi=qi, intent=intents.get(c.query_ids[qi], "") if qi is not None else "",
+            free_text=ws.free_text(free_text) if qi is None and free_text else None,
+            metrics=s.METRICS, primary=s.PRIMARY, fisher=ps)
+        summary = ""
+        if view.rows:
+            test = ("Fisher's randomization test (10,000 permutations, cached per configuration)" if fisher
+                    else "paired t-test")
+            summary = (f"Query set · metrics@5 · <code>{h(run_name)}</code> vs baseline "
+                       f"<code>{h(ws.baseline.name)}</code> over {view.n_judged} judged queries · p: {test} "
+                       "(one configuration vs the baseline: nothing to correct across systems, as in "
+                       "<code>rwb eval</code>)")
+        if view.score is not None:
+            summary += "<br>" + tb.query_score_html(view.score, s.metric_label(view.score.metric))
+        if qi is None and not free_text:
             st.info("Type a query to search the corpus with the current knobs.")
-
-        badges = []
-        if response is not None:
-            badges = [("blue", f"route · {response.route}")]
-            if response.profile:
-                badges.append(("violet", f"profile · {response.profile}"))
-            if intent:
-                badges.append(("gray", f"intent · {intent}"))
-            budget = f" / {config.token_budget}" if config.token_budget else ""
-            badges.append(("gray", f"{response.total_tokens}{budget} tokens"))
-            badges.append(("gray", f"{len(response.results)} results"))
-            badges += [("orange", f"degraded: {note}") for note in response.degraded]
-        if rows or badges:
-            st.html(tb.summary_html(rows, summary, badges))       # one element: cards, caption, badges
+        if view.rows or view.badges:
+            st.html(tb.summary_html(view.rows, summary, view.badges))   # one element: cards, caption, badges
+        response, baseline, judgments = view.response, view.baseline, view.judgments
         if response is not None:
             grading = qi is not None and st.session_state["tune_rows"] == "Grade"
             if grading:
@@ -288,14 +302,9 @@ def live() -> None:
                 cur, base = st.columns([1.7, 1], gap="small")
                 cur.html(tb.ranking_html(response, judgments, baseline, title=f"Current · {run_name}"))
                 base.html(tb.ranking_html(baseline, judgments, title=f"Baseline · {ws.baseline.name}"))
+            if view.missed:
+                st.html(tb.missed_html(view.missed, title=f"Judged relevant, not returned · {len(view.missed)}"))
             if qi is not None:
-                returned = {r.id for r in response.results}
-                text_of = ws.dataset.documents
-                by_id = {d.id: d for d in text_of} if judgments else {}
-                missed = [(d, g, by_id[d].text if d in by_id else "") for d, g in
-                          sorted(judgments.items(), key=lambda x: -x[1]) if g > 0 and d not in returned]
-                if missed:
-                    st.html(tb.missed_html(missed, title=f"Judged relevant, not returned · {len(missed)}"))
                 if grading:
                     unjudged = [r for r in response.results if r.id not in judgments]
                     with st.form("tune_grade_all", border=True):
@@ -308,12 +317,21 @@ def live() -> None:
                         st.form_submit_button("Save grades", type="primary", disabled=not unjudged,
                                               on_click=on_grade_all, args=(c.query_ids[qi], [r.id for r in unjudged]))
 
+        if ev is not None and st.session_state.get("tune_query_list"):
+            label = s.metric_label(s.PRIMARY)
+            st.dataframe(views.query_table(pool, ev, base_ev, qrels, s.PRIMARY), hide_index=True,
+                         use_container_width=True, column_config={
+                             "score": st.column_config.NumberColumn(label, format="%.4f"),
+                             "baseline": st.column_config.NumberColumn(f"baseline {label}", format="%.4f"),
+                             "delta": st.column_config.NumberColumn("Δ", format="%+.4f")})
         if log_clicked and ev is not None:
             entry = ws.log_experiment(config, ev.means, "tune", base_ev.means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
         if st.session_state["tune_flash"]:
             st.toast(st.session_state["tune_flash"])
             st.session_state["tune_flash"] = ""
+        if c is not None:
+            tn.sync_url(state, c.query_ids)        # a knob move is a fragment run: the link follows it
         if ev is not None:
             total = (time.perf_counter() - started) * 1000
             st.caption(f"Server: this {'fragment ' if fragment_run else ''}rerun took **{total:.1f} ms** "

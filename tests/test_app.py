@@ -32,9 +32,9 @@ def start(home, monkeypatch, dataset: Path = TINY) -> AppTest:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     st.cache_data.clear()
     st.cache_resource.clear()
-    for store in ("judgments", "profiles"):
+    for store in ("judgments", "profiles", "tries", "snapshots"):
         for path in (home / store).glob("*") if (home / store).is_dir() else ():
-            path.unlink()
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
     (home / "experiments.json").unlink(missing_ok=True)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
@@ -139,7 +139,7 @@ def test_tune_knobs_come_from_the_registry(app):
     from retrieval.pipeline import knobs
 
     at = run(app.selectbox(key="tune_k_fusion").set_value("adaptive"))
-    config = at.session_state["tune_config"]
+    config = at.session_state["tune_state"].config
     shown = set()
     for pane in PANES:                                   # one pane of knobs at a time
         at = run(at.segmented_control(key="tune_pane").set_value(pane))
@@ -149,7 +149,7 @@ def test_tune_knobs_come_from_the_registry(app):
         shown |= expected
     assert shown == {f"tune_k_{r.path}" for r in knobs(config)}          # every parameter has a widget
     at = run(at.selectbox(key="tune_k_fusion").set_value("weighted"))
-    assert at.session_state["tune_config"].fusion == "weighted"
+    assert at.session_state["tune_state"].config.fusion == "weighted"
     assert "tune_k_adaptive.half_life_days" not in [w.key for w in at.slider]   # adaptive's knobs are gone
 
 
@@ -272,8 +272,13 @@ def test_sweep_runs_applies_winner_and_card_shows_winner(app):
     card = next(m for m in at.metric if m.label.startswith("winner vs baseline"))
     assert card.value == best.value                                # the winner's score, not the baseline's
     assert "p 0.000" not in str(card.proto)
+    curve_k = at.session_state["sweep_rrfk"].best_params["rrf.rrf_k"]
+    winner = at.session_state["sweep_result"].best_config
+    at = run(at.button(key="sweep_apply_k").click())                # the rrf_k curve's best is not ignored
+    assert at.session_state["tune_state"].config.params.rrf_k == curve_k
+    assert at.session_state["tune_state"].config.params.w_dense == winner.params.w_dense
     at = run(next(b for b in at.button if b.label == "Apply winner to Tune").click())
-    assert at.session_state["tune_config"].fusion == "rrf"
+    assert at.session_state["tune_state"].config.fusion == "rrf"
 
 
 def test_profiles_edit_diff_and_invalid_toml(app):
@@ -385,3 +390,264 @@ def test_sweep_optimise_mode_shows_the_held_out_estimate_and_offers_the_toml(app
     assert sorted(q for f in result.outer for q in f.test_ids) == ["q1", "q2", "q3", "q4"]  # each held out once
     button = at.get("download_button")[0]
     assert button.proto.label == "Download TOML"
+
+
+# ---- Tune's one source of truth (issue 25, item 1) ----------------------------------------------
+
+@pytest.fixture
+def app_through_main(home, monkeypatch):
+    """Every run goes through app.py (sidebar and navigation), as in a browser once the first page
+    has loaded: AppTest otherwise re-enters the legacy pages/ mode and runs the page alone."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+    yield start(home, monkeypatch)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def shown_knobs(at: AppTest) -> dict[str, object]:
+    return {w.key[len("tune_k_"):]: w.value for w in (*at.slider, *at.number_input, *at.toggle, *at.selectbox)
+            if w.key and w.key.startswith("tune_k_")}
+
+
+def assert_knobs_rank(at: AppTest) -> None:
+    """The knobs on screen show the configuration (and query) that ranked the results on screen."""
+    from eval.experiments.tune_state import value_of
+    from pages._state import get_pool
+    from retrieval.pipeline import response_for, run_pipeline
+
+    assert not at.exception
+    if at.error:                                         # a dataset that cannot load: no knobs, no ranking
+        assert not shown_knobs(at)
+        return
+    config, qi, _ = at.session_state["tune_ranked"]
+    state = at.session_state["tune_state"]
+    assert config == state.config
+    knobs_on_screen = shown_knobs(at)
+    assert knobs_on_screen
+    for path, value in knobs_on_screen.items():
+        expected = value_of(config, path)
+        assert value == (pytest.approx(expected) if isinstance(value, float) else expected), path
+    if qi is not None:
+        assert at.selectbox(key="tune_query").value == qi
+        pool = get_pool(str(TINY), _stamp(), "minilm")
+        docs = [d for d in __import__("retrieval.dataset", fromlist=["x"]).load_dataset(TINY).documents]
+        expected = [r.id for r in response_for(pool, run_pipeline(pool, config), qi, docs).results]
+        assert shown_docs(at) == expected
+
+
+def _stamp():
+    from pages._state import dataset_stamp
+
+    return dataset_stamp(str(TINY))
+
+
+def test_tune_knobs_follow_the_state_after_a_bad_folder_and_back(app_through_main):
+    at = run(app_through_main.slider(key="tune_k_rrf.rrf_k").set_value(10.0))
+    at = run(at.selectbox(key="rwb_dataset").set_value("Other folder…"))
+    at = run(at.text_input(key="rwb_dataset_typed").set_value("/no/such/folder"))
+    assert at.error and not shown_knobs(at)
+    at = run(at.selectbox(key="rwb_dataset").set_value(str(TINY)))
+    assert at.slider(key="tune_k_rrf.rrf_k").value == 10.0     # the knob and the ranking agree
+    assert at.session_state["tune_state"].config.params.rrf_k == 10.0
+    assert_knobs_rank(at)
+
+
+def test_tune_knob_left_over_from_a_preset_switch_is_refused_not_raised(app_through_main):
+    """The browser sends a preset switch and a move of the old preset's rrf_k in one rerun."""
+    at = app_through_main
+    at.selectbox(key="tune_source_pick").set_value("seed-adaptive")
+    at.slider(key="tune_k_rrf.rrf_k").set_value(10.0)
+    at = run(at)
+    assert at.session_state["tune_state"].config.fusion == "adaptive"
+    assert_knobs_rank(at)
+
+
+def test_tune_query_kept_across_free_text(app_through_main):
+    at = run(app_through_main.selectbox(key="tune_query").set_value(2))
+    at = run(at.segmented_control(key="tune_mode").set_value("Free text"))
+    at = run(at.segmented_control(key="tune_mode").set_value("Query set"))
+    assert at.selectbox(key="tune_query").value == 2
+    assert at.session_state["tune_ranked"][1] == 2
+    assert_knobs_rank(at)
+
+
+def test_tune_state_in_the_url_restores_in_a_new_session(app_through_main, home, monkeypatch):
+    at = run(app_through_main.selectbox(key="tune_source_pick").set_value("seed-adaptive"))
+    at = run(at.selectbox(key="tune_query").set_value(2))
+    at = run(at.slider(key="tune_k_adaptive.half_life_days").set_value(10.0))
+    link = dict(at.query_params)
+    assert link["from"] == "seed-adaptive" and link["q"] == "q3"
+    assert link["p"] == "adaptive.half_life_days=10.0"
+    fresh = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    fresh.query_params.update(link)
+    fresh.run()
+    assert fresh.selectbox(key="tune_source_pick").value == "seed-adaptive"
+    assert fresh.selectbox(key="tune_query").value == 2
+    assert fresh.slider(key="tune_k_adaptive.half_life_days").value == 10.0
+    assert_knobs_rank(fresh)
+
+
+def test_tune_bad_link_is_reported_and_the_rest_kept(app_through_main):
+    fresh = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    fresh.query_params.update({"from": "rrf", "p": ["rrf.rrf_k=10", "rrf.nope=1"], "q": "q99"})
+    fresh.run()
+    assert not fresh.exception
+    assert any("not applied" in w.value for w in fresh.warning)
+    assert_knobs_rank(fresh)
+
+
+PRESETS = ("rrf", "weighted", "seed-adaptive", "profile:debug")
+
+
+def _act(at: AppTest, action: tuple) -> AppTest:
+    """One user action on Tune or the sidebar; an action whose widget is not on screen is skipped."""
+    kind = action[0]
+    keys = {w.key for w in (*at.selectbox, *at.slider, *at.text_input) if w.key}
+    if kind == "bad_folder" and "rwb_dataset" in keys:
+        at = at.selectbox(key="rwb_dataset").set_value("Other folder…").run()
+        return at.text_input(key="rwb_dataset_typed").set_value("/no/such/folder").run()
+    if kind == "good_folder" and "rwb_dataset" in keys:
+        return at.selectbox(key="rwb_dataset").set_value(str(TINY)).run()
+    if kind == "preset" and "tune_source_pick" in keys:
+        return at.selectbox(key="tune_source_pick").set_value(action[1]).run()
+    if kind == "mode" and any(w.key == "tune_mode" for w in at.segmented_control):
+        return at.segmented_control(key="tune_mode").set_value(action[1]).run()
+    if kind == "query" and "tune_query" in keys:
+        widget = at.selectbox(key="tune_query")
+        return widget.set_value(widget.options and action[1] % len(widget.options)).run()
+    sliders = [w for w in at.slider if w.key and w.key.startswith("tune_k_")]
+    if kind in ("knob", "preset+knob") and sliders:
+        widget = sliders[action[1] % len(sliders)]
+        lo, hi, step = widget.min, widget.max, widget.step
+        value = lo + round(action[2] * (hi - lo) / step) * step
+        widget.set_value(type(lo)(min(hi, value)))
+        if kind == "preset+knob" and "tune_source_pick" in keys:   # both in one rerun, as a fast user
+            at.selectbox(key="tune_source_pick").set_value(action[3])
+        return at.run()
+    return at
+
+
+def test_tune_any_action_sequence_keeps_knobs_and_ranking_together(app_through_main):
+    """Random sequences of sidebar, preset, mode, query and knob actions: no exception reaches the
+    page, and the knobs always show the configuration that ranked the results on screen."""
+    from hypothesis import HealthCheck, given, settings, strategies as stg
+
+    fraction = stg.floats(0, 1)
+    action = stg.one_of(
+        stg.tuples(stg.just("bad_folder")), stg.tuples(stg.just("good_folder")),
+        stg.tuples(stg.just("preset"), stg.sampled_from(PRESETS)),
+        stg.tuples(stg.just("mode"), stg.sampled_from(["Query set", "Free text"])),
+        stg.tuples(stg.just("query"), stg.integers(0, 9)),
+        stg.tuples(stg.just("knob"), stg.integers(0, 9), fraction),
+        stg.tuples(stg.just("preset+knob"), stg.integers(0, 9), fraction, stg.sampled_from(PRESETS)))
+
+    @settings(max_examples=12, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(stg.lists(action, min_size=1, max_size=6))
+    def check(actions):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.run()
+        for step in actions:
+            at = _act(at, step)
+            assert_knobs_rank(at)
+
+    check()
+
+
+def test_tune_shows_the_query_score_and_its_delta(app):
+    from eval.experiments.live import evaluate_config
+    from eval.metrics.measure import judge
+    from pages._state import get_pool
+    from retrieval.dataset import load_dataset
+
+    at = run(app.selectbox(key="tune_query").set_value(1))
+    pool = get_pool(str(TINY), _stamp(), "minilm")
+    judged = judge(pool, load_dataset(TINY).qrels)
+    mine = evaluate_config(pool, judged, at.session_state["tune_state"].config).values["ndcg@5"][1]
+    base = evaluate_config(pool, judged, __import__("eval.stores.configs", fromlist=["x"]).resolve_config(
+        "vector")).values["ndcg@5"][1]
+    line = next(t for t in texts(at) if "This query" in t)
+    assert f"nDCG@5 {mine:.4f}" in line and f"baseline {base:.4f}" in line and f"Δ {mine - base:+.4f}" in line
+
+
+def test_tune_preset_switch_keeps_unsaved_edits_as_a_try_and_restores_it(app, home):
+    at = run(app.slider(key="tune_k_rrf.rrf_k").set_value(10.0))
+    at = run(at.selectbox(key="tune_source_pick").set_value("weighted"))
+    assert any("kept as try #1" in t.value for t in at.toast)
+    assert at.session_state["tune_state"].config.fusion == "weighted"
+    assert "#1" in next(b for b in html_bodies(at) if "rwb-tries" in b)
+    at = run(at.button(key="tune_try_restore").click())
+    assert at.session_state["tune_state"].source == "rrf"
+    assert at.slider(key="tune_k_rrf.rrf_k").value == 10.0
+    at.text_input(key="tune_try_name").set_value("k10")
+    at.text_area(key="tune_try_notes").set_value("sharper top")
+    at = run(at.button(key="FormSubmitter:tune_try_form-Save name and notes").click())
+    from eval.stores.tries import TryStore
+    from retrieval.dataset import load_dataset
+
+    (kept,) = TryStore(load_dataset(TINY), home).tries()
+    assert (kept["name"], kept["notes"], kept["changes"]) == ("k10", "sharper top", {"rrf.rrf_k": 10.0})
+
+
+def test_tune_query_note_and_sortable_query_list(app, home):
+    at = run(app.text_area(key="tune_query_note").set_value("d03 is the answer"))
+    from eval.stores.tries import TryStore
+    from retrieval.dataset import load_dataset
+
+    assert TryStore(load_dataset(TINY), home).query_notes() == {"q1": "d03 is the answer"}
+    at = run(at.toggle(key="tune_query_list").set_value(True))
+    table = frame_with(at, "query", "score", "baseline", "delta", "judged@5")
+    assert list(table["query"])[:2] == ["q1", "q2"]
+    assert (table["delta"] - (table["score"] - table["baseline"])).abs().max() < 1e-12
+
+
+def test_tune_quality_knobs_one_click_away_and_band_order_warned(app):
+    at = run(app.button(key="tune_quality").click())
+    assert at.session_state["tune_state"].config.fusion == "adaptive"
+    assert at.slider(key="tune_k_adaptive.profile.quality.conf_mid_factor")       # the F_conf pane is open
+    at = run(at.slider(key="tune_k_adaptive.profile.quality.conf_mid_factor").set_value(1.5))
+    assert any("F_conf mid (1.5) is above F_conf high (1)" in t.replace("\\", "") for t in texts(at))
+
+
+def test_optimise_result_applies_to_tune_saves_as_profile_and_clears_when_the_pipeline_changes(app):
+    at = goto(app, "pages/sweep.py")
+    at = run(at.segmented_control(key="sweep_page_mode").set_value("Optimise"))
+    at = run(at.number_input(key="opt_trials").set_value(3))
+    at = run(at.number_input(key="opt_folds").set_value(2))
+    at = run(at.button(key="opt_run").click())
+    final = at.session_state["opt_result"].final_config
+    at = run(at.button(key="opt_apply").click())
+    assert at.session_state["tune_state"].config == final
+    at = run(at.text_input(key="opt_profile_name").set_value("opt-k"))
+    at = run(at.button(key="opt_save").click())
+    from eval.stores.configs import resolve_config
+
+    saved = resolve_config("saved:opt-k")
+    assert (saved.fusion, saved.params) == (final.fusion, final.params)
+    at = run(at.selectbox(key="opt_base").set_value("weighted"))
+    assert at.session_state["opt_result"] is None
+    assert not at.metric                                            # no stale estimate on screen
+
+
+def test_reports_freeze_two_snapshots_and_compare_them_per_query(app):
+    at = goto(app, "pages/reports.py")
+    for label, name in (("vector", "v-then"), ("rrf", "rrf-then")):
+        at.selectbox(key="snap_config").set_value(label)
+        at.text_input(key="snap_name").set_value(name)
+        at = run(at.button(key="snap_freeze").click())
+    at = run(at.selectbox(key="snap_a").set_value("v-then"))
+    at = run(at.selectbox(key="snap_b").set_value("rrf-then"))
+    table = frame_with(at, "query", "A", "B", "delta")
+    assert sorted(table["query"]) == ["q1", "q2", "q3", "q4"]
+    assert (table["delta"] - (table["B"] - table["A"])).abs().max() < 1e-5
+    at.text_input(key="snap_name").set_value("v-then")            # a taken name is refused, not overwritten
+    at = run(at.button(key="snap_freeze").click())
+    assert any("exists" in t.value for t in at.toast)

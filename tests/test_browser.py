@@ -255,3 +255,30 @@ def test_offline_no_external_requests_and_local_favicon(page):
     icon = page.evaluate("() => (document.querySelector('link[rel*=icon]') || {}).href || ''")
     assert icon.startswith("data:") or "127.0.0.1" in icon, icon
     assert page.external_requests == [], page.external_requests
+
+
+def test_tune_knobs_show_the_ranking_config_after_a_bad_folder_and_back(page):
+    """Issue 25: after "Other folder…" with a bad path and back, the sliders showed rrf_k 1 and
+    weights 0 while the ranking was still rrf_k 60 with weights 1/1."""
+    pg = page
+    open_page(pg, "Tune")
+    pg.get_by_role("button", name="Reset", exact=True).click()
+    settle(pg)
+    sidebar = pg.get_by_test_id("stSidebar")
+    sidebar.get_by_test_id("stSelectbox").filter(has_text="Dataset").click()
+    pg.get_by_role("option", name="Other folder…").click()
+    settle(pg)
+    folder = sidebar.get_by_label("Dataset folder")
+    folder.fill("/no/such/folder")
+    folder.press("Enter")
+    pg.get_by_text("Cannot load dataset").first.wait_for(timeout=STEP_MS)
+    settle(pg)
+    sidebar.get_by_test_id("stSelectbox").filter(has_text="Dataset").click()
+    pg.get_by_role("option", name=str(TINY)).click()
+    pg.wait_for_selector('[data-testid="stMain"] .rwb-card', timeout=STEP_MS)
+    settle(pg)
+    shown = {label: float(slider_input(pg, label).input_value())
+             for label in ("rrf_k", "vector weight", "BM25 weight")}
+    assert shown == {"rrf_k": 60.0, "vector weight": 1.0, "BM25 weight": 1.0}
+    assert "rrf.rrf_k" not in pg.url and "from=rrf" in pg.url           # the link says the same
+    pg.screenshot(path=str(ARTIFACTS / "tune-after-bad-folder.png"))

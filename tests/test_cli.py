@@ -105,6 +105,22 @@ def test_index_twice_encodes_nothing_the_second_time(tiny_copy, tmp_path, monkey
     assert "0 texts encoded" in capsys.readouterr().out
 
 
+def test_index_builds_the_default_candidate_pool_the_workbench_opens_with(tiny_copy, tmp_path, monkeypatch,
+                                                                          capsys):
+    from eval.stores.pool import pool_path
+    from retrieval.candidates import DEFAULT_POOL_DEPTH
+    from retrieval.dataset import load_dataset
+
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    dataset = load_dataset(tiny_copy)
+    assert main("index", str(tiny_copy), "--quiet", "--no-pool") == 0
+    assert "candidate pool" not in capsys.readouterr().out
+    assert not pool_path(dataset, "minilm", DEFAULT_POOL_DEPTH).is_file()
+    assert main("index", str(tiny_copy), "--quiet") == 0
+    assert f"candidate pool: {len(dataset.queries)} queries, depth {DEFAULT_POOL_DEPTH}" in capsys.readouterr().out
+    assert pool_path(dataset, "minilm", DEFAULT_POOL_DEPTH).is_file()
+
+
 def test_toml_pipeline_file_works_where_a_name_does(tiny_index, tmp_path, capsys):
     path = tmp_path / "rrf10.toml"
     path.write_text('base = "rrf"\n\n[rrf]\nrrf_k = 10\n', "utf-8")

@@ -28,13 +28,26 @@ def _open(path: str, embedder: str, analyzer: str = DEFAULT_ANALYZER, rebuild: b
 
 
 def cmd_index(args) -> int:
-    dataset, handle = _open(args.dataset, args.embedder, args.analyzer, rebuild=args.rebuild)
+    """Build the indexes and (unless ``--no-pool``) the default candidate pool the workbench opens
+    with, so its first page ranks as soon as the server answers."""
+    if args.no_pool:
+        dataset, handle = _open(args.dataset, args.embedder, args.analyzer, rebuild=args.rebuild)
+        pool = None
+    else:
+        from eval.stores.pool import prepare
+
+        dataset = load_dataset(args.dataset)
+        with Progress("it") as progress:
+            handle, pool = prepare(dataset, args.embedder, progress, rebuild=args.rebuild, on_notice=note,
+                                   analyzer=args.analyzer)
     encoded = handle.embedder.encoded if handle.embedder else 0
     print(f"{dataset.name}: {len(dataset.documents)} documents indexed at {handle.path} "
           f"(model {handle.manifest['model'] or 'none'}, analyzer {handle.analyzer} ({handle.manifest['analyzer']}), "
           f"{encoded} texts encoded)")
     for text in handle.degraded:
         print(f"degraded: {text}")
+    if pool is not None:
+        print(f"candidate pool: {pool.n_queries} queries, depth {pool.pool_depth} per path")
     return 0
 
 
@@ -269,6 +282,8 @@ def register(sub) -> None:
     add_embedder(p)
     add_analyzer(p)
     p.add_argument("--rebuild", action="store_true", help="rebuild even if the index is current")
+    p.add_argument("--no-pool", action="store_true",
+                   help="only the indexes: skip retrieving the query set's default candidate pool")
     add_quiet(p)
     p.set_defaults(func=cmd_index)
 

@@ -92,3 +92,23 @@ def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: in
         except OSError as error:  # the store is a cache: a full or read-only disk costs time only
             notice(f"candidate pool not saved ({error.strerror or error}); it will be retrieved again next time")
     return candidates
+
+
+STEP_NAMES = {"bm25": "Indexing keywords (BM25)", "embed": "Embedding documents", "lance": "Writing the vector index",
+              "retrieve": "Retrieving candidates for every query"}
+"""What each progress stage of ``prepare`` does, in words a page or a command line can show."""
+
+
+def prepare(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER,
+            progress: Callable[[str, int, int], None] | None = None, rebuild: bool = False,
+            on_notice: Callable[[str], None] | None = _stderr_notice, analyzer: str = DEFAULT_ANALYZER):
+    """Build (or open) ``dataset``'s indexes and, when it has queries, its default candidate pool —
+    everything the workbench's first page needs. Returns the index handle and the pool (or ``None``)."""
+    handle = open_index(dataset, embedder, progress=progress, rebuild=rebuild, on_notice=on_notice,
+                        analyzer=analyzer)
+    pool = None
+    if dataset.queries:
+        pool = load_pool(dataset, embedder, DEFAULT_POOL_DEPTH, progress=progress, refresh=rebuild,
+                         on_notice=on_notice, analyzer=analyzer)
+    return handle, pool
+

@@ -1,0 +1,166 @@
+"""What a page shows, computed in one call per view; pages only draw the result.
+
+``tune_view`` is everything Tune's live fragment draws for the current run: the query-set
+metrics against the baseline, both rankings with their score components, the grades, the
+judged-relevant documents that were not returned, the badges, and the chosen query's own
+score and its delta against the baseline. It reuses the runs it is given (no extra scoring).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from eval.experiments.live import LiveRun
+from eval.reports.report import fmt_p
+from eval.statistics.significance import compare_pair
+from retrieval.candidates import Candidates
+from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline
+
+METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P",
+                 "hit_rate": "Hit", "map": "MAP"}
+PERMUTATIONS = 10_000
+
+
+def metric_label(name: str) -> str:
+    base, _, cutoff = name.partition("@")
+    return f"{METRIC_LABELS.get(base, base)}@{cutoff}" if cutoff else METRIC_LABELS.get(base, base)
+
+
+def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str],
+                 test: str = "t") -> list[dict]:
+    """Per metric: value, baseline, delta and p of ``cand`` against ``base``
+    (``eval.statistics.significance.compare_pair``: the paired t-test, or Fisher's randomization
+    test; one system compared, so no correction)."""
+    ps = compare_pair({m: base.counted(m) for m in metrics}, {m: cand.counted(m) for m in metrics},
+                      test, PERMUTATIONS, seed=42)
+    rows = []
+    for name in metrics:
+        value, baseline = cand.means[name], base.means[name]
+        row = {"metric": name, "label": metric_label(name), "value": value, "baseline": baseline,
+               "delta": value - baseline, "n": len(base.counted(name)), "p": ps[name]}
+        row["p_text"] = fmt_p(row["p"]) if np.isfinite(row["p"]) else "n/a"
+        rows.append(row)
+    return rows
+
+
+@dataclass(frozen=True)
+class QueryScore:
+    """One query's primary metric under the current configuration and the baseline."""
+
+    metric: str
+    value: float            # NaN when the query has no judgments
+    baseline: float
+
+    @property
+    def delta(self) -> float:
+        return self.value - self.baseline
+
+    @property
+    def judged(self) -> bool:
+        return not math.isnan(self.value)
+
+
+@dataclass(frozen=True)
+class TuneView:
+    rows: list[dict] = field(default_factory=list)          # metric comparisons (compare_live)
+    n_judged: int = 0
+    response: Response | None = None
+    baseline: Response | None = None
+    judgments: dict[str, int] = field(default_factory=dict)
+    missed: list[tuple[str, int, str]] = field(default_factory=list)   # (doc, grade, text)
+    badges: list[tuple[str, str]] = field(default_factory=list)        # (colour, text)
+    score: QueryScore | None = None
+    engine_seconds: float = 0.0
+
+
+def _badges(response: Response, config: PipelineConfig, intent: str) -> list[tuple[str, str]]:
+    badges = [("blue", f"route · {response.route}")]
+    if response.profile:
+        badges.append(("violet", f"profile · {response.profile}"))
+    if intent:
+        badges.append(("gray", f"intent · {intent}"))
+    budget = f" / {config.token_budget}" if config.token_budget else ""
+    badges.append(("gray", f"{response.total_tokens}{budget} tokens"))
+    badges.append(("gray", f"{len(response.results)} results"))
+    badges += [("orange", f"degraded: {note}") for note in response.degraded]
+    return badges
+
+
+def tune_view(config: PipelineConfig, documents, *, pool: Candidates | None = None,
+              ev: LiveRun | None = None, base_pool: Candidates | None = None,
+              base_ev: LiveRun | None = None, baseline: PipelineConfig,
+              qrels: dict | None = None, qi: int | None = None, intent: str = "",
+              free_text: Candidates | None = None, metrics: Sequence[str] = (), primary: str = "",
+              fisher: dict[str, float] | None = None) -> TuneView:
+    """Tune's view of the current run: for query ``qi`` of the pool, or for a free-text table."""
+    rows: list[dict] = []
+    n_judged = 0
+    if ev is not None and base_ev is not None:
+        rows = compare_live(base_ev, ev, metrics)
+        if fisher:
+            for row in rows:
+                row["p"] = fisher[row["metric"]]
+                row["p_text"] = fmt_p(row["p"])
+        for row in rows:
+            row["help"] = (f"{row['label']}: {row['value']:.4f} vs baseline {row['baseline']:.4f} "
+                           f"over {row['n']} queries")
+        n_judged = int(ev.judged.n_judged)
+    response = base = None
+    judgments: dict[str, int] = {}
+    missed: list[tuple[str, int, str]] = []
+    score = None
+    if qi is not None and pool is not None and ev is not None:
+        response = response_for(pool, ev.run, qi, documents)
+        base = response_for(pool if base_pool is None else base_pool, base_ev.run, qi, documents)
+        judgments = (qrels or {}).get(pool.query_ids[qi], {})
+        returned = {r.id for r in response.results}
+        by_id = {d.id: d for d in documents} if judgments else {}
+        missed = [(d, g, by_id[d].text if d in by_id else "") for d, g in
+                  sorted(judgments.items(), key=lambda x: -x[1]) if g > 0 and d not in returned]
+        if primary:
+            score = QueryScore(primary, float(ev.values[primary][qi]),
+                               float(base_ev.values[primary][qi]))
+    elif free_text is not None:
+        response = response_for(free_text, run_pipeline(free_text, config), 0, documents)
+        base = response_for(free_text, run_pipeline(free_text, baseline), 0, documents)
+    badges = _badges(response, config, intent) if response is not None else []
+    return TuneView(rows, n_judged, response, base, judgments, missed, badges, score,
+                    ev.seconds if ev is not None else 0.0)
+
+
+def query_table(pool: Candidates, ev: LiveRun, base_ev: LiveRun, qrels: dict, primary: str,
+                depth: int = 5) -> list[dict]:
+    """One row per query of the set: its ``primary`` score, the baseline's, the delta, and how many
+    of its top ``depth`` results carry a judgment (judged@depth) — Quepid's query list."""
+    ranking = ev.run.ranking
+    starts = np.searchsorted(ranking.query_idx, np.arange(pool.n_queries + 1))
+    rows = []
+    for qi, qid in enumerate(pool.query_ids):
+        judged = qrels.get(qid, {})
+        top = ranking.rows[starts[qi]:min(starts[qi + 1], starts[qi] + depth)]
+        value, base = float(ev.values[primary][qi]), float(base_ev.values[primary][qi])
+        text = " ".join(pool.query_texts[qi].split())[:90]
+        rows.append({"query": qid, "text": text, "score": value,
+                     "baseline": base, "delta": value - base,
+                     f"judged@{depth}": sum(pool.doc_ids[int(pool.doc_idx[r])] in judged
+                                            for r in top)})
+    return rows
+
+
+def band_warnings(quality) -> list[str]:
+    """Where a profile's F_conf or F_vit factors run against their bands' order (a lower band
+    weighted above a higher one): allowed, as a deliberate experiment, but worth a word."""
+    out = []
+    bands = (("F_conf", ("conf_high_factor", "conf_mid_factor", "conf_low_factor")),
+             ("F_vit", ("vit_high_factor", "vit_mid_factor", "vit_low_factor")))
+    for factor, (high, mid, low) in bands:
+        h_, m_, l_ = (getattr(quality, name) for name in (high, mid, low))
+        if m_ > h_:
+            out.append(f"{factor} mid ({m_:g}) is above {factor} high ({h_:g})")
+        if l_ > m_:
+            out.append(f"{factor} low ({l_:g}) is above {factor} mid ({m_:g})")
+    return out

@@ -1,0 +1,151 @@
+"""Tune's session state: one ``TuneState`` (``eval.experiments.tune_state``), its one update
+function, and its mirror in the URL (``st.query_params``) so a reload or a shared link opens
+the same dataset, query, starting point and changed parameters.
+
+Widgets never own a value: each run writes every Tune widget's value from the state before
+drawing it, and each widget's callback hands its new value to ``update``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from eval.experiments.tune_state import (TuneState, Refusal, changed_params, decode_changes,
+                                         encode_changes, update as _update, with_changes)
+from eval.stores.configs import resolve_config
+from pages import _state as s
+from retrieval.candidates import DEFAULT_POOL_DEPTH
+from retrieval.pipeline import PipelineConfig
+
+KEY = "tune_state"
+ERROR = "tune_error"
+PENDING_QUERY = "tune_url_query"      # a query id from the URL, matched once the pool is known
+DEFAULT_SOURCE = "rrf"
+
+
+def _from_url() -> TuneState:
+    """The state a link describes (its unknown or refused parts reported, the rest kept)."""
+    params = st.query_params
+    source = params.get("from") or DEFAULT_SOURCE
+    problems = []
+    try:
+        start = resolve_config(source)
+    except (ValueError, OSError) as error:
+        problems.append(f"starting point {source}: {error}")
+        source, start = DEFAULT_SOURCE, resolve_config(DEFAULT_SOURCE)
+    config = start
+    try:
+        config = with_changes(start, decode_changes(params.get_all("p")))
+    except (ValueError, TypeError) as error:
+        problems.append(str(error))
+    mode = "Free text" if params.get("text") else "Query set"
+    if params.get("q"):
+        st.session_state[PENDING_QUERY] = params.get("q")
+    if problems:
+        st.session_state[ERROR] = Refusal("link", "; ".join(problems))
+    return TuneState(config, source, mode, 0, params.get("text") or "")
+
+
+def state() -> TuneState:
+    current = st.session_state.get(KEY)
+    if current is None:
+        current = st.session_state[KEY] = _from_url()
+    return current
+
+
+def has_state() -> bool:
+    return st.session_state.get(KEY) is not None
+
+
+def config() -> PipelineConfig:
+    return state().config
+
+
+def update(action: tuple, pool_depth: int = DEFAULT_POOL_DEPTH) -> Refusal | None:
+    """Apply one action to Tune's state; a refusal is kept for the page to show once."""
+    new, refusal = _update(state(), action, resolve_config, pool_depth)
+    st.session_state[KEY] = new
+    st.session_state[ERROR] = refusal
+    return refusal
+
+
+def set_config(config: PipelineConfig, source: str | None = None) -> None:
+    """Hand a configuration to Tune (from Sweep, Profiles, Reports…)."""
+    update(("config", config, source))
+
+
+def is_tuned(current: TuneState) -> bool:
+    try:
+        return current.config != resolve_config(current.source)
+    except (ValueError, OSError):
+        return True
+
+
+def take_refusal() -> Refusal | None:
+    refusal = st.session_state.get(ERROR)
+    st.session_state[ERROR] = None
+    return refusal
+
+
+def match_url_query(query_ids: tuple[str, ...]) -> None:
+    """Select the query a link named, once the query set is known."""
+    qid = st.session_state.pop(PENDING_QUERY, None)
+    if qid is None:
+        return
+    if qid in query_ids:
+        update(("query", query_ids.index(qid)))
+    else:
+        st.session_state[ERROR] = Refusal("link", f"this dataset has no query {qid}")
+
+
+def sync_url(current: TuneState, query_ids: tuple[str, ...]) -> None:
+    """Write the state into the URL (only the parts that changed, so a rerun sends nothing new)."""
+    wanted: dict[str, str | list[str]] = {"dataset": s.dataset_path(), "from": current.source}
+    qi = current.query_index(len(query_ids))
+    if qi is not None:
+        wanted["q"] = query_ids[qi]
+    elif current.text:
+        wanted["text"] = current.text
+    try:
+        changes = changed_params(current.config, resolve_config(current.source))
+    except (ValueError, OSError):
+        changes = {}
+    if changes:
+        wanted["p"] = encode_changes(changes)
+    params = st.query_params
+    for key in [k for k in params if k not in wanted]:
+        del params[key]
+    for key, value in wanted.items():
+        now = params.get_all(key)
+        if now != (value if isinstance(value, list) else [value]):
+            params[key] = value
+
+
+# ---- tries: each settled configuration, kept per dataset (eval.stores.tries) -----------------
+
+SCORED = "tune_scored"         # (config, means, baseline name, baseline means) of the last live run
+
+
+def record_scores(config: PipelineConfig, means: dict, baseline: str, baseline_means: dict) -> None:
+    """Called by the live run (references only: no work per knob move)."""
+    st.session_state[SCORED] = (config, means, baseline, baseline_means)
+
+
+def keep_try(store, reason: str = "", force: bool = False) -> dict | None:
+    """Keep the current configuration as a try when it was scored and moved away from its start
+    (or always, with ``force``); the try, or ``None`` when there was nothing to keep."""
+    current = state()
+    scored = st.session_state.get(SCORED)
+    if scored is None or scored[0] != current.config or not (force or is_tuned(current)):
+        return None
+    try:
+        changes = changed_params(current.config, resolve_config(current.source))
+    except (ValueError, OSError):
+        changes = {}
+    _, means, baseline, baseline_means = scored
+    return store.add(current.config, current.source, changes, means, baseline, baseline_means, reason)
+
+
+def restore_try(store, try_id: int) -> None:
+    record = store.get(try_id)
+    update(("config", store.config(try_id), record["source"]))
