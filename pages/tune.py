@@ -22,7 +22,6 @@ from pages import _errors as er
 from pages import _tries as tr
 from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
-from retrieval.pipeline import response_for, run_pipeline
 
 ws = s.workspace()
 c = s.require_pool(ws) if ws.has_queries else None
