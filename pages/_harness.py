@@ -102,6 +102,8 @@ def experiment_for(ws: Workspace, labelled: dict[str, PipelineConfig],
 def param_spec(config: PipelineConfig, name: str, lo: float, hi: float, steps: int, integer: bool) -> ParamSpec:
     """``lo … hi`` in ``steps`` evenly spaced values (whole numbers for integer parameters)."""
     lo, hi = (float(min(lo, hi)), float(max(lo, hi)))
+    if not math.isfinite(hi - lo):  # ±1e308 typed into an axis
+        raise ValueError(f"{name}: the range {lo:g} … {hi:g} is too wide; give finite bounds")
     if integer:
         lo, hi = float(math.floor(lo)), float(math.ceil(hi))
         step = max(1.0, float(round((hi - lo) / max(1, steps - 1))))

@@ -78,10 +78,19 @@ class ParamSpec:
             raise ValueError(f"--param {self.name}: step must be > 0, got {self.step:g}")
         if self.integer and not all(float(v).is_integer() for v in (self.lo, self.hi, self.step)):
             raise ValueError(f"--param {self.name} is an integer parameter: lo, hi and step must be whole numbers")
+        span = (self.hi - self.lo) / self.step  # inf for a 1e-320 step or a ±1e308 range: refused below
+        if not math.isfinite(span) or span + 1 > MAX_POINTS:
+            raise ValueError(f"--param {self}: more than {MAX_POINTS:,} values; use a larger step or a "
+                             "smaller range")
+
+    @property
+    def count(self) -> int:
+        """How many values, computed without listing them (at most ``MAX_POINTS``)."""
+        return int(math.floor((self.hi - self.lo) / self.step + 1e-9)) + 1
 
     @property
     def values(self) -> tuple[float, ...]:
-        n = int(math.floor((self.hi - self.lo) / self.step + 1e-9)) + 1
+        n = self.count
         # rounding: 0.1·3 is 0.30000000000000004; the grid point meant is 0.3
         out = tuple(round(self.lo + i * self.step, 12) for i in range(n))
         return tuple(int(v) for v in out) if self.integer else out
@@ -173,7 +182,8 @@ class Space:
 
     @property
     def raw_size(self) -> int:
-        return math.prod(len(s.values) for s in self.specs)
+        """Grid points before constraints, computed from each axis's count (nothing listed)."""
+        return math.prod(s.count for s in self.specs)
 
     def _ok(self, point: tuple, names: tuple[str, ...] | None = None) -> bool:
         values = dict(zip(names or self.names, point))

@@ -99,6 +99,18 @@ class TuneParam:
             raise ValueError(f"--param {self.name}: step must be > 0, got {self.step:g}")
         if self.integer and not all(float(v).is_integer() for v in values):
             raise ValueError(f"--param {self.name} is an integer parameter: lo, hi and step must be whole numbers")
+        step = self.step if self.step is not None else (1 if self.integer else None)
+        span = (self.hi - self.lo) / step if step is not None else 0.0  # inf for a 1e-320 step
+        if not math.isfinite(span) or span + 1 > MAX_GRID:
+            raise ValueError(f"--param {self}: more than {MAX_GRID:,} grid values; use a larger step or a "
+                             "smaller range")
+
+    def count(self) -> int:
+        """How many grid values, computed without listing them."""
+        step = self.step if self.step is not None else (1 if self.integer else None)
+        if step is None:
+            raise ValueError(f"--param {self.name} has no step: the grid sampler needs lo:hi:step")
+        return int(math.floor((self.hi - self.lo) / step + 1e-9)) + 1
 
     def grid(self) -> tuple:
         """The grid values ``lo, lo + step, …`` up to ``hi`` (an integer parameter steps by 1 by default)."""
@@ -187,7 +199,7 @@ def check_space(base: PipelineConfig, space: tuple[TuneParam, ...], sampler: str
             raise ValueError(f"the range ends ({end}) take {config.path_depth} candidates per path but the pool "
                              f"holds {pool_depth}; narrow the range or rerun with --pool-depth {config.path_depth}")
     if sampler == "grid":
-        size = math.prod(len(p.grid()) for p in space)
+        size = math.prod(p.count() for p in space)  # counted, not listed
         if size > MAX_GRID:
             raise ValueError(f"the grid has {size:,} points (limit {MAX_GRID:,}); use coarser steps or --sampler tpe")
 
@@ -268,13 +280,13 @@ def search(scorer: _Scorer, space: tuple[TuneParam, ...], idx: np.ndarray, sampl
     """The sampler's best configuration on the queries ``idx`` (first of equal scores)."""
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # a failed (interrupted) trial: one line from rwb
     study = optuna.create_study(direction="maximize", sampler=_sampler(sampler, space, seed))
     start = {p.name: get_param(scorer.base, p.name) for p in space}
     if sampler != "grid" and all(p.contains(start[p.name]) for p in space):
         study.enqueue_trial(start)
     if sampler == "grid":
-        trials = min(trials, math.prod(len(p.grid()) for p in space))
+        trials = min(trials, math.prod(p.count() for p in space))
 
     def objective(trial) -> float:
         params = {p.name: _suggest(trial, p) for p in space}
