@@ -13,7 +13,7 @@ import streamlit as st
 os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from eval import configs as cfg  # noqa: E402
+from eval.stores import configs as cfg  # noqa: E402
 from pages import _harness as hx  # noqa: E402
 from pages import _state as sh  # noqa: E402
 from pages._markup import md  # noqa: E402
@@ -72,6 +72,11 @@ def sidebar() -> None:
             st.caption(f":red[dataset not loadable: {md(str(error).splitlines()[0][:120])}]")
 
 
-sidebar()
-hx.warm_harness()
-st.navigation(PAGES).run()
+try:  # the last guard: what a page's inputs or stores hold (a damaged profile, a read-only or
+    # full RWB_HOME, a wrong-typed stored value) ends in one message, never a traceback
+    sidebar()
+    hx.warm_harness()
+    st.navigation(PAGES).run()
+except (ValueError, OSError, KeyError, TypeError, RecursionError) as error:
+    reason = str(error).splitlines()[0][:300] if str(error).strip() else type(error).__name__
+    st.error(f"This page cannot be shown: {md(reason)}", icon=":material/error:")
