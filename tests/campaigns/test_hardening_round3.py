@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -265,3 +266,40 @@ def test_an_interrupt_ends_in_one_line(argv, sig, delay, tmp_path, rwb_home):
     assert (status, err.strip()) == expected
     debris = [p for p in Path(home).rglob("*") if p.name.endswith(".tmp") or ".importing-" in p.name]
     assert debris == []
+
+
+# ---- 5. user text is text: report.md carries no live markup from data --------------------------
+
+EVIL = ["![beacon](http://127.0.0.1:9/b.png)", "<img src=x onerror=alert(1)>", "<b onmouseover=x>hover</b>",
+        "[link](http://e.x)", "`code` | pipe", "<https://auto.link>", "*emph* _u_ ~~s~~ $x$"]
+
+
+def test_report_md_escapes_every_text_from_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    root = tmp_path / "evil"
+    shutil.copytree(TINY, root)
+    name = " ".join(EVIL[:4])
+    card = "".join(line + "\n" for line in (root / "dataset.toml").read_text().splitlines()
+                   if not line.startswith(("name", "description")))
+    (root / "dataset.toml").write_text(f"name = {json.dumps(name)}\ndescription = {json.dumps(' '.join(EVIL))}\n"
+                                       + card)
+    rows = [json.loads(line) for line in (root / "queries.jsonl").read_text().splitlines()]
+    for row, evil in zip(rows, EVIL[1:]):
+        row["intent"] = evil
+    (root / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pipeline = tmp_path / "evil.toml"
+    pipeline.write_text(f'base = "rrf"\nname = {json.dumps(EVIL[0] + " " + EVIL[1])}\n')
+    status, _, err = rwb(capsys, "report", root, "--pipeline", pipeline, "--baseline", "vector",
+                         "--out", tmp_path / "out")
+    assert status == 0, err
+    md = (tmp_path / "out" / "report.md").read_text()
+    # code is inert in Markdown (CommonMark 6.1): fenced blocks and code spans are taken out
+    # before looking for live markup; a backtick from data cannot close a span (it is replaced)
+    md = re.sub(r"^(`{3,})toml\n.*?\n\1$", "", md, flags=re.S | re.M)
+    md = re.sub(r"`[^`\n]*`", "", md)
+    for live in (r"(?<!\\)!(?=\[)", r"(?<!\\)<(?=img|b |https:|/b)", r"(?<!\\)\]\(", r"(?<!\\)`"):
+        assert not re.search(live, md), (live, md)  # each one unescaped would be live markup
+    readable = md.replace("\\", "")
+    assert EVIL[0] in readable and EVIL[1] in readable  # shown, as text
+    html_text = (tmp_path / "out" / "report.html").read_text()
+    assert "<img src=x" not in html_text and "<b onmouseover" not in html_text
