@@ -37,7 +37,7 @@ st.session_state.setdefault("sweep_rrfk", None)
 
 
 def resolve(label: str):
-    return st.session_state[sh.TUNE_CONFIG] if label == TUNE_LABEL else cfg.resolve_config(label)
+    return st.session_state[sh.TUNE_CONFIG] if label == TUNE_LABEL else sh.config_or_stop(label)
 
 
 def fmt(label: str) -> str:

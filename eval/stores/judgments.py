@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from eval.stores.files import locked, read_json
-from retrieval.dataset import Dataset
+from retrieval.dataset import MAX_GRADE, Dataset
 from retrieval.files import atomic_write_text, safe_component
 from retrieval.index import rwb_home
 
@@ -30,7 +30,8 @@ class JudgmentStore:
         state = read_json(self.path, {"dataset": self.dataset.name, "overlay": {}, "history": []})
         if not (isinstance(state, dict) and isinstance(state.get("overlay"), dict)
                 and isinstance(state.get("history"), list)
-                and all(isinstance(v, dict) for v in state["overlay"].values())):
+                and all(isinstance(v, dict) for v in state["overlay"].values())
+                and all(type(g) is int and 0 <= g <= MAX_GRADE for v in state["overlay"].values() for g in v.values())):
             raise ValueError(f"{self.path}: damaged (not a judgments file); restore it from a backup or move it aside")
         return state
 
@@ -77,8 +78,11 @@ class JudgmentStore:
     def qrels(self) -> dict[str, dict[str, int]]:
         """The dataset's qrels with the overlay applied (grade 0 removes a judgment)."""
         merged = {q: dict(d) for q, d in self.dataset.qrels.items()}
+        doc_ids = {d.id for d in self.dataset.documents}
         for query_id, docs in self._load()["overlay"].items():
             for doc_id, grade in docs.items():
+                if doc_id not in doc_ids:  # since removed from the corpus: it cannot be retrieved
+                    continue
                 if grade > 0:
                     merged.setdefault(query_id, {})[doc_id] = grade
                 else:
