@@ -23,6 +23,19 @@ def md(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
+_MD_INLINE = re.compile(r"([\\`*_{}\[\]<>!|~$&])")
+_AUTOLINK = re.compile(r"(?i)(://|\bwww\.)")
+
+
+def md_inline(text: object) -> str:
+    """``text`` inside a line of a Markdown document (``report.md``), readable as plain text:
+    only what opens markup mid-line is escaped — images and links (``[``, ``]``, ``!``), HTML and
+    autolinks (``<``, ``&``, ``://``, ``www.``), code, emphasis, tables, math — not ``.``, ``-``
+    or ``(``, which matter only at the start of a line; newlines are folded to spaces."""
+    escaped = _MD_INLINE.sub(r"\\\1", " ".join(str(text).split()))
+    return _AUTOLINK.sub(lambda m: m.group(1).replace("/", "\\/").replace(".", "\\."), escaped)
+
+
 def html(text: object) -> str:
     """``text`` shown literally inside HTML (quotes included, for attributes)."""
     return _html.escape(str(text), quote=True)

@@ -35,7 +35,7 @@ from eval.metrics.ranx_eval import Evaluation
 from eval.experiments.router_eval import RouterEvaluation
 from eval.search.sweep import SweepResult
 from retrieval.bm25 import ANALYZERS
-from eval.reports.markup import code, fence, md as md_escape
+from eval.reports.markup import code, fence, md_inline
 from retrieval.files import atomic_write_files
 from retrieval.pipeline import to_toml
 
@@ -256,18 +256,8 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
-_MARKUP = re.compile(r"[\\`*_{}\[\]<>!|~:$&]")
-
-
-def md_cell(value) -> str:
-    """A cell or line of ``report.md``: text that could open Markdown or HTML (a link, an image,
-    a tag: a dataset's name, a pipeline label, an intent) is escaped; plain figures stay as they are."""
-    text = " ".join(str(value).split())
-    return md_escape(text) if _MARKUP.search(text) else text
-
-
 def md_table(header: list[str], rows: list[list[str]]) -> str:
-    esc = md_cell
+    esc = md_inline
     out = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(esc(v) for v in r) + " |" for r in rows]
     return "\n".join(out)
@@ -491,44 +481,44 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
     intent_header, intent_table = intent_rows(evaluation, primary)
 
     # -- markdown
-    # every text from data (names, labels, intents) through md_cell/code/fence: report.md is
+    # every text from data (names, labels, intents) through md_inline/code/fence: report.md is
     # also rendered by the Reports page, where a live image would fetch from the network
-    md = [f"# {md_cell(title)}", "",
+    md = [f"# {md_inline(title)}", "",
           f"{evaluation.n_queries} judged queries · dataset {code(evaluation.dataset)} · model "
           f"{code(evaluation.embedder)} · analyzer {code(_analyzer(evaluation))} · pool depth "
           f"{evaluation.pool_depth} · {created}", ""]
     if method:
-        md += ["## Method", "", *(f"- {md_cell(line)}" for line in method), ""]
-    md += ["## Metrics", "", md_table(means_header, means), "", md_cell(legend(significance)), ""]
+        md += ["## Method", "", *(f"- {md_inline(line)}" for line in method), ""]
+    md += ["## Metrics", "", md_table(means_header, means), "", md_inline(legend(significance)), ""]
     if notes:
-        md += [SHORT_NOTE, "", *(f"- {md_cell(n)}" for n in notes), ""]
-    md += [f"## Statistics against {md_cell(significance.baseline if significance else 'the baseline')}", "",
+        md += [SHORT_NOTE, "", *(f"- {md_inline(n)}" for n in notes), ""]
+    md += [f"## Statistics against {md_inline(significance.baseline if significance else 'the baseline')}", "",
            md_table(stats_header, stats), ""]
     md += ["## Per intent", "", f"{primary} by labelled intent (judged queries in brackets):", "",
            md_table(intent_header, intent_table), ""]
     if significance:
-        md += [f"## Per query vs {md_cell(significance.baseline)} ({primary})", "",
+        md += [f"## Per query vs {md_inline(significance.baseline)} ({primary})", "",
                md_table(["pipeline", "wins", "ties", "losses", f"Δ{primary}"],
                         [[p, c[primary].wins, c[primary].ties, c[primary].losses, fmt_delta(c[primary].delta)]
                          for p, c in significance.cells.items()]), ""]
     if budget:
-        md += ["## Token budget", "", md_cell(_budget_note(budget)), "",
+        md += ["## Token budget", "", md_inline(_budget_note(budget)), "",
                md_table(["pipeline", "budget recall", "ceiling", "mean tokens"],
                         [[p, f"{b.mean:.4f}", f"{b.ceiling:.4f}", f"{b.mean_tokens:.0f}"] for p, b in budget.items()]),
                ""]
     if router:
-        md += ["## Intent router", "", md_cell(_router_note(router)), "",
+        md += ["## Intent router", "", md_inline(_router_note(router)), "",
                md_table(["expected \\ routed", *router.profiles],
                         [[e, *(router.confusion[e][r] for r in router.profiles)] for e in router.profiles]), ""]
     if sweep is not None:
-        md += ["## Sweep", "", md_cell(_sweep_note(sweep)), "", md_table(SWEEP_HEADER, sweep_rows(sweep)), "",
+        md += ["## Sweep", "", md_inline(_sweep_note(sweep)), "", md_table(SWEEP_HEADER, sweep_rows(sweep)), "",
                "Best configuration (usable as `--pipeline FILE`):", "",
                fence(sweep.best_toml().rstrip(), "toml"), ""]
     md += ["## Fingerprint", "", f"- dataset: {code(fp['dataset'])} sha256 {code(fp['dataset_fingerprint'])}",
            f"- model: {code(fp['model'])}", f"- analyzer: {code(fp['analyzer'])}", f"- pool depth: {fp['pool_depth']}",
            "- versions: " + ", ".join(f"{k} {v}" for k, v in fp["versions"].items()), ""]
     for name, text in fp["configs"].items():
-        md += [f"### {md_cell(name)}", "", fence(text.rstrip(), "toml"), ""]
+        md += [f"### {md_inline(name)}", "", fence(text.rstrip(), "toml"), ""]
 
     # -- html
     figures = [_figure_html(_intent_figure(evaluation, primary), "fig-intents", 420)]
