@@ -310,7 +310,7 @@ def workspace() -> Workspace:
         st.error(f"**Cannot load dataset {md(path)}** — {len(error.problems)} problem(s):")
         st.code("\n".join(error.problems[:30]), language=None)
         st.stop()
-    except (OSError, ValueError) as error:  # unreadable, or refused (outside RWB_DATA_ROOT in remote use)
+    except (OSError, ValueError) as error:  # unreadable, or outside RWB_DATA_ROOT in remote use
         st.error(f"Cannot read dataset {md(path)}: {md(one_line(error))}")
         st.stop()
     ws = Workspace(path, stamp, st.session_state[K_EMBEDDER], dataset, st.session_state[K_BASELINE])

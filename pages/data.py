@@ -117,8 +117,8 @@ with qrels_tab:
             with st.container(border=True):
                 st.markdown("**Add or change a judgment**")
                 # a judgment of a document since removed from the corpus is listed, not offered
-                judged_first = [d for d in frame["doc"] if d in text_of_d] + [d for d in text_of_d
-                                                                             if d not in set(frame["doc"])]
+                listed = [d for d in frame["doc"] if d in text_of_d]
+                judged_first = listed + [d for d in text_of_d if d not in set(listed)]
                 if st.session_state.get("data_doc") not in judged_first:
                     st.session_state["data_doc"] = judged_first[0]
                 doc = st.selectbox("Document", judged_first, key="data_doc",

@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 MAX_TEXT_CHARS = 100_000
-MIN_YEAR, MAX_YEAR = 1900, 2200  # every date (created_at, updated_at, reference_time) lies in these years
-MAX_GRADE = 100  # qrels grades are integers 0…100 (2^100 − 1, the largest exponential gain, is a finite float)
+MIN_YEAR, MAX_YEAR = 1900, 2200  # every date (created_at, updated_at, reference_time) is in these
+MAX_GRADE = 100  # qrels grades are integers 0…100 (2^grade − 1, exponential gain, stays finite)
 MAX_INT = 2**31 - 1  # integer fields are stored as int32 in the candidate table
 SCOPES = ("global", "project")
 _DOC_FIELDS = {
@@ -344,7 +344,8 @@ def _load_qrels(path: Path, doc_ids: set[str], query_ids: set[str], problems: _P
     qrels: dict[str, dict[str, int]] = {}
     first: dict[tuple[str, str], int] = {}
     file = f"qrels/{path.name}" if path.parent.name == "qrels" else path.name
-    for line, text in _read_lines(path, problems, path.read_bytes() if data is None else data) or ():
+    data = path.read_bytes() if data is None else data
+    for line, text in _read_lines(path, problems, data) or ():
         parts = text.split("\t") if "\t" in text else text.split()
         if line == 1 and parts and parts[0].strip().lower() in ("query-id", "query_id", "qid"):
             continue
@@ -356,7 +357,8 @@ def _load_qrels(path: Path, doc_ids: set[str], query_ids: set[str], problems: _P
         query_id, doc_id, grade = (p.strip() for p in parts)
         if not re.fullmatch(r"[+-]?\d{1,30}", grade):
             shown = grade if len(grade) <= 40 else f"{grade[:40]}…"
-            problems.add(file, line, "score", f"expected an integer grade, got {shown!r} (grades are 0–{MAX_GRADE})")
+            problems.add(file, line, "score",
+                         f"expected an integer grade, got {shown!r} (grades are 0–{MAX_GRADE})")
             continue
         value = int(grade)
         if not 0 <= value <= MAX_GRADE:
@@ -370,8 +372,9 @@ def _load_qrels(path: Path, doc_ids: set[str], query_ids: set[str], problems: _P
             continue
         previous = qrels.get(query_id, {}).get(doc_id)
         if previous is not None and previous != value:
-            problems.add(file, line, "score", f"({query_id!r}, {doc_id!r}) graded {value} here and {previous} "
-                                              f"on line {first[query_id, doc_id]}; keep one row")
+            where = first[query_id, doc_id]
+            problems.add(file, line, "score", f"({query_id!r}, {doc_id!r}) graded {value} here and "
+                                              f"{previous} on line {where}; keep one row")
             continue
         first.setdefault((query_id, doc_id), line)
         qrels.setdefault(query_id, {})[doc_id] = value
@@ -464,14 +467,17 @@ def load_dataset(root: str | Path) -> Dataset:
     card = _load_card(files["card"][0], problems, files["card"][1]) if "card" in files else {}
     doc_lines: dict[str, int] = {}
     documents = _load_documents(files["corpus"][0], problems, doc_lines, files["corpus"][1])
-    queries = _load_queries(files["queries"][0], problems, files["queries"][1]) if "queries" in files else []
+    queries = []
+    if "queries" in files:
+        queries = _load_queries(files["queries"][0], problems, files["queries"][1])
     doc_ids = {d.id for d in documents}
     for doc in documents:
         for target in doc.related:
             if target not in doc_ids:
                 problems.add("corpus.jsonl", doc_lines[doc.id], "related",
                              f"{doc.id!r} links to unknown document {target!r}")
-    qrels = (_load_qrels(files["qrels"][0], doc_ids, {q.id for q in queries}, problems, files["qrels"][1])
+    query_ids = {q.id for q in queries}
+    qrels = (_load_qrels(files["qrels"][0], doc_ids, query_ids, problems, files["qrels"][1])
              if "qrels" in files else {})
     if problems:
         raise DatasetError(problems)

@@ -15,8 +15,8 @@ the ONE write path for every file the workbench writes (stores, pools, index fil
 outputs the user names: ``--json``, ``--out``, reports): a unique temporary file beside the
 target, fsync, rename over the target, fsync the folder; a symlink is written through to
 its target (atomically beside it), a device or FIFO in place, never replaced
-(``output_target``); temporaries of killed writes are cleaned by the next write. ``fsync_tree`` makes a folder built aside durable before
-it is renamed into place.
+(``output_target``); temporaries of killed writes are cleaned by the next write.
+``fsync_tree`` makes a folder built aside durable before it is renamed into place.
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ def clean_temporaries(path: Path) -> None:
     process is gone, and older-style ``.NAME.….tmp`` files more than a day old."""
     folder, prefix = path.parent, f".{path.name}."
     try:
-        entries = [e for e in os.scandir(folder) if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+        entries = [e for e in os.scandir(folder)
+                   if e.name.startswith(prefix) and e.name.endswith(".tmp")]
     except OSError:
         return
     for entry in entries:
@@ -147,7 +148,8 @@ def output_target(path: Path) -> tuple[Path, bool]:
         raise ValueError(f"{path} is a folder; give a file name")
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return path, False
-    kind = "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+    kind = ("a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
     raise ValueError(f"{path} is {kind}; refusing to write to it")
 
 
@@ -168,7 +170,8 @@ def _stage(target: Path, write: Callable[[BinaryIO], None]) -> str:
     """A fsynced temporary file beside ``target`` holding what ``write`` writes."""
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_temporaries(target)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-", suffix=".tmp")
+    prefix = f".{target.name}.{os.getpid()}-"
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)

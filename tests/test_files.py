@@ -117,8 +117,9 @@ def test_a_full_disk_leaves_the_previous_output_whole(tmp_path, kind):
     names = ["out.json"] if kind == "single" else ["report.json", "report.md", "report.html"]
     for name in names:
         (tmp_path / name).write_text(f"previous {name}")
-    done = subprocess.run([sys.executable, "-c", _FULL_DISK, str(tmp_path), kind], capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    done = subprocess.run([sys.executable, "-c", _FULL_DISK, str(tmp_path), kind],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.stdout.startswith("refused 27"), done.stderr  # EFBIG
     assert {n: (tmp_path / n).read_text() for n in names} == {n: f"previous {n}" for n in names}
     assert _debris(tmp_path) == []
@@ -126,8 +127,8 @@ def test_a_full_disk_leaves_the_previous_output_whole(tmp_path, kind):
 
 def test_temporaries_of_killed_writes_are_cleaned_by_the_next_write(tmp_path):
     target = tmp_path / "pool.npz"
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
     stale = tmp_path / f".pool.npz.{dead}-abc123.tmp"              # a killed writer's
     stale.write_bytes(b"x" * 800_000)
     live = tmp_path / f".pool.npz.{os.getpid()}-live99.tmp"         # a live writer's: kept

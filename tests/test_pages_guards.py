@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "fixtures" / "tiny"
-PAGES = ["pages/tune.py", "pages/evaluate.py", "pages/sweep.py", "pages/profiles.py", "pages/data.py",
-         "pages/reports.py"]
+PAGES = ["pages/tune.py", "pages/evaluate.py", "pages/sweep.py", "pages/profiles.py",
+         "pages/data.py", "pages/reports.py"]
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,8 @@ def test_a_judgment_of_a_removed_document_is_listed_not_a_traceback(home, monkey
     shutil.copytree(TINY, dataset)
     JudgmentStore(load_dataset(dataset), home).grade("q1", "d09", 2)
     lines = (dataset / "corpus.jsonl").read_text().splitlines()
-    (dataset / "corpus.jsonl").write_text("".join(line + "\n" for line in lines if '"d09"' not in line))
+    kept = [line + "\n" for line in lines if '"d09"' not in line]
+    (dataset / "corpus.jsonl").write_text("".join(kept))
     at = start(home, monkeypatch, dataset)
     for page in PAGES:
         at.switch_page(page).run()
@@ -158,8 +159,8 @@ def test_an_unwritable_home_when_saving_is_one_message(store, home, monkeypatch)
 
 
 @pytest.mark.parametrize("outside", ["/etc", "{tmp}", "{root}/../x"])
-def test_remote_mode_refusal_of_a_dataset_outside_the_root_is_one_message(outside, home, monkeypatch,
-                                                                           tmp_path):
+def test_remote_mode_refusal_of_a_dataset_outside_the_root_is_one_message(outside, home,
+                                                                           monkeypatch, tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     monkeypatch.setenv("RWB_ALLOW_REMOTE", "1")
@@ -170,14 +171,14 @@ def test_remote_mode_refusal_of_a_dataset_outside_the_root_is_one_message(outsid
     assert len(shown) == 1 and "Cannot read dataset" in shown[0], shown
 
 
-@pytest.mark.parametrize("lo,hi", [(-1e308, 1e308), (1e308, -1e308), (-1.7e308, 1.7e308), (0, 1e308),
-                                   (1, 1e300)])
+@pytest.mark.parametrize("lo,hi", [(-1e308, 1e308), (1e308, -1e308), (-1.7e308, 1.7e308),
+                                   (0, 1e308), (1, 1e300)])
 def test_sweep_axis_extremes_are_refused_in_one_line(lo, hi):
     from eval.search.sweep import Space, apply_point
     from pages import _harness as hx
     from retrieval.pipeline import PIPELINES
 
     for integer, name in ((True, "rrf.rrf_k"), (False, "rrf.w_dense")):
-        with pytest.raises(ValueError):  # the axis itself, or its end outside the parameter's bounds
+        with pytest.raises(ValueError):  # the axis, or its end outside the parameter's bounds
             spec = hx.param_spec(PIPELINES["rrf"], name, lo, hi, 11, integer)
             apply_point(PIPELINES["rrf"], Space((spec,)), (spec.values[-1],))

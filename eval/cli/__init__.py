@@ -5,8 +5,8 @@ or flag, a value of the wrong type), an invalid dataset, a ``ValueError`` / ``OS
 the library — exits 2 with ONE line ``rwb: error: …`` on stderr and no traceback. Anything
 else is a bug, reported the same way (``RWB_DEBUG=1`` shows its traceback). Ctrl-C exits 130
 with ``rwb: interrupted``, SIGTERM 143 with ``rwb: terminated``: both unwind the command (its
-temporaries are removed on the way) and print nothing else. Progress bars: ``eval.progress`` (stderr, only on a terminal, never
-with ``--quiet``).
+temporaries are removed on the way) and print nothing else. Progress bars: ``eval.progress``
+(stderr, only on a terminal, never with ``--quiet``).
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
 report), ``sweep`` (sweep, tune), ``importing`` (import); shared options and checks in ``_common``.

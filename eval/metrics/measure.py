@@ -52,8 +52,8 @@ def parse_metric(name: str) -> tuple[str, int]:
     match = _METRIC.match(name) if isinstance(name, str) else None
     if not match or match.group(1) not in METRICS:
         shown = name if not isinstance(name, str) or len(name) <= 40 else f"{name[:40]}…"
-        raise ValueError(f"unknown metric {shown!r}; use NAME@K with NAME in {list(METRICS)}, e.g. ndcg@5, "
-                         "or map (over the whole ranking)")
+        raise ValueError(f"unknown metric {shown!r}; use NAME@K with NAME in {list(METRICS)}, "
+                         "e.g. ndcg@5, or map (over the whole ranking)")
     digits = match.group(2)
     if len(digits) > 6 or not 1 <= int(digits) <= MAX_CUTOFF:
         shown = digits if len(digits) <= 20 else f"a {len(digits)}-digit number"

@@ -16,7 +16,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from eval.metrics.measure import DEFAULT_METRICS, MAX_CUTOFF, METRICS, UNCUT, judge, mean_metrics, parse_metric
+from eval.metrics.measure import (
+    DEFAULT_METRICS, MAX_CUTOFF, METRICS, UNCUT, judge, mean_metrics, parse_metric,
+)
 from eval.metrics.ranx_io import judged_query_ids, ranx_per_query, to_qrels, to_run
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates

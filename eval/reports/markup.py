@@ -1,7 +1,8 @@
 """Escaping of user strings for the two markup languages the pages render.
 
 Dataset names, document text and titles, query text and profile names come from files a
-user imported: rendered raw (in a page, or in ``report.md`` — which the Reports page also renders), Markdown turns ``![x](http://…)`` into an image beacon and
+user imported: rendered raw (in a page, or in ``report.md``, which the Reports page also
+renders), Markdown turns ``![x](http://…)`` into an image beacon and
 ``[x](…)`` into a link, and HTML runs as markup. Every user string that reaches
 ``st.markdown``/``st.caption``/a label goes through ``md``; every one that reaches
 ``st.html`` goes through ``html`` (``markupsafe``-style escaping, nothing else).

@@ -492,7 +492,8 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
     md += ["## Metrics", "", md_table(means_header, means), "", md_inline(legend(significance)), ""]
     if notes:
         md += [SHORT_NOTE, "", *(f"- {md_inline(n)}" for n in notes), ""]
-    md += [f"## Statistics against {md_inline(significance.baseline if significance else 'the baseline')}", "",
+    against = significance.baseline if significance else "the baseline"
+    md += [f"## Statistics against {md_inline(against)}", "",
            md_table(stats_header, stats), ""]
     md += ["## Per intent", "", f"{primary} by labelled intent (judged queries in brackets):", "",
            md_table(intent_header, intent_table), ""]
@@ -511,11 +512,14 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
                md_table(["expected \\ routed", *router.profiles],
                         [[e, *(router.confusion[e][r] for r in router.profiles)] for e in router.profiles]), ""]
     if sweep is not None:
-        md += ["## Sweep", "", md_inline(_sweep_note(sweep)), "", md_table(SWEEP_HEADER, sweep_rows(sweep)), "",
+        md += ["## Sweep", "", md_inline(_sweep_note(sweep)), "",
+               md_table(SWEEP_HEADER, sweep_rows(sweep)), "",
                "Best configuration (usable as `--pipeline FILE`):", "",
                fence(sweep.best_toml().rstrip(), "toml"), ""]
-    md += ["## Fingerprint", "", f"- dataset: {code(fp['dataset'])} sha256 {code(fp['dataset_fingerprint'])}",
-           f"- model: {code(fp['model'])}", f"- analyzer: {code(fp['analyzer'])}", f"- pool depth: {fp['pool_depth']}",
+    md += ["## Fingerprint", "",
+           f"- dataset: {code(fp['dataset'])} sha256 {code(fp['dataset_fingerprint'])}",
+           f"- model: {code(fp['model'])}", f"- analyzer: {code(fp['analyzer'])}",
+           f"- pool depth: {fp['pool_depth']}",
            "- versions: " + ", ".join(f"{k} {v}" for k, v in fp["versions"].items()), ""]
     for name, text in fp["configs"].items():
         md += [f"### {md_inline(name)}", "", fence(text.rstrip(), "toml"), ""]
@@ -577,8 +581,10 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
 
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
     # one output: all three files are complete before any replaces its predecessor
-    atomic_write_files({paths["json"]: (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode("utf-8"),
-                        paths["md"]: "\n".join(md).encode("utf-8"), paths["html"]: page.encode("utf-8")})
+    summary = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    atomic_write_files({paths["json"]: summary.encode("utf-8"),
+                        paths["md"]: "\n".join(md).encode("utf-8"),
+                        paths["html"]: page.encode("utf-8")})
     return paths
 
 

@@ -78,10 +78,10 @@ class ParamSpec:
             raise ValueError(f"--param {self.name}: step must be > 0, got {self.step:g}")
         if self.integer and not all(float(v).is_integer() for v in (self.lo, self.hi, self.step)):
             raise ValueError(f"--param {self.name} is an integer parameter: lo, hi and step must be whole numbers")
-        span = (self.hi - self.lo) / self.step  # inf for a 1e-320 step or a ±1e308 range: refused below
+        span = (self.hi - self.lo) / self.step  # inf for a 1e-320 step or a ±1e308 range
         if not math.isfinite(span) or span + 1 > MAX_POINTS:
-            raise ValueError(f"--param {self}: more than {MAX_POINTS:,} values; use a larger step or a "
-                             "smaller range")
+            raise ValueError(f"--param {self}: more than {MAX_POINTS:,} values; use a larger step "
+                             "or a smaller range")
 
     @property
     def count(self) -> int:

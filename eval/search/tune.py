@@ -102,8 +102,8 @@ class TuneParam:
         step = self.step if self.step is not None else (1 if self.integer else None)
         span = (self.hi - self.lo) / step if step is not None else 0.0  # inf for a 1e-320 step
         if not math.isfinite(span) or span + 1 > MAX_GRID:
-            raise ValueError(f"--param {self}: more than {MAX_GRID:,} grid values; use a larger step or a "
-                             "smaller range")
+            raise ValueError(f"--param {self}: more than {MAX_GRID:,} grid values; use a larger "
+                             "step or a smaller range")
 
     def count(self) -> int:
         """How many grid values, computed without listing them."""
@@ -280,7 +280,8 @@ def search(scorer: _Scorer, space: tuple[TuneParam, ...], idx: np.ndarray, sampl
     """The sampler's best configuration on the queries ``idx`` (first of equal scores)."""
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # a failed (interrupted) trial: one line from rwb
+    # ERROR: an interrupted trial's warning and traceback would precede rwb's one line
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = optuna.create_study(direction="maximize", sampler=_sampler(sampler, space, seed))
     start = {p.name: get_param(scorer.base, p.name) for p in space}
     if sampler != "grid" and all(p.contains(start[p.name]) for p in space):

@@ -45,8 +45,9 @@ class ExperimentStore:
 
     def list(self) -> list[dict]:
         records = read_json(self.path, [])
+        tables = ("metrics", "baseline_metrics")
         if not isinstance(records, list) or not all(
-                isinstance(r, dict) and all(isinstance(r.get(k, {}), dict) for k in ("metrics", "baseline_metrics"))
+                isinstance(r, dict) and all(isinstance(r.get(k, {}), dict) for k in tables)
                 for r in records):
             raise ValueError(f"{self.path}: damaged (not a list of experiment records); "
                              "restore it from a backup or move it aside")

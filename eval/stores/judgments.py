@@ -31,7 +31,8 @@ class JudgmentStore:
         if not (isinstance(state, dict) and isinstance(state.get("overlay"), dict)
                 and isinstance(state.get("history"), list)
                 and all(isinstance(v, dict) for v in state["overlay"].values())
-                and all(type(g) is int and 0 <= g <= MAX_GRADE for v in state["overlay"].values() for g in v.values())):
+                and all(type(g) is int and 0 <= g <= MAX_GRADE
+                        for v in state["overlay"].values() for g in v.values())):
             raise ValueError(f"{self.path}: damaged (not a judgments file); restore it from a backup or move it aside")
         return state
 

@@ -40,7 +40,8 @@ class ProfileStore:
                 raise ValueError(f"saved profile {chain[0]!r}: its base chain loops "
                                  f"({' → '.join((*chain, name))})")
             if len(chain) >= MAX_BASE_CHAIN:
-                raise ValueError(f"saved profile {chain[0]!r}: bases nested more than {MAX_BASE_CHAIN} deep")
+                raise ValueError(f"saved profile {chain[0]!r}: bases nested more than "
+                                 f"{MAX_BASE_CHAIN} deep")
             if name not in self.names():
                 raise ValueError(f"base {label!r} is neither a pipeline nor a saved profile")
             return self.load(name, chain)

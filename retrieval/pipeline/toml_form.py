@@ -58,7 +58,8 @@ def _base(name: str, where: str, base_of: BaseOf | None) -> PipelineConfig:
     if "/" in name or "\\" in name or name.endswith(".toml") or name.startswith(("~", ".")):
         raise ValueError(f"{where}: base names a pipeline or a saved profile, never a file")
     if base_of is None:
-        raise ValueError(f"{where}: base {name!r} is not a pipeline; choose from {sorted(PIPELINES)}")
+        raise ValueError(f"{where}: base {name!r} is not a pipeline; "
+                         f"choose from {sorted(PIPELINES)}")
     return base_of(name)
 
 
@@ -200,7 +201,8 @@ def from_toml(text: str, where: str = "pipeline", base_of: BaseOf | None = None)
     return from_dict(data, where, base_of)
 
 
-def get_pipeline(name_or_path: str | PipelineConfig, base_of: BaseOf | None = None) -> PipelineConfig:
+def get_pipeline(name_or_path: str | PipelineConfig,
+                 base_of: BaseOf | None = None) -> PipelineConfig:
     """A registered pipeline by name, or a TOML file path (its ``base`` resolved by ``base_of``)."""
     if isinstance(name_or_path, PipelineConfig):
         return name_or_path

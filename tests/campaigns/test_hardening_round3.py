@@ -58,17 +58,22 @@ Q = {"_id": "qz", "text": "an odd query"}
 INVALID = {  # input → (file:line: field) that `rwb validate` must name
     "created far in the future": ({"corpus": [{**DOC, "created_at": "9999-12-31T23:59:59"}]},
                                   "corpus.jsonl:11: created_at"),
-    "created at the calendar's start": ({"corpus": [{**DOC, "created_at": "0001-01-01T00:00:00+14:00"}]},
-                                        "corpus.jsonl:11: created_at"),
-    "updated in year 1200": ({"corpus": [{**DOC, "updated_at": "1200-06-01"}]}, "corpus.jsonl:11: updated_at"),
-    "query reference_time at the end": ({"queries": [{**Q, "reference_time": "9999-12-31T23:59:59-14:00"}]},
-                                        "queries.jsonl:5: reference_time"),
+    "created at the calendar's start": (
+        {"corpus": [{**DOC, "created_at": "0001-01-01T00:00:00+14:00"}]},
+        "corpus.jsonl:11: created_at"),
+    "updated in year 1200": ({"corpus": [{**DOC, "updated_at": "1200-06-01"}]},
+                             "corpus.jsonl:11: updated_at"),
+    "query reference_time at the end": (
+        {"queries": [{**Q, "reference_time": "9999-12-31T23:59:59-14:00"}]},
+        "queries.jsonl:5: reference_time"),
     "card reference_time 1800": ({"card": 'name = "tiny"\nreference_time = 1800-01-01T00:00:00Z\n'},
                                  "dataset.toml:2: reference_time"),
-    "card reference_time 9999": ({"card": 'name = "tiny"\nreference_time = "9999-12-31T23:59:59"\n'},
-                                 "dataset.toml:2: reference_time"),
+    "card reference_time 9999": (
+        {"card": 'name = "tiny"\nreference_time = "9999-12-31T23:59:59"\n'},
+        "dataset.toml:2: reference_time"),
     "grade 10^40": ({"qrels": ["q1\td01\t" + "1" + "0" * 40]}, "qrels/test.tsv:6: score"),
-    "grade 2000 (exponential gain overflows)": ({"qrels": ["q1\td01\t2000"]}, "qrels/test.tsv:6: score"),
+    "grade 2000 (exponential gain overflows)": ({"qrels": ["q1\td01\t2000"]},
+                                                "qrels/test.tsv:6: score"),
     "grade 101": ({"qrels": ["q1\td01\t101"]}, "qrels/test.tsv:6: score"),
     "grade 1e3": ({"qrels": ["q1\td01\t1e3"]}, "qrels/test.tsv:6: score"),
     "duplicate row, another grade": ({"qrels": ["q1\td03\t1"]}, "qrels/test.tsv:6: score"),
@@ -79,7 +84,8 @@ INVALID = {  # input → (file:line: field) that `rwb validate` must name
     "related false": ({"corpus": [{**DOC, "related": False}]}, "corpus.jsonl:11: related"),
     "title a number": ({"corpus": [{**DOC, "title": 5}]}, "corpus.jsonl:11: title"),
     "intent a list": ({"queries": [{**Q, "intent": ["debug"]}]}, "queries.jsonl:5: intent"),
-    "created_at a number": ({"corpus": [{**DOC, "created_at": 20260101}]}, "corpus.jsonl:11: created_at"),
+    "created_at a number": ({"corpus": [{**DOC, "created_at": 20260101}]},
+                            "corpus.jsonl:11: created_at"),
 }
 
 
@@ -100,7 +106,7 @@ def test_a_repeated_qrels_row_with_the_same_grade_is_accepted(tmp_path, capsys):
     assert rwb(capsys, "validate", root)[0] == 0
 
 
-# ---- 3. bounds at the edge of every numeric flag ---------------------------------------------------
+# ---- 3. bounds at the edge of every numeric flag ---------------------------------------------
 
 BOUNDS = [
     ("eval", "--metrics", "ndcg@" + "1" + "0" * 20),
@@ -128,7 +134,8 @@ BOUNDS = [
 
 
 @pytest.mark.parametrize("command,flag,value", BOUNDS)
-def test_numeric_flags_at_the_edge_are_refused_in_one_line(command, flag, value, tmp_path, capsys, monkeypatch):
+def test_numeric_flags_at_the_edge_are_refused_in_one_line(command, flag, value, tmp_path, capsys,
+                                                           monkeypatch):
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
     extra = ["--param", "rrf.rrf_k=10:60:10"] if command == "sweep" and flag != "--param" else []
     if command == "tune":
@@ -156,14 +163,15 @@ def test_outputs_follow_the_writer_policy(tmp_path, capsys, monkeypatch, rwb_hom
     assert "FIFO with no reader" in one_line_error(status, err)
     folder = tmp_path / "folder"
     folder.mkdir()
-    status, _, err = rwb(capsys, "sweep", TINY, "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10",
-                         "--folds", "2", "--out", folder)
+    status, _, err = rwb(capsys, "sweep", TINY, "--pipeline", "rrf", "--param",
+                         "rrf.rrf_k=10:60:10", "--folds", "2", "--out", folder)
     assert "is a folder" in one_line_error(status, err)
     report = tmp_path / "report"
     status, _, err = rwb(capsys, "report", TINY, "--pipeline", "rrf", "--out", report)
     assert status == 0, err
     assert sorted(p.name for p in report.iterdir()) == ["report.html", "report.json", "report.md"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "folder", "link.json", "real.json", "report"]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["fifo", "folder", "link.json", "real.json", "report"]
 
 
 @pytest.mark.parametrize("value", ["", " ", "\t"])
@@ -223,8 +231,8 @@ def test_base_chains_and_nesting_are_bounded(tmp_path, capsys, monkeypatch):
               **{f"c{i}": f'base = "saved:c{i + 1}"\n' for i in range(12)}, "c12": 'base = "rrf"\n'}
     for name, body in bodies.items():
         (profiles / f"{name}.toml").write_text(body)
-    for name, expected in (("me", "loops"), ("a", "loops"), ("deep", "nested"), ("tables", "nested"),
-                           ("c0", "deep")):
+    for name, expected in (("me", "loops"), ("a", "loops"), ("deep", "nested"),
+                           ("tables", "nested"), ("c0", "deep")):
         status, _, err = rwb(capsys, "eval", TINY, "--pipeline", f"saved:{name}")
         assert expected in one_line_error(status, err), (name, err)
     status, _, err = rwb(capsys, "eval", TINY, "--pipeline", "saved:c8")  # 4 bases: allowed
@@ -233,7 +241,8 @@ def test_base_chains_and_nesting_are_bounded(tmp_path, capsys, monkeypatch):
 
 # ---- 4. interrupts: one line, 130 / 143, no temporaries ------------------------------------------
 
-def _interrupt(tmp_path: Path, argv: list[str], sig: int, delay: float, home: Path) -> tuple[int, str]:
+def _interrupt(tmp_path: Path, argv: list[str], sig: int, delay: float,
+               home: Path) -> tuple[int, str]:
     env = {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "eval.cli", *argv], env=env, cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -243,17 +252,19 @@ def _interrupt(tmp_path: Path, argv: list[str], sig: int, delay: float, home: Pa
     return proc.returncode, err
 
 
+TUNE = ["tune", str(TINY), "--pipeline", "rrf", "--folds", "2", "--inner-folds", "2",
+        "--trials", "10000"]
+SWEEP = ["sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=1:1000:0.001",
+         "--random", "999999", "--folds", "2"]
+
+
 @pytest.mark.parametrize("argv,sig,delay", [
     (["index", str(TINY)], signal.SIGINT, 0.5),
     (["index", str(TINY)], signal.SIGINT, 2.5),
     (["index", str(TINY)], signal.SIGTERM, 2.5),
-    (["tune", str(TINY), "--pipeline", "rrf", "--folds", "2", "--inner-folds", "2", "--trials", "10000"],
-     signal.SIGINT, 12),
-    (["tune", str(TINY), "--pipeline", "rrf", "--folds", "2", "--inner-folds", "2", "--trials", "10000"],
-     signal.SIGTERM, 12),
-    (["sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=1:1000:0.001", "--random", "999999",
-      "--folds", "2"],
-     signal.SIGINT, 12),
+    (TUNE, signal.SIGINT, 12),
+    (TUNE, signal.SIGTERM, 12),
+    (SWEEP, signal.SIGINT, 12),
 ])
 def test_an_interrupt_ends_in_one_line(argv, sig, delay, tmp_path, rwb_home):
     # the tune and sweep cases reuse the session's home (index and pool built), so the signal
@@ -262,16 +273,19 @@ def test_an_interrupt_ends_in_one_line(argv, sig, delay, tmp_path, rwb_home):
     if argv[0] != "index":
         assert main(["index", str(TINY), "--quiet"]) == 0
     status, err = _interrupt(tmp_path, argv, sig, delay, home)
-    expected = {signal.SIGINT: (130, "rwb: interrupted"), signal.SIGTERM: (143, "rwb: terminated")}[sig]
+    expected = {signal.SIGINT: (130, "rwb: interrupted"),
+                signal.SIGTERM: (143, "rwb: terminated")}[sig]
     assert (status, err.strip()) == expected
-    debris = [p for p in Path(home).rglob("*") if p.name.endswith(".tmp") or ".importing-" in p.name]
+    debris = [p for p in Path(home).rglob("*")
+              if p.name.endswith(".tmp") or ".importing-" in p.name]
     assert debris == []
 
 
 # ---- 5. user text is text: report.md carries no live markup from data --------------------------
 
-EVIL = ["![beacon](http://127.0.0.1:9/b.png)", "<img src=x onerror=alert(1)>", "<b onmouseover=x>hover</b>",
-        "[link](http://e.x)", "`code` | pipe", "<https://auto.link>", "*emph* _u_ ~~s~~ $x$"]
+EVIL = ["![beacon](http://127.0.0.1:9/b.png)", "<img src=x onerror=alert(1)>",
+        "<b onmouseover=x>hover</b>", "[link](http://e.x)", "`code` | pipe", "<https://auto.link>",
+        "*emph* _u_ ~~s~~ $x$"]
 
 
 def test_report_md_escapes_every_text_from_data(tmp_path, capsys, monkeypatch):
@@ -281,8 +295,8 @@ def test_report_md_escapes_every_text_from_data(tmp_path, capsys, monkeypatch):
     name = " ".join(EVIL[:4])
     card = "".join(line + "\n" for line in (root / "dataset.toml").read_text().splitlines()
                    if not line.startswith(("name", "description")))
-    (root / "dataset.toml").write_text(f"name = {json.dumps(name)}\ndescription = {json.dumps(' '.join(EVIL))}\n"
-                                       + card)
+    head = f"name = {json.dumps(name)}\ndescription = {json.dumps(' '.join(EVIL))}\n"
+    (root / "dataset.toml").write_text(head + card)
     rows = [json.loads(line) for line in (root / "queries.jsonl").read_text().splitlines()]
     for row, evil in zip(rows, EVIL[1:]):
         row["intent"] = evil
