@@ -326,3 +326,23 @@ def test_report_md_escapes_every_text_from_data(tmp_path, capsys, monkeypatch):
     assert EVIL[0] in readable and EVIL[1] in readable  # shown, as text
     html_text = (tmp_path / "out" / "report.html").read_text()
     assert "<img src=x" not in html_text and "<b onmouseover" not in html_text
+
+
+def test_a_killed_pool_save_leaves_nothing_after_the_next_run(tmp_path, capsys, monkeypatch):
+    """A pool write SIGKILLed mid-way leaves its temporary; the next run that merely reuses the
+    stored pool removes it (the write's process is gone)."""
+    from eval.stores.pool import pool_path
+    from retrieval.candidates import DEFAULT_POOL_DEPTH
+    from retrieval.dataset import load_dataset
+
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    assert rwb(capsys, "eval", TINY, "--pipeline", "rrf")[0] == 0
+    path = pool_path(load_dataset(TINY), "minilm", DEFAULT_POOL_DEPTH)
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    leftover = path.with_name(f".{path.name}.{killed.pid}-x1y2z3.tmp")
+    leftover.write_bytes(b"\0" * 800_000)  # what the killed writer had written so far
+    killed.kill()
+    killed.wait()
+    before = path.read_bytes()
+    assert rwb(capsys, "eval", TINY, "--pipeline", "rrf")[0] == 0
+    assert not leftover.exists() and path.read_bytes() == before  # reused, not rewritten
