@@ -282,9 +282,16 @@ class Workspace:
 
     def log_experiment(self, config: PipelineConfig, means: dict[str, float], source: str,
                        baseline_means: dict[str, float] | None = None) -> dict:
-        """Store ``config``'s means on this dataset (and the baseline's) in the experiment log."""
-        return ExperimentStore().log(config, means, source, self.dataset, self.path, self.embedder,
-                                     self.judged()[1].n_judged, self.baseline, baseline_means)
+        """Store ``config``'s means on this dataset (and the baseline's) in the experiment log;
+        a log that cannot be written (full or read-only ``RWB_HOME``, damaged) is one error."""
+        try:
+            return ExperimentStore().log(config, means, source, self.dataset, self.path, self.embedder,
+                                         self.judged()[1].n_judged, self.baseline, baseline_means)
+        except ValueError as error:
+            from pages._markup import md
+
+            st.error(f"Experiment not logged: {md(one_line(error))}", icon=":material/error:")
+            st.stop()
 
     def evaluation(self, config: PipelineConfig) -> LiveRun:
         """Cached: for baselines and lists of pipelines (Tune times its own, uncached)."""

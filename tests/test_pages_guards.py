@@ -182,3 +182,17 @@ def test_sweep_axis_extremes_are_refused_in_one_line(lo, hi):
         with pytest.raises(ValueError):  # the axis, or its end outside the parameter's bounds
             spec = hx.param_spec(PIPELINES["rrf"], name, lo, hi, 11, integer)
             apply_point(PIPELINES["rrf"], Space((spec,)), (spec.values[-1],))
+
+
+def test_an_unwritable_experiment_log_is_one_message(home, monkeypatch):
+    clean(home)
+    (home / "experiments.json.lock").mkdir(parents=True)  # the log's locked write fails
+    try:
+        at = start(home, monkeypatch)
+        at.switch_page("pages/evaluate.py").run()
+        next(b for b in at.button if b.label == "Log these as experiments").click().run()
+        shown = errors(at)
+        assert len(shown) == 1 and "Experiment not logged" in shown[0] and "cannot write" in shown[0]
+        assert not (home / "experiments.json").exists()
+    finally:
+        (home / "experiments.json.lock").rmdir()
