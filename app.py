@@ -72,6 +72,11 @@ def sidebar() -> None:
             st.caption(f":red[dataset not loadable: {md(str(error).splitlines()[0][:120])}]")
 
 
-sidebar()
-hx.warm_harness()
-st.navigation(PAGES).run()
+try:  # the last guard: what a page's inputs or stores hold (a damaged profile, a read-only or
+    # full RWB_HOME, a wrong-typed stored value) ends in one message, never a traceback
+    sidebar()
+    hx.warm_harness()
+    st.navigation(PAGES).run()
+except (ValueError, OSError, KeyError, TypeError, RecursionError) as error:
+    reason = str(error).splitlines()[0][:300] if str(error).strip() else type(error).__name__
+    st.error(f"This page cannot be shown: {md(reason)}", icon=":material/error:")

@@ -268,7 +268,8 @@ def run(ctx: Context) -> Section:
     from eval.experiments.experiment import run_experiment
     from eval.experiments.live import evaluate_config
     from eval.metrics.measure import config_values, judge
-    from eval.search.sweep import ParamSpec, Space, SumConstraint, sweep
+    from eval.search.space import ParamSpec, Space, SumConstraint
+    from eval.search.sweep import sweep
     from retrieval.candidates import doc_table
     from retrieval.fusion.weighted import WeightedParams
     from retrieval.pipeline import PIPELINES, PipelineConfig, ranked

@@ -1,34 +1,4 @@
-"""Escaping of user strings for the two markup languages the pages render.
+"""The pages' escaping of user strings: owned by ``eval.reports.markup`` (which ``report.md``
+uses too); re-exported here for the pages."""
 
-Dataset names, document text and titles, query text and profile names come from files a
-user imported: rendered raw, Markdown turns ``![x](http://…)`` into an image beacon and
-``[x](…)`` into a link, and HTML runs as markup. Every user string that reaches
-``st.markdown``/``st.caption``/a label goes through ``md``; every one that reaches
-``st.html`` goes through ``html`` (``markupsafe``-style escaping, nothing else).
-"""
-
-from __future__ import annotations
-
-import html as _html
-import re
-
-# every character Markdown (CommonMark + GFM + Streamlit's :colour[...] / :material/...: directives
-# and $math$) may read as syntax
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
-
-
-def md(text: object) -> str:
-    """``text`` shown literally inside Markdown: every syntax character backslash-escaped,
-    newlines folded to spaces (a caption is one line)."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
-
-
-def html(text: object) -> str:
-    """``text`` shown literally inside HTML (quotes included, for attributes)."""
-    return _html.escape(str(text), quote=True)
-
-
-def code(text: object) -> str:
-    """``text`` as inline code in Markdown; backticks inside cannot close it."""
-    body = " ".join(str(text).split()).replace("`", "ˋ")
-    return f"`{body}`" if body else ""
+from eval.reports.markup import code, html, md  # noqa: F401

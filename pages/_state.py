@@ -260,7 +260,7 @@ class Workspace:
 
     @property
     def baseline(self) -> PipelineConfig:
-        return resolve_config(self.baseline_label)
+        return config_or_stop(self.baseline_label)
 
     @property
     def has_queries(self) -> bool:
@@ -277,9 +277,16 @@ class Workspace:
 
     def log_experiment(self, config: PipelineConfig, means: dict[str, float], source: str,
                        baseline_means: dict[str, float] | None = None) -> dict:
-        """Store ``config``'s means on this dataset (and the baseline's) in the experiment log."""
-        return ExperimentStore().log(config, means, source, self.dataset, self.path, self.embedder,
-                                     self.judged()[1].n_judged, self.baseline, baseline_means)
+        """Store ``config``'s means on this dataset (and the baseline's) in the experiment log;
+        a log that cannot be written (full or read-only ``RWB_HOME``, damaged) is one error."""
+        try:
+            return ExperimentStore().log(config, means, source, self.dataset, self.path, self.embedder,
+                                         self.judged()[1].n_judged, self.baseline, baseline_means)
+        except ValueError as error:
+            from pages._markup import md
+
+            st.error(f"Experiment not logged: {md(one_line(error))}", icon=":material/error:")
+            st.stop()
 
     def evaluation(self, config: PipelineConfig) -> LiveRun:
         """Cached: for baselines and lists of pipelines (Tune times its own, uncached)."""
@@ -305,10 +312,46 @@ def workspace() -> Workspace:
         st.error(f"**Cannot load dataset {md(path)}** — {len(error.problems)} problem(s):")
         st.code("\n".join(error.problems[:30]), language=None)
         st.stop()
-    except OSError as error:
-        st.error(f"Cannot read dataset {md(path)}: {md(error)}")
+    except (OSError, ValueError) as error:  # unreadable, or outside RWB_DATA_ROOT in remote use
+        st.error(f"Cannot read dataset {md(path)}: {md(one_line(error))}")
         st.stop()
-    return Workspace(path, stamp, st.session_state[K_EMBEDDER], dataset, st.session_state[K_BASELINE])
+    ws = Workspace(path, stamp, st.session_state[K_EMBEDDER], dataset, st.session_state[K_BASELINE])
+    try:  # a damaged judgments file (a grade stored as "3") is named once here, not in every widget
+        ws.judgments.history()
+    except (OSError, ValueError) as error:
+        st.error(f"Cannot read the workbench's judgments: {md(one_line(error))}")
+        st.stop()
+    return ws
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one line for ``st.error`` (its first line, or its type)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0][:300] if lines else type(error).__name__
+
+
+def experiments_or_stop() -> list[dict]:
+    """The experiment log, or one error line and ``st.stop()`` when the file is damaged."""
+    from eval.stores.experiments import ExperimentStore
+    from pages._markup import md
+
+    try:
+        return ExperimentStore().list()
+    except (OSError, ValueError) as error:
+        st.error(f"Cannot read the experiment log: {md(one_line(error))}", icon=":material/error:")
+        st.stop()
+
+
+def config_or_stop(label) -> PipelineConfig:
+    """``resolve_config(label)``, or one error line and ``st.stop()`` (a damaged saved profile,
+    one whose base loops, a read-only store): every page's picker goes through it."""
+    from pages._markup import md
+
+    try:
+        return resolve_config(label)
+    except (OSError, ValueError) as error:
+        st.error(f"Cannot load {md(label)}: {md(one_line(error))}", icon=":material/error:")
+        st.stop()
 
 
 def require_pool(ws: Workspace) -> Candidates:

@@ -83,7 +83,11 @@ def on_grade() -> None:
 
 
 def on_undo() -> None:
-    last = ws.judgments.undo()
+    try:
+        last = ws.judgments.undo()
+    except ValueError as error:  # a damaged judgments file, a full or read-only RWB_HOME
+        st.session_state["data_flash"] = f":red[{md(error)}]"
+        return
     st.session_state["data_flash"] = ("Nothing to undo." if last is None else
                                       f"Undid {md(last['query'])} / {md(last['doc'])}: {last['after']} → "
                                       f"{'—' if last['before'] is None else last['before']}.")
@@ -112,7 +116,9 @@ with qrels_tab:
         with right:
             with st.container(border=True):
                 st.markdown("**Add or change a judgment**")
-                judged_first = list(frame["doc"]) + [d for d in text_of_d if d not in set(frame["doc"])]
+                # a judgment of a document since removed from the corpus is listed, not offered
+                listed = [d for d in frame["doc"] if d in text_of_d]
+                judged_first = listed + [d for d in text_of_d if d not in set(listed)]
                 if st.session_state.get("data_doc") not in judged_first:
                     st.session_state["data_doc"] = judged_first[0]
                 doc = st.selectbox("Document", judged_first, key="data_doc",

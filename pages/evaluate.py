@@ -38,7 +38,7 @@ st.session_state.setdefault("eval_last_selection", None)
 
 
 def resolve(label: str):
-    return tn.config() if label == TUNE_LABEL else cfg.resolve_config(label)
+    return tn.config() if label == TUNE_LABEL else sh.config_or_stop(label)
 
 
 def fmt(label: str) -> str:

@@ -113,7 +113,7 @@ with editor:
     top = st.columns([2, 1.2], vertical_alignment="bottom")
     label = top[0].selectbox("Profile or pipeline", labels, key="profiles_pick", format_func=sh.format_label)
     upload = top[1].file_uploader("Load a TOML file", type=["toml"], key="profiles_upload")
-    original = cfg.resolve_config(label)
+    original = sh.config_or_stop(label)
     key = f"profiles_toml_{label}"
     if upload is not None and st.session_state.get("profiles_upload_seen") != upload.file_id:
         st.session_state["profiles_upload_seen"] = upload.file_id

@@ -70,7 +70,7 @@ def on_save_profile(overwrite: bool = False) -> None:
         return
     try:
         cfg.save_profile(name, tn.config(), tn.state().source)
-    except ValueError as error:
+    except (ValueError, OSError) as error:  # a bad name, or a full or read-only RWB_HOME
         st.session_state["tune_flash"] = f":red[{md(error)}]"
         return
     st.session_state["tune_overwrite"] = ""
@@ -82,7 +82,11 @@ def on_grade(qid: str, doc: str, key: str) -> None:
     value = st.session_state.get(key)
     if value is None:
         return
-    ws.judgments.grade(qid, doc, int(value), author="tune")
+    try:
+        ws.judgments.grade(qid, doc, int(value), author="tune")
+    except ValueError as error:  # a full or read-only RWB_HOME, a damaged judgments file
+        st.session_state["tune_flash"] = f":red[{md(error)}]"
+        return
     st.session_state["tune_flash"] = f"Judged {md(doc)} = {value} for {md(qid)}."
 
 
@@ -92,7 +96,11 @@ def on_grade_all(qid: str, docs: list[str]) -> None:
     for doc in docs:
         value = st.session_state.get(f"tune_ga_{doc}")
         if value is not None:
-            ws.judgments.grade(qid, doc, int(value), author="tune")
+            try:
+                ws.judgments.grade(qid, doc, int(value), author="tune")
+            except ValueError as error:
+                st.session_state["tune_flash"] = f":red[{saved} grade(s) saved, then: {md(error)}]"
+                return
             saved += 1
     st.session_state["tune_flash"] = f"Saved {saved} grade(s) for {md(qid)}."
 

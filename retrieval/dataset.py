@@ -22,6 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 MAX_TEXT_CHARS = 100_000
+MIN_YEAR, MAX_YEAR = 1900, 2200  # every date (created_at, updated_at, reference_time) is in these
+MAX_GRADE = 100  # qrels grades are integers 0…100 (2^grade − 1, exponential gain, stays finite)
 MAX_INT = 2**31 - 1  # integer fields are stored as int32 in the candidate table
 SCOPES = ("global", "project")
 _DOC_FIELDS = {
@@ -105,14 +107,28 @@ def scrub_text(text: str) -> str:
 
 
 def parse_time(value: object) -> datetime:
-    """ISO 8601 string → aware datetime (naive values are taken as UTC)."""
-    if not isinstance(value, str):
+    """ISO 8601 string (or a TOML datetime) → aware datetime (naive values are taken as UTC),
+    in UTC years ``MIN_YEAR``…``MAX_YEAR`` (ages and recency are computed from it: a date at the
+    calendar's ends would overflow)."""
+    if isinstance(value, datetime):
+        parsed = value
+    elif not isinstance(value, str):
         raise ValueError(f"expected an ISO 8601 string, got {value!r}")
+    else:
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"not an ISO 8601 date/time: {value!r}") from None
+    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    if not MIN_YEAR <= parsed.year <= MAX_YEAR:
+        raise ValueError(f"{str(value)!r} is outside the years {MIN_YEAR}–{MAX_YEAR}")
     try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ValueError(f"not an ISO 8601 date/time: {value!r}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+        utc = parsed.astimezone(timezone.utc)
+    except OverflowError:
+        utc = None
+    if utc is None or not MIN_YEAR <= utc.year <= MAX_YEAR:
+        raise ValueError(f"{str(value)!r} is outside the years {MIN_YEAR}–{MAX_YEAR}")
+    return parsed
 
 
 class _Problems(list):
@@ -120,9 +136,8 @@ class _Problems(list):
         self.append(f"{file}:{line}: {field_name}: {message}")
 
 
-def _read_lines(path: Path, problems: _Problems) -> list[tuple[int, str]] | None:
+def _read_lines(path: Path, problems: _Problems, data: bytes) -> list[tuple[int, str]] | None:
     name = path.name if path.parent.name != "qrels" else f"qrels/{path.name}"
-    data = path.read_bytes()
     if not data.strip():
         problems.add(name, 1, "file", "is empty")
         return None
@@ -213,8 +228,8 @@ def _time(obj, key, problems, file, line):
         return None
 
 
-def _json_objects(path: Path, problems: _Problems):
-    lines = _read_lines(path, problems)
+def _json_objects(path: Path, problems: _Problems, data: bytes):
+    lines = _read_lines(path, problems, data)
     for number, text in lines or ():
         try:
             obj = loads_strict(text)
@@ -248,11 +263,13 @@ def _id_and_text(obj, problems, file, line) -> tuple[str, str] | None:
     return (raw_id, text) if ok else None
 
 
-def _load_documents(path: Path, problems: _Problems, seen: dict[str, int] | None = None) -> list[Document]:
-    """Documents of ``corpus.jsonl``; ``seen`` receives each id's line number."""
+def _load_documents(path: Path, problems: _Problems, seen: dict[str, int] | None = None,
+                    data: bytes | None = None) -> list[Document]:
+    """Documents of ``corpus.jsonl`` (its bytes ``data``, read once by the caller, else read
+    here); ``seen`` receives each id's line number."""
     docs: list[Document] = []
     seen = {} if seen is None else seen
-    for line, obj in _json_objects(path, problems):
+    for line, obj in _json_objects(path, problems, path.read_bytes() if data is None else data):
         file = path.name
         head = _id_and_text(obj, problems, file, line)
         if head is None:
@@ -265,7 +282,8 @@ def _load_documents(path: Path, problems: _Problems, seen: dict[str, int] | None
         scope = _string(obj, "scope", problems, file, line, "global") or "global"
         if scope not in SCOPES:
             problems.add(file, line, "scope", f"{scope!r} is not one of {list(SCOPES)}")
-        related = obj.get("related") or []
+        related = obj.get("related")
+        related = [] if related is None else related
         if not isinstance(related, list) or not all(isinstance(r, str) for r in related):
             problems.add(file, line, "related", "expected a list of document ids")
             related = []
@@ -293,10 +311,10 @@ def _load_documents(path: Path, problems: _Problems, seen: dict[str, int] | None
     return docs
 
 
-def _load_queries(path: Path, problems: _Problems) -> list[Query]:
+def _load_queries(path: Path, problems: _Problems, data: bytes | None = None) -> list[Query]:
     queries: list[Query] = []
     seen: dict[str, int] = {}
-    for line, obj in _json_objects(path, problems):
+    for line, obj in _json_objects(path, problems, path.read_bytes() if data is None else data):
         file = path.name
         head = _id_and_text(obj, problems, file, line)
         if head is None:
@@ -321,10 +339,13 @@ def _load_queries(path: Path, problems: _Problems) -> list[Query]:
     return queries
 
 
-def _load_qrels(path: Path, doc_ids: set[str], query_ids: set[str], problems: _Problems):
+def _load_qrels(path: Path, doc_ids: set[str], query_ids: set[str], problems: _Problems,
+                data: bytes | None = None):
     qrels: dict[str, dict[str, int]] = {}
+    first: dict[tuple[str, str], int] = {}
     file = f"qrels/{path.name}" if path.parent.name == "qrels" else path.name
-    for line, text in _read_lines(path, problems) or ():
+    data = path.read_bytes() if data is None else data
+    for line, text in _read_lines(path, problems, data) or ():
         parts = text.split("\t") if "\t" in text else text.split()
         if line == 1 and parts and parts[0].strip().lower() in ("query-id", "query_id", "qid"):
             continue
@@ -334,13 +355,14 @@ def _load_qrels(path: Path, doc_ids: set[str], query_ids: set[str], problems: _P
             problems.add(file, line, "row", f"expected 3 columns (query-id corpus-id score), got {len(parts)}")
             continue
         query_id, doc_id, grade = (p.strip() for p in parts)
-        try:
-            value = int(grade)
-        except ValueError:
-            problems.add(file, line, "score", f"expected an integer grade, got {grade!r}")
+        if not re.fullmatch(r"[+-]?\d{1,30}", grade):
+            shown = grade if len(grade) <= 40 else f"{grade[:40]}…"
+            problems.add(file, line, "score",
+                         f"expected an integer grade, got {shown!r} (grades are 0–{MAX_GRADE})")
             continue
-        if value < 0:
-            problems.add(file, line, "score", f"grade {value} is negative")
+        value = int(grade)
+        if not 0 <= value <= MAX_GRADE:
+            problems.add(file, line, "score", f"grade {value} is outside 0–{MAX_GRADE}")
             continue
         if query_id not in query_ids:
             problems.add(file, line, "query-id", f"unknown query {query_id!r}")
@@ -348,6 +370,13 @@ def _load_qrels(path: Path, doc_ids: set[str], query_ids: set[str], problems: _P
         if doc_id not in doc_ids:
             problems.add(file, line, "corpus-id", f"unknown document {doc_id!r}")
             continue
+        previous = qrels.get(query_id, {}).get(doc_id)
+        if previous is not None and previous != value:
+            where = first[query_id, doc_id]
+            problems.add(file, line, "score", f"({query_id!r}, {doc_id!r}) graded {value} here and "
+                                              f"{previous} on line {where}; keep one row")
+            continue
+        first.setdefault((query_id, doc_id), line)
         qrels.setdefault(query_id, {})[doc_id] = value
     return qrels
 
@@ -363,10 +392,13 @@ def read_qrels_file(path: Path, dataset: "Dataset") -> dict[str, dict[str, int]]
     return qrels
 
 
-def _load_card(path: Path, problems: _Problems) -> dict:
+def _load_card(path: Path, problems: _Problems, data: bytes | None = None) -> dict:
     try:
-        text = path.read_text("utf-8")
+        text = (path.read_bytes() if data is None else data).decode("utf-8")
         card = tomllib.loads(text)
+    except RecursionError:
+        problems.add("dataset.toml", 1, "toml", "nested too deeply")
+        return {}
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         # Python 3.11's TOMLDecodeError has no lineno; its message ends "(at line N, column M)"
         found = re.search(r"at line (\d+)", str(error))
@@ -390,9 +422,7 @@ def _load_card(path: Path, problems: _Problems) -> dict:
     if "reference_time" in card:
         value = card["reference_time"]
         try:
-            card["reference_time"] = value if isinstance(value, datetime) else parse_time(value)
-            if card["reference_time"].tzinfo is None:
-                card["reference_time"] = card["reference_time"].replace(tzinfo=timezone.utc)
+            card["reference_time"] = parse_time(value)
         except ValueError as error:
             line = next((n for n, row in enumerate(text.splitlines(), start=1)
                          if row.lstrip().startswith("reference_time")), 1)
@@ -413,14 +443,30 @@ def qrels_path(root: Path) -> Path | None:
     return None
 
 
+def _dataset_files(root: Path) -> dict[str, tuple[Path, bytes]]:
+    """The dataset's files, each read once: what is validated, loaded and fingerprinted is
+    the same bytes even when a file is edited while it is read."""
+    files = {}
+    for key, path in (("corpus", root / "corpus.jsonl"), ("queries", root / "queries.jsonl"),
+                      ("qrels", qrels_path(root)), ("card", root / "dataset.toml")):
+        if path is not None and path.is_file():
+            files[key] = (path, path.read_bytes())
+    return files
+
+
+def _fingerprint_of(files: dict[str, tuple[Path, bytes]]) -> str:
+    digest = hashlib.sha256()
+    for key in ("corpus", "queries", "qrels", "card"):
+        if key in files:
+            path, data = files[key]
+            digest.update(path.name.encode())
+            digest.update(data)
+    return digest.hexdigest()
+
+
 def fingerprint(root: Path) -> str:
     """sha256 over the dataset's files, so a result names the exact data it came from."""
-    digest = hashlib.sha256()
-    for path in (root / "corpus.jsonl", root / "queries.jsonl", qrels_path(root), root / "dataset.toml"):
-        if path is not None and path.is_file():
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+    return _fingerprint_of(_dataset_files(root))
 
 
 def load_dataset(root: str | Path) -> Dataset:
@@ -434,18 +480,24 @@ def load_dataset(root: str | Path) -> Dataset:
     if not (root / "corpus.jsonl").is_file():
         raise DatasetError([f"{root}/corpus.jsonl: missing (a dataset needs at least a corpus)"])
     problems = _Problems()
-    card = _load_card(root / "dataset.toml", problems) if (root / "dataset.toml").is_file() else {}
+    files = _dataset_files(root)
+    if "corpus" not in files:
+        raise DatasetError([f"{root}/corpus.jsonl: missing (a dataset needs at least a corpus)"])
+    card = _load_card(files["card"][0], problems, files["card"][1]) if "card" in files else {}
     doc_lines: dict[str, int] = {}
-    documents = _load_documents(root / "corpus.jsonl", problems, doc_lines)
-    queries = _load_queries(root / "queries.jsonl", problems) if (root / "queries.jsonl").is_file() else []
+    documents = _load_documents(files["corpus"][0], problems, doc_lines, files["corpus"][1])
+    queries = []
+    if "queries" in files:
+        queries = _load_queries(files["queries"][0], problems, files["queries"][1])
     doc_ids = {d.id for d in documents}
     for doc in documents:
         for target in doc.related:
             if target not in doc_ids:
                 problems.add("corpus.jsonl", doc_lines[doc.id], "related",
                              f"{doc.id!r} links to unknown document {target!r}")
-    qpath = qrels_path(root)
-    qrels = _load_qrels(qpath, doc_ids, {q.id for q in queries}, problems) if qpath else {}
+    query_ids = {q.id for q in queries}
+    qrels = (_load_qrels(files["qrels"][0], doc_ids, query_ids, problems, files["qrels"][1])
+             if "qrels" in files else {})
     if problems:
         raise DatasetError(problems)
     dates = [d.updated_at for d in documents if d.updated_at is not None]
@@ -457,5 +509,5 @@ def load_dataset(root: str | Path) -> Dataset:
         description=str(card.get("description", "")),
         languages=tuple(card.get("languages", ())),
         license=str(card.get("license", "")),
-        fingerprint=fingerprint(root),
+        fingerprint=_fingerprint_of(files),
     )

@@ -10,18 +10,24 @@ an embedder name, a profile or experiment name, a query id): the result is a sin
 file name that can never be absolute, ``.``/``..``, hidden, or contain a separator, so a path
 built from it stays inside its root.
 
-``atomic_write`` / ``atomic_write_bytes`` / ``atomic_write_text``: the ONE write path for
-every file the workbench keeps: a unique temporary file in the same folder, fsync, rename
-over the target, fsync the folder. ``fsync_tree`` makes a folder built aside durable before
-it is renamed into place.
+``atomic_write`` / ``atomic_write_bytes`` / ``atomic_write_text`` / ``atomic_write_files``:
+the ONE write path for every file the workbench writes (stores, pools, index files, and the
+outputs the user names: ``--json``, ``--out``, reports): a unique temporary file beside the
+target, fsync, rename over the target, fsync the folder; a symlink is written through to
+its target (atomically beside it), a device or FIFO in place, never replaced
+(``output_target``); temporaries of killed writes are cleaned by the next write.
+``fsync_tree`` makes a folder built aside durable before it is renamed into place.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import stat
 import tempfile
+import time
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Callable
 
@@ -85,26 +91,143 @@ def fsync_tree(root: Path) -> None:
         fsync_dir(Path(folder))
 
 
-def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
-    """Replace ``path`` with what ``write(handle)`` writes, atomically and durably.
+_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)-[^.]+\.tmp$")
+STALE_SECONDS = 86_400  # a temporary without a readable pid is removed when older than this
 
-    The temporary file has a unique name in the target's folder (concurrent writers never
-    share one), is fsynced, then renamed over ``path``; the folder is fsynced last. On any
-    error the temporary file is removed and ``path`` is left as it was.
-    """
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def clean_temporaries(path: Path) -> None:
+    """Remove what killed writes of ``path`` left beside it: ``.NAME.<pid>-….tmp`` files whose
+    process is gone, and older-style ``.NAME.….tmp`` files more than a day old."""
+    folder, prefix = path.parent, f".{path.name}."
+    try:
+        entries = [e for e in os.scandir(folder)
+                   if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+    except OSError:
+        return
+    for entry in entries:
+        found = _TEMP.match(entry.name)
+        try:
+            if found and found.group("name") == path.name:
+                stale = not _alive(int(found.group("pid")))
+            else:
+                stale = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_SECONDS
+            if stale and entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+        except OSError:
+            pass
+
+
+def output_target(path: Path) -> tuple[Path, bool]:
+    """Where a write of ``path`` lands, and whether it replaces a regular file atomically.
+
+    The policy, for every file the workbench writes: a symlink is followed (the write goes to
+    the file it points to, atomically beside that file; the link itself stays); a regular file
+    or a new name is replaced atomically; a character device or a FIFO (``/dev/null``,
+    ``/dev/stdout``, a pipe) is written through in place, never replaced; a folder, a block
+    device or a socket is refused with a ``ValueError``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return Path(os.path.realpath(path)), True
+    except NotADirectoryError:
+        raise ValueError(f"{path}: a part of the path is not a folder") from None
+    if stat.S_ISREG(mode):
+        return Path(os.path.realpath(path)), True
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"{path} is a folder; give a file name")
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return path, False
+    kind = ("a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    raise ValueError(f"{path} is {kind}; refusing to write to it")
+
+
+def _write_through(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Write into a character device or FIFO in place (a FIFO without a reader is refused)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise ValueError(f"{path} is a FIFO with no reader; start the reader first") from None
+        raise
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "wb") as handle:
+        write(handle)
+
+
+def _stage(target: Path, write: Callable[[BinaryIO], None]) -> str:
+    """A fsynced temporary file beside ``target`` holding what ``write`` writes."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    clean_temporaries(target)
+    prefix = f".{target.name}.{os.getpid()}-"
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    return tmp
+
+
+def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Replace ``path`` with what ``write(handle)`` writes, atomically and durably.
+
+    The temporary file ``.NAME.<pid>-….tmp`` sits in the target's folder (concurrent writers
+    never share one), is fsynced, then renamed over the target; the folder is fsynced last.
+    On any error (a full disk included) the temporary file is removed and the target is left
+    as it was; temporaries of killed writes are removed by the next write of the same target.
+    Symlinks, devices and FIFOs follow ``output_target``'s policy.
+    """
+    target, atomic = output_target(Path(path))
+    if not atomic:
+        _write_through(target, write)
+        return
+    tmp = _stage(target, write)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(target.parent)
+
+
+def atomic_write_files(contents: dict[Path, bytes]) -> None:
+    """Write several files as one output (a report): every file is staged and fsynced first,
+    and only when all are complete are they renamed into place, so a failure (a full disk)
+    leaves every previous file as it was."""
+    staged: list[tuple[str, Path]] = []
+    through: list[tuple[Path, bytes]] = []
+    try:
+        for path, data in contents.items():
+            target, atomic = output_target(Path(path))
+            if atomic:
+                staged.append((_stage(target, lambda handle, d=data: handle.write(d)), target))
+            else:
+                through.append((target, data))
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    for tmp, target in staged:
+        os.replace(tmp, target)
+    for folder in {target.parent for _, target in staged}:
+        fsync_dir(folder)
+    for target, data in through:
+        _write_through(target, lambda handle, d=data: handle.write(d))
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

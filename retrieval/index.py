@@ -55,7 +55,14 @@ Progress = Callable[[str, int, int], None]
 
 
 def rwb_home() -> Path:
-    return Path(os.environ.get("RWB_HOME", ".rwb")).resolve()
+    """``$RWB_HOME`` (default ``./.rwb``); set but empty (or blank) is an error, not the
+    working folder."""
+    value = os.environ.get("RWB_HOME")
+    if value is None:
+        return Path(".rwb").resolve()
+    if not value.strip() or "\x00" in value:
+        raise ValueError("RWB_HOME is set but empty; unset it (default ./.rwb) or name a folder")
+    return Path(value).resolve()
 
 
 def _slug(text: str) -> str:

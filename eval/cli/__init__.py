@@ -4,8 +4,9 @@ Error policy, for every command: bad input — a usage error (missing argument, 
 or flag, a value of the wrong type), an invalid dataset, a ``ValueError`` / ``OSError`` from
 the library — exits 2 with ONE line ``rwb: error: …`` on stderr and no traceback. Anything
 else is a bug, reported the same way (``RWB_DEBUG=1`` shows its traceback). Ctrl-C exits 130
-with ``rwb: interrupted``. Progress bars: ``eval.progress`` (stderr, only on a terminal, never
-with ``--quiet``).
+with ``rwb: interrupted``, SIGTERM 143 with ``rwb: terminated``: both unwind the command (its
+temporaries are removed on the way) and print nothing else. Progress bars: ``eval.progress``
+(stderr, only on a terminal, never with ``--quiet``).
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
 report), ``sweep`` (sweep, tune), ``importing`` (import), ``judging`` (judge), ``export``
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 from eval import progress
 from retrieval.dataset import DatasetError
@@ -63,8 +66,40 @@ def fail(message: str, status: int = 2) -> int:
     return status
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like Ctrl-C (``finally`` blocks remove temporaries)."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def _interrupted(status: int, message: str, standalone: bool) -> int:
+    """One line for an interrupt; a second signal during shutdown is ignored (no traceback
+    from an interpreter's exit) when ``rwb`` runs as its own process."""
+    print(message, file=sys.stderr)
+    if standalone:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LANCEDB_LOG", "error")
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv, False)
+    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    if previous[0] in (signal.SIG_DFL, None):  # a parent or a library reset it
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    status = _main(argv, argv is None)
+    if argv is not None:  # called in-process: leave the caller's handlers as they were
+        signal.signal(signal.SIGINT, previous[0] if previous[0] is not None else signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, previous[1] if previous[1] is not None else signal.SIG_DFL)
+    return status
+
+
+def _main(argv: list[str] | None, standalone: bool) -> int:
     try:
         args = build_parser().parse_args(argv)
         progress.set_quiet(getattr(args, "quiet", False))
@@ -79,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return fail(_one_line(error) or type(error).__name__)
     except KeyboardInterrupt:
-        print("rwb: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(130, "rwb: interrupted", standalone)
+    except Terminated:
+        return _interrupted(143, "rwb: terminated", standalone)
     except Exception as error:  # last resort: a bug, still one line
         if os.environ.get("RWB_DEBUG"):
             raise

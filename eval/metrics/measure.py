@@ -31,6 +31,7 @@ from eval.metrics.kernels import SUMS, batch_sums, cut_stats, finish_all, finish
 from retrieval.candidates import Candidates
 from retrieval.memo import memo
 from retrieval.pipeline import Fused, PipelineConfig, fuse
+from retrieval.limits import MAX_DEPTH
 from retrieval.ranking import Ranking, table_order, visible_order
 
 @dataclass(frozen=True)
@@ -64,17 +65,24 @@ METRICS = tuple(DEFINED)
 UNCUT = tuple(d.name for d in DEFINITIONS if d.uncut)  # names also valid without @K (k = 0 below)
 DEFAULT_METRICS = ("ndcg@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5")
 _METRIC = re.compile(r"^([a-z_]+)@(\d+)$")
+MAX_CUTOFF = MAX_DEPTH  # a ranking never holds more results than a search's largest depth
 
 
 def parse_metric(name: str) -> tuple[str, int]:
     """``(name, k)``; ``k`` is 0 for an uncut metric (bare ``map``: the whole ranking)."""
     if name in UNCUT:
         return name, 0
-    match = _METRIC.match(name)
-    if not match or match.group(1) not in METRICS or int(match.group(2)) < 1:
-        raise ValueError(f"unknown metric {name!r}; use NAME@K with NAME in {list(METRICS)}, e.g. ndcg@5, "
-                         "or map (over the whole ranking)")
-    return match.group(1), int(match.group(2))
+    match = _METRIC.match(name) if isinstance(name, str) else None
+    if not match or match.group(1) not in METRICS:
+        shown = name if not isinstance(name, str) or len(name) <= 40 else f"{name[:40]}…"
+        raise ValueError(f"unknown metric {shown!r}; use NAME@K with NAME in {list(METRICS)}, "
+                         "e.g. ndcg@5, or map (over the whole ranking)")
+    digits = match.group(2)
+    if len(digits) > 6 or not 1 <= int(digits) <= MAX_CUTOFF:
+        shown = digits if len(digits) <= 20 else f"a {len(digits)}-digit number"
+        raise ValueError(f"metric {match.group(1)}@{shown}: the cutoff must be 1…{MAX_CUTOFF:,} "
+                         "(no ranking holds more results)")
+    return match.group(1), int(digits)
 
 
 @dataclass(frozen=True, eq=False)

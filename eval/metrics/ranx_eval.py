@@ -16,7 +16,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from eval.metrics.measure import DEFAULT_METRICS, METRICS, UNCUT, judge, mean_metrics, parse_metric
+from eval.metrics.measure import (
+    DEFAULT_METRICS, MAX_CUTOFF, METRICS, UNCUT, judge, mean_metrics, parse_metric,
+)
 from eval.metrics.ranx_io import judged_query_ids, ranx_per_query, to_qrels, to_run
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
@@ -25,7 +27,6 @@ from retrieval.pipeline import PipelineConfig, PipelineRun, run_pipeline
 INTENT_ORDER = ("debug", "concept", "timeline", "brainstorm", "preference")
 UNLABELLED = "unlabelled"
 DEFAULT_CUTOFFS = (1, 3, 5, 10, 20)
-MAX_CUTOFF = 10_000
 
 
 def parse_cutoffs(text: str | Sequence[int] | None) -> tuple[int, ...]:

@@ -35,6 +35,8 @@ from eval.metrics.ranx_eval import Evaluation
 from eval.experiments.router_eval import RouterEvaluation
 from eval.search.sweep import SweepResult
 from retrieval.bm25 import ANALYZERS
+from eval.reports.markup import code, fence, md_inline
+from retrieval.files import atomic_write_files
 from retrieval.pipeline import to_toml
 
 REPORT_VERSION = 1
@@ -257,7 +259,7 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def md_table(header: list[str], rows: list[list[str]]) -> str:
-    esc = lambda v: str(v).replace("|", "\\|")
+    esc = md_inline
     out = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(esc(v) for v in r) + " |" for r in rows]
     return "\n".join(out)
@@ -481,41 +483,48 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
     intent_header, intent_table = intent_rows(evaluation, primary)
 
     # -- markdown
-    md = [f"# {title}", "",
-          f"{evaluation.n_queries} judged queries · dataset `{evaluation.dataset}` · model `{evaluation.embedder}` · "
-          f"analyzer `{_analyzer(evaluation)}` · pool depth {evaluation.pool_depth} · {created}", ""]
+    # every text from data (names, labels, intents) through md_inline/code/fence: report.md is
+    # also rendered by the Reports page, where a live image would fetch from the network
+    md = [f"# {md_inline(title)}", "",
+          f"{evaluation.n_queries} judged queries · dataset {code(evaluation.dataset)} · model "
+          f"{code(evaluation.embedder)} · analyzer {code(_analyzer(evaluation))} · pool depth "
+          f"{evaluation.pool_depth} · {created}", ""]
     if method:
-        md += ["## Method", "", *(f"- {line}" for line in method), ""]
-    md += ["## Metrics", "", md_table(means_header, means), "", legend(significance), ""]
+        md += ["## Method", "", *(f"- {md_inline(line)}" for line in method), ""]
+    md += ["## Metrics", "", md_table(means_header, means), "", md_inline(legend(significance)), ""]
     if notes:
-        md += [SHORT_NOTE, "", *(f"- {n}" for n in notes), ""]
-    md += [f"## Statistics against {significance.baseline if significance else 'the baseline'}", "",
+        md += [SHORT_NOTE, "", *(f"- {md_inline(n)}" for n in notes), ""]
+    against = significance.baseline if significance else "the baseline"
+    md += [f"## Statistics against {md_inline(against)}", "",
            md_table(stats_header, stats), ""]
     md += ["## Per intent", "", f"{primary} by labelled intent (judged queries in brackets):", "",
            md_table(intent_header, intent_table), ""]
     if significance:
-        md += [f"## Per query vs {significance.baseline} ({primary})", "",
+        md += [f"## Per query vs {md_inline(significance.baseline)} ({primary})", "",
                md_table(["pipeline", "wins", "ties", "losses", f"Δ{primary}"],
                         [[p, c[primary].wins, c[primary].ties, c[primary].losses, fmt_delta(c[primary].delta)]
                          for p, c in significance.cells.items()]), ""]
     if budget:
-        md += ["## Token budget", "", _budget_note(budget), "",
+        md += ["## Token budget", "", md_inline(_budget_note(budget)), "",
                md_table(["pipeline", "budget recall", "ceiling", "mean tokens"],
                         [[p, f"{b.mean:.4f}", f"{b.ceiling:.4f}", f"{b.mean_tokens:.0f}"] for p, b in budget.items()]),
                ""]
     if router:
-        md += ["## Intent router", "", _router_note(router), "",
+        md += ["## Intent router", "", md_inline(_router_note(router)), "",
                md_table(["expected \\ routed", *router.profiles],
                         [[e, *(router.confusion[e][r] for r in router.profiles)] for e in router.profiles]), ""]
     if sweep is not None:
-        md += ["## Sweep", "", _sweep_note(sweep), "", md_table(SWEEP_HEADER, sweep_rows(sweep)), "",
+        md += ["## Sweep", "", md_inline(_sweep_note(sweep)), "",
+               md_table(SWEEP_HEADER, sweep_rows(sweep)), "",
                "Best configuration (usable as `--pipeline FILE`):", "",
-               "```toml", sweep.best_toml().rstrip(), "```", ""]
-    md += ["## Fingerprint", "", f"- dataset: `{fp['dataset']}` sha256 `{fp['dataset_fingerprint']}`",
-           f"- model: `{fp['model']}`", f"- analyzer: `{fp['analyzer']}`", f"- pool depth: {fp['pool_depth']}",
+               fence(sweep.best_toml().rstrip(), "toml"), ""]
+    md += ["## Fingerprint", "",
+           f"- dataset: {code(fp['dataset'])} sha256 {code(fp['dataset_fingerprint'])}",
+           f"- model: {code(fp['model'])}", f"- analyzer: {code(fp['analyzer'])}",
+           f"- pool depth: {fp['pool_depth']}",
            "- versions: " + ", ".join(f"{k} {v}" for k, v in fp["versions"].items()), ""]
     for name, text in fp["configs"].items():
-        md += [f"### {name}", "", "```toml", text.rstrip(), "```", ""]
+        md += [f"### {md_inline(name)}", "", fence(text.rstrip(), "toml"), ""]
 
     # -- html
     figures = [_figure_html(_intent_figure(evaluation, primary), "fig-intents", 420)]
@@ -573,9 +582,11 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
             f"<body>{''.join(parts)}{_plotly_loader()}</body></html>\n")
 
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    paths["json"].write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", "utf-8")
-    paths["md"].write_text("\n".join(md), "utf-8")
-    paths["html"].write_text(page, "utf-8")
+    # one output: all three files are complete before any replaces its predecessor
+    summary = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    atomic_write_files({paths["json"]: summary.encode("utf-8"),
+                        paths["md"]: "\n".join(md).encode("utf-8"),
+                        paths["html"]: page.encode("utf-8")})
     return paths
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from retrieval.pipeline import (ParamError, PipelineConfig, get_param, knobs, params_setter,
                                 sweepable_params)
 
+MAX_POINTS = 1_000_000       # values one axis, and configurations one sweep, may hold
 ENUMERATE_LIMIT = 200_000    # random search lists the grid up to this size, else draws points
 _RANGE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=\s*([^:]+):([^:]+)(?::([^:]+))?\s*$")
 
@@ -50,14 +51,24 @@ class ParamSpec:
         if self.integer and not all(float(v).is_integer() for v in ends):
             raise ValueError(f"--param {self.name} is an integer parameter: "
                              "lo, hi and step must be whole numbers")
+        step = self.step if self.step is not None else (1 if self.integer else None)
+        span = (self.hi - self.lo) / step if step is not None else 0.0  # inf: a 1e-320 step
+        if not math.isfinite(span) or span + 1 > MAX_POINTS:
+            raise ValueError(f"--param {self}: more than {MAX_POINTS:,} values; use a larger step "
+                             "or a smaller range")
+
+    def count(self) -> int:
+        """How many grid values, computed without listing them (at most ``MAX_POINTS``)."""
+        step = self.step if self.step is not None else (1 if self.integer else None)
+        if step is None:
+            raise ValueError(f"--param {self.name} has no step: the grid sampler needs lo:hi:step")
+        return int(math.floor((self.hi - self.lo) / step + 1e-9)) + 1
 
     @property
     def values(self) -> tuple:
         """The grid values ``lo, lo + step, …`` up to ``hi``."""
         step = self.step if self.step is not None else (1 if self.integer else None)
-        if step is None:
-            raise ValueError(f"--param {self.name} has no step: the grid sampler needs lo:hi:step")
-        n = int(math.floor((self.hi - self.lo) / step + 1e-9)) + 1
+        n = self.count()
         # rounding: 0.1·3 is 0.30000000000000004; the grid point meant is 0.3
         out = tuple(round(self.lo + i * step, 12) for i in range(n))
         return tuple(int(v) for v in out) if self.integer else out
@@ -123,6 +134,8 @@ def parse_param(text: str, config: PipelineConfig, verb: str = "swept",
 def spaced(name: str, lo: float, hi: float, steps: int, integer: bool) -> ParamSpec:
     """``lo … hi`` in ``steps`` evenly spaced values (whole numbers for an integer parameter)."""
     lo, hi = (float(min(lo, hi)), float(max(lo, hi)))
+    if not math.isfinite(hi - lo):  # ±1e308 typed into an axis
+        raise ValueError(f"{name}: the range {lo:g} … {hi:g} is too wide; give finite bounds")
     if integer:
         lo, hi = float(math.floor(lo)), float(math.ceil(hi))
         step = max(1.0, float(round((hi - lo) / max(1, steps - 1))))
@@ -248,7 +261,7 @@ class Space:
 
     @property
     def raw_size(self) -> int:
-        return math.prod(len(s.values) for s in self.specs)
+        return math.prod(s.count() for s in self.specs)  # counted, not listed
 
     def _ok(self, point: tuple, names: tuple[str, ...] | None = None) -> bool:
         values = dict(zip(names or self.names, point))

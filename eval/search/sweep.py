@@ -32,15 +32,13 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import numpy as np
 
 from eval.metrics.measure import BATCH_BYTES, config_values, judge, parse_metric
-from eval.search.space import (ParamSpec, Space, SumConstraint, apply_point, parse_param, parse_sum,
-                               point_setter, point_values)
+from eval.search.space import MAX_POINTS, Space, point_setter, point_values
 from retrieval.candidates import Candidates
-from retrieval.pipeline import PipelineConfig, sweepable_params, to_toml
+from retrieval.pipeline import PipelineConfig, to_toml
 
 if TYPE_CHECKING:
     from eval.search.executors import Executor
 
-MAX_POINTS = 1_000_000       # configurations one sweep may evaluate
 
 
 def make_folds(n_queries: int, folds: int, seed: int) -> np.ndarray:

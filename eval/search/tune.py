@@ -110,7 +110,7 @@ def check_space(base: PipelineConfig, space: tuple[ParamSpec, ...], sampler: str
             raise ValueError(f"the range ends ({end}) take {config.path_depth} candidates per path but the pool "
                              f"holds {pool_depth}; narrow the range or rerun with --pool-depth {config.path_depth}")
     if sampler == "grid":
-        size = math.prod(len(p.grid()) for p in space)
+        size = math.prod(p.count() for p in space)  # counted, not listed
         if size > MAX_GRID:
             raise ValueError(f"the grid has {size:,} points (limit {MAX_GRID:,}); use coarser steps or --sampler tpe")
 
@@ -184,13 +184,14 @@ def search(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampl
     """The sampler's best configuration on the queries ``idx`` (first of equal scores)."""
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # ERROR: an interrupted trial's warning and traceback would precede rwb's one line
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = optuna.create_study(direction="maximize", sampler=_sampler(sampler, space, seed))
     start = {p.name: get_param(scorer.base, p.name) for p in space}
     if sampler != "grid" and all(p.contains(start[p.name]) for p in space):
         study.enqueue_trial(start)
     if sampler == "grid":
-        trials = min(trials, math.prod(len(p.grid()) for p in space))
+        trials = min(trials, math.prod(p.count() for p in space))
 
     def objective(trial) -> float:
         params = {p.name: _suggest(trial, p) for p in space}

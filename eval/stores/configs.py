@@ -49,7 +49,7 @@ def resolve_config(label: str | PipelineConfig) -> PipelineConfig:
     if label.startswith("saved:"):
         return ProfileStore().load(label.split(":", 1)[1])
     try:
-        return get_pipeline(label)
+        return get_pipeline(label, ProfileStore().base_of())
     except ValueError as error:
         if str(error).startswith("unknown pipeline"):
             raise ValueError(f"{error}, profile:<preset> ({', '.join(p.name for p in PRESETS)}) "

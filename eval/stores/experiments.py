@@ -45,7 +45,10 @@ class ExperimentStore:
 
     def list(self) -> list[dict]:
         records = read_json(self.path, [])
-        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        tables = ("metrics", "baseline_metrics")
+        if not isinstance(records, list) or not all(
+                isinstance(r, dict) and all(isinstance(r.get(k, {}), dict) for k in tables)
+                for r in records):
             raise ValueError(f"{self.path}: damaged (not a list of experiment records); "
                              "restore it from a backup or move it aside")
         return records

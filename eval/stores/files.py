@@ -21,14 +21,22 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")
 
 @contextmanager
 def locked(path: Path):
-    """Exclusive inter-process lock on ``path`` + ``.lock``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    """Exclusive inter-process lock on ``path`` + ``.lock`` around a store's read-modify-write.
+
+    An ``OSError`` inside (a full disk, a read-only ``$RWB_HOME``) becomes a one-line
+    ``ValueError`` naming the file, which every page's save handler shows; the file itself is
+    unchanged (``retrieval.files.atomic_write``)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_name(path.name + ".lock"), "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    except OSError as error:
+        raise ValueError(f"cannot write {path}: {error.strerror or error} (is RWB_HOME full or "
+                         "read-only?); nothing was changed") from None
 
 
 def read_json(path: Path, default):

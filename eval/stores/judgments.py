@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.stores.files import locked, read_json
-from retrieval.dataset import IMPLICIT_QRELS, Dataset, read_qrels_file
+from retrieval.dataset import IMPLICIT_QRELS, MAX_GRADE, Dataset, read_qrels_file
 from retrieval.files import atomic_write_text, safe_component
 from retrieval.index import rwb_home
 
@@ -35,7 +35,9 @@ class JudgmentStore:
         state = read_json(self.path, {"dataset": self.dataset.name, "overlay": {}, "history": []})
         if not (isinstance(state, dict) and isinstance(state.get("overlay"), dict)
                 and isinstance(state.get("history"), list)
-                and all(isinstance(v, dict) for v in state["overlay"].values())):
+                and all(isinstance(v, dict) for v in state["overlay"].values())
+                and all(type(g) is int and 0 <= g <= MAX_GRADE
+                        for v in state["overlay"].values() for g in v.values())):
             raise ValueError(f"{self.path}: damaged (not a judgments file); restore it from a backup or move it aside")
         return state
 
@@ -85,8 +87,11 @@ class JudgmentStore:
 
     def _merged(self, state: dict) -> dict[str, dict[str, int]]:
         merged = {q: dict(d) for q, d in self.dataset.qrels.items()}
+        doc_ids = {d.id for d in self.dataset.documents}
         for query_id, docs in state["overlay"].items():
             for doc_id, grade in docs.items():
+                if doc_id not in doc_ids:  # since removed from the corpus: it cannot be retrieved
+                    continue
                 if grade > 0:
                     merged.setdefault(query_id, {})[doc_id] = grade
                 else:

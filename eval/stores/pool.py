@@ -25,7 +25,7 @@ from retrieval.candidates import (
 )
 from retrieval.dataset import Dataset
 from retrieval.embedders import DEFAULT_EMBEDDER
-from retrieval.files import safe_component
+from retrieval.files import clean_temporaries, safe_component
 from retrieval.index import open_index, rwb_home
 from retrieval.precomputed import PRECOMPUTED, vectors_label
 from retrieval.limits import MAX_DEPTH, check_size
@@ -68,6 +68,7 @@ def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: in
         raise ValueError(f"dataset {dataset.name!r} has no queries to evaluate")
     notice = on_notice or (lambda text: None)
     path = pool_path(dataset, embedder, pool_depth, analyzer)
+    clean_temporaries(path)  # a killed save's temporary, even when the stored pool is reused
     if path.is_file() and not refresh:
         try:
             stored = Candidates.load(path)

@@ -1,4 +1,8 @@
-"""Named pipeline profiles saved from the workbench, as TOML files (``ProfileStore``)."""
+"""Named pipeline profiles saved from the workbench, as TOML files (``ProfileStore``).
+
+A profile's ``base`` names a registered pipeline, ``profile:<preset>`` or another saved
+profile (``saved:<name>`` or ``<name>``), never a file; a chain of bases is followed at most
+``MAX_BASE_CHAIN`` deep and a loop (a profile based on itself) is refused with one line."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from eval.stores.files import check_name, locked
 from retrieval.files import atomic_write_text
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig, from_toml, to_toml
+
+MAX_BASE_CHAIN = 8
 
 
 class ProfileStore:
@@ -22,7 +28,26 @@ class ProfileStore:
             atomic_write_text(path, to_toml(config))
         return path
 
-    def load(self, name: str) -> PipelineConfig:
+    def base_of(self, chain: tuple[str, ...] = ()):
+        """What ``base = …`` may name in a profile (or a pipeline file): a pipeline (handled by
+        ``retrieval.pipeline``), ``profile:<preset>``, or a profile of this store."""
+        def resolve(label: str) -> PipelineConfig:
+            if label.startswith("profile:"):
+                from eval.stores.configs import profile_pipeline
+                return profile_pipeline(label.split(":", 1)[1])
+            name = label.removeprefix("saved:")
+            if name in chain:
+                raise ValueError(f"saved profile {chain[0]!r}: its base chain loops "
+                                 f"({' → '.join((*chain, name))})")
+            if len(chain) >= MAX_BASE_CHAIN:
+                raise ValueError(f"saved profile {chain[0]!r}: bases nested more than "
+                                 f"{MAX_BASE_CHAIN} deep")
+            if name not in self.names():
+                raise ValueError(f"base {label!r} is neither a pipeline nor a saved profile")
+            return self.load(name, chain)
+        return resolve
+
+    def load(self, name: str, _chain: tuple[str, ...] = ()) -> PipelineConfig:
         path = self.root / f"{check_name(name)}.toml"
         if not path.is_file():
             raise ValueError(f"no saved profile named {name!r}")
@@ -32,7 +57,7 @@ class ProfileStore:
             raise ValueError(f"{path}: cannot be read ({error}); move it aside") from None
         if not text.strip():
             raise ValueError(f"{path}: is empty (damaged); save the profile again or delete the file")
-        return from_toml(text, str(path))
+        return from_toml(text, str(path), self.base_of((*_chain, name)))
 
     def names(self) -> list[str]:
         return sorted(p.stem for p in self.root.glob("*.toml")) if self.root.is_dir() else []

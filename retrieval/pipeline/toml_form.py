@@ -3,6 +3,11 @@
 ``to_toml``/``from_toml`` round-trip a config; a file carries only its own fusion's section
 (older files that held every fusion's section are read when the foreign ones repeat their
 defaults). ``get_pipeline`` takes a registered name or a TOML file path.
+
+A file's ``base`` names where it starts from: a registered pipeline, or — when the caller
+passes ``base_of`` (``eval.stores.profiles``) — a saved profile; never a path, so a profile
+cannot make the workbench read (or describe) any other file. Nesting is bounded
+(``MAX_NESTING`` levels of arrays and tables), so a hostile file fails with one line.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import tomli_w
 
@@ -22,6 +27,40 @@ from retrieval.profiles import PRESETS, Profile, QualityFactors, preset
 
 
 _PRESET_NAMES = {p.name: p for p in PRESETS}
+MAX_NESTING = 16
+"""Deepest nesting of arrays and tables a pipeline file may hold (the schema needs 4)."""
+BaseOf = Callable[[str], PipelineConfig]
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply arrays and tables nest in ``value`` (iterative: no recursion limit)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            items = item.values()
+        elif isinstance(item, list):
+            items = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_NESTING:
+            return deepest
+        stack.extend((child, depth + 1) for child in items)
+    return deepest
+
+
+def _base(name: str, where: str, base_of: BaseOf | None) -> PipelineConfig:
+    """The configuration ``base = name`` starts from: a registered pipeline, else ``base_of``'s
+    (saved profiles); a path is refused without being looked at."""
+    if name in PIPELINES:
+        return PIPELINES[name]
+    if "/" in name or "\\" in name or name.endswith(".toml") or name.startswith(("~", ".")):
+        raise ValueError(f"{where}: base names a pipeline or a saved profile, never a file")
+    if base_of is None:
+        raise ValueError(f"{where}: base {name!r} is not a pipeline; "
+                         f"choose from {sorted(PIPELINES)}")
+    return base_of(name)
 
 
 def _profile_table(profile: Profile) -> Any:
@@ -120,10 +159,13 @@ def _params_from(fusion: str, raw, current, where: str) -> Params:
     return build(get_fusion(fusion).params, raw, current, where, _NESTED)
 
 
-def from_dict(data: dict, where: str = "pipeline") -> PipelineConfig:
-    """A config from a table; ``base = "<pipeline>"`` starts from a named pipeline."""
+def from_dict(data: dict, where: str = "pipeline", base_of: BaseOf | None = None) -> PipelineConfig:
+    """A config from a table; ``base = "<pipeline>"`` starts from a named pipeline (or, through
+    ``base_of``, a saved profile)."""
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a table")
+    if nesting_depth(data) > MAX_NESTING:
+        raise ValueError(f"{where}: arrays or tables nested more than {MAX_NESTING} deep")
     data = dict(data)
     # [tuning]: how `rwb tune` found this file (eval.search.tune); a record, not a setting
     if not isinstance(data.pop("tuning", {}), dict):
@@ -134,7 +176,7 @@ def from_dict(data: dict, where: str = "pipeline") -> PipelineConfig:
     fusion = data.get("fusion")
     if fusion is not None and not isinstance(fusion, str):
         raise ValueError(f"{where}: fusion must be a string, got {fusion!r}")
-    base = get_pipeline(base_name) if base_name else None
+    base = _base(base_name, where, base_of) if base_name else None
     fusion = fusion or (base.fusion if base else "rrf")
     get_fusion(fusion)
     _legacy_sections(data, fusion, where)
@@ -149,16 +191,19 @@ def from_dict(data: dict, where: str = "pipeline") -> PipelineConfig:
     return build(PipelineConfig, {**data, "params": params}, start, where)
 
 
-def from_toml(text: str, where: str = "pipeline") -> PipelineConfig:
+def from_toml(text: str, where: str = "pipeline", base_of: BaseOf | None = None) -> PipelineConfig:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{where}: invalid TOML ({error})") from None
-    return from_dict(data, where)
+    except RecursionError:
+        raise ValueError(f"{where}: arrays or tables nested more than {MAX_NESTING} deep") from None
+    return from_dict(data, where, base_of)
 
 
-def get_pipeline(name_or_path: str | PipelineConfig) -> PipelineConfig:
-    """A registered pipeline by name, or a TOML file path."""
+def get_pipeline(name_or_path: str | PipelineConfig,
+                 base_of: BaseOf | None = None) -> PipelineConfig:
+    """A registered pipeline by name, or a TOML file path (its ``base`` resolved by ``base_of``)."""
     if isinstance(name_or_path, PipelineConfig):
         return name_or_path
     if not isinstance(name_or_path, str):
@@ -173,5 +218,5 @@ def get_pipeline(name_or_path: str | PipelineConfig) -> PipelineConfig:
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise ValueError(f"pipeline file {name_or_path!r} cannot be read: {error}") from None
-        return from_toml(text, str(path))
+        return from_toml(text, str(path), base_of)
     raise ValueError(f"unknown pipeline {name_or_path!r}; choose from {sorted(PIPELINES)} or give a .toml file")
