@@ -93,6 +93,7 @@ class Candidates:
     cols: dict[str, np.ndarray] = field(repr=False)
     analyzer: str = DEFAULT_ANALYZER  # the BM25 analyzer of the index it was retrieved from
     learned_route: tuple[str, ...] | None = None  # per query: the learned router's profile (eval.learning.router)
+    doc_types: tuple[str, ...] = ()  # per document (doc_idx order): its memory_type; () in hand-built tables
 
     def __getattr__(self, name: str) -> np.ndarray:
         cols = self.__dict__.get("cols")
@@ -345,6 +346,7 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
         offsets=np.asarray(offsets, dtype=np.int64), fast_target=tuple(fast_targets),
         timeline=np.asarray(timelines, dtype=bool), intent_route=tuple(intents), window=tuple(windows),
         degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols, analyzer=handle.analyzer,
+        doc_types=tuple(d.memory_type for d in dataset.documents),
     )
 
 
