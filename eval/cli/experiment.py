@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from eval.statistics.bootstrap import DEFAULT_RESAMPLES
 from eval.metrics.budget import DEFAULT_BUDGET
+from eval.metrics.judgment_bias import bias_lines
 from eval.cli._common import add_pool_options, bounded, check_depth, load_with_pool, note, write_json
 from eval.cli.sweep import add_sweep_options, check_sweep, run_sweep
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS
@@ -82,6 +83,13 @@ def cmd_eval(args) -> int:
         print(f"\n{metric}:")
         print(text_table(detail_header(significance, intervals),
                          detail_rows(evaluation, significance, intervals, metric)))
+    header, rows, bias_notes = bias_lines(list(experiment.bias), options.alpha)
+    if rows:
+        print(f"\nJudgment bias (judged@k: share of the top k with any judgment; nDCG'@k: unjudged removed, "
+              f"Sakai 2007; bpref: trec_eval; p: judged@k vs {experiment.baseline}):")
+        print(text_table(header, rows))
+        for line in bias_notes:
+            print(f"  note: {line}")
     print(f"\nPer intent ({experiment.primary}; judged queries in brackets):")
     print(text_table(*intent_rows(evaluation, experiment.primary)))
     notes = short_notes(evaluation)

@@ -168,7 +168,7 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
                 model = LogisticRegression(C=float(spec.value), max_iter=2000)
                 model.fit((x - mean) / scale, target)
             coef = model.coef_[0]
-        return tuple(FeatureWeight(name, float(round(w, 6)), float(m), float(s))
+        return tuple(FeatureWeight(name, float(f"{w:.6g}"), float(f"{m:.6g}"), float(f"{s:.6g}"))
                      for name, w, m, s in zip(t.names[:width], coef, mean, scale))
     import lightgbm
 
