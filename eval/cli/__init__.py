@@ -8,7 +8,7 @@ with ``rwb: interrupted``. Progress bars: ``eval.progress`` (stderr, only on a t
 with ``--quiet``).
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
-report), ``sweep`` (sweep, tune), ``learn`` (learn), ``importing`` (import); shared options and checks in ``_common``.
+report), ``sweep`` (sweep, tune), ``learn`` (learn), ``holes`` (holes), ``importing`` (import); shared options and checks in ``_common``.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    from eval.cli import engine, experiment, importing, learn, sweep
+    from eval.cli import engine, experiment, holes, importing, learn, sweep
 
     parser = Parser(prog="rwb", description="Retrieval Workbench: index, search, evaluate and tune retrieval "
                                             "fusion on a labelled dataset.")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (engine, experiment, sweep, learn, importing):
+    for group in (engine, experiment, sweep, learn, holes, importing):
         group.register(sub)
     return parser
 
