@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.candidates import Candidates
-from retrieval.features import QUERY_FEATURES, feature_names, feature_set_id, query_features
+from retrieval import features as feats  # a module: retrieval.features imports the fusion package
 from retrieval.files import atomic_write_text, resolve_inside
 from retrieval.fusion.adaptive import quality_multiplier, signals
 from retrieval.profiles import PENALTIES
@@ -46,16 +46,16 @@ MOE_HALF_LIFE = 30.0
 
 
 def check_feature_set(c: Candidates, names: tuple[str, ...], recorded: str, what: str) -> tuple[str, ...]:
-    """The table's feature names when ``recorded`` (a ``feature_set_id``) is theirs; else a
+    """The table's feature names when ``recorded`` (a ``retrieval.features.feature_set_id``) is theirs; else a
     ``ValueError`` saying what differs. An empty ``recorded`` checks nothing."""
-    have = feature_names(c)
-    if recorded and feature_set_id(have) != recorded:
+    have = feats.feature_names(c)
+    if recorded and feats.feature_set_id(have) != recorded:
         missing = [n for n in names if n not in have]
         extra = [n for n in have if n not in names]
         detail = "; ".join(part for part in (
             f"missing {missing[:6]}" if missing else "", f"not in the model {extra[:6]}" if extra else "") if part)
         raise ValueError(f"{what} was trained on feature set {recorded} ({len(names)} features) but this candidate "
-                         f"table gives {feature_set_id(have)} ({len(have)} features"
+                         f"table gives {feats.feature_set_id(have)} ({len(have)} features"
                          f"{': ' + detail if detail else ''}); rerun rwb learn on this dataset")
     return have
 
@@ -103,7 +103,7 @@ class MoEModel:
 
     def weights(self, c: Candidates, depth: int) -> np.ndarray:
         """(queries, 4): the grid point each query gets."""
-        z = (query_features(c, depth) - self.mean) / self.scale
+        z = (feats.query_features(c, depth) - self.mean) / self.scale
         predicted = z @ self.coef.T + self.intercept
         return self.grid[np.argmax(predicted, axis=1)]
 
@@ -139,7 +139,7 @@ def model_from_json(data: dict, where: str) -> TreeModel | MoEModel:
         if not names or not all(isinstance(n, str) and n for n in names):
             raise ValueError("feature_names must be a list of names")
         feature_set = data.get("feature_set")
-        if feature_set != feature_set_id(names):
+        if feature_set != feats.feature_set_id(names):
             raise ValueError("feature_set does not match feature_names")
         meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
         kind = data.get("kind")
@@ -151,8 +151,8 @@ def model_from_json(data: dict, where: str) -> TreeModel | MoEModel:
         if kind == "moe":
             grid, coef = _array(data, "grid", 2), _array(data, "coef", 2)
             intercept, mean, scale = _array(data, "intercept", 1), _array(data, "mean", 1), _array(data, "scale", 1)
-            width = len(QUERY_FEATURES)
-            if tuple(data.get("query_features") or ()) != QUERY_FEATURES:
+            width = len(feats.QUERY_FEATURES)
+            if tuple(data.get("query_features") or ()) != feats.QUERY_FEATURES:
                 raise ValueError("query_features differ from this rwb's")
             if grid.shape[1] != 4 or coef.shape != (len(grid), width) or intercept.shape != (len(grid),) \
                     or mean.shape != (width,) or scale.shape != (width,) or np.any(scale <= 0) or np.any(grid < 0):
@@ -169,7 +169,7 @@ def model_to_json(model: TreeModel | MoEModel) -> dict:
     if isinstance(model, TreeModel):
         out["booster"] = model.booster
     else:
-        out.update(query_features=list(QUERY_FEATURES), grid=model.grid.tolist(), coef=model.coef.tolist(),
+        out.update(query_features=list(feats.QUERY_FEATURES), grid=model.grid.tolist(), coef=model.coef.tolist(),
                    intercept=model.intercept.tolist(), mean=model.mean.tolist(), scale=model.scale.tolist())
     return out
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.candidates import Candidates
-from retrieval.features import feature_matrix, feature_set_id
+from retrieval import features as feats  # a module: retrieval.features imports this package
 from retrieval.fusion._base import Fusion, LazyComponents, Scored, unseen
 from retrieval.learned_model import KINDS, MoEModel, TreeModel, check_feature_set, load_model, moe_parts, \
     resolve_beside
@@ -126,7 +126,7 @@ def linear_scores(c: Candidates, visible: np.ndarray, depth: int, weights: tuple
     if unknown:
         raise ValueError(f"the linear model weights feature(s) {unknown} this candidate table does not have; "
                          f"features: {', '.join(names)}")
-    x = feature_matrix(c, visible, depth)
+    x = feats.feature_matrix(c, visible, depth)
     cols = np.array([at[w.name] for w in weights], dtype=np.int64)
     w = np.array([w.weight for w in weights])
     mean = np.array([w.mean for w in weights])
@@ -146,7 +146,7 @@ def model_scores(c: Candidates, visible: np.ndarray, depth: int, model: TreeMode
     if isinstance(model, TreeModel):
         rows = np.flatnonzero(visible)
         if len(rows):
-            score[rows] = model.predict(feature_matrix(c, visible, depth)[rows])
+            score[rows] = model.predict(feats.feature_matrix(c, visible, depth)[rows])
         return Scored(score, {"model": np.where(visible, score, 0.0)})
     parts = moe_parts(c, visible, depth, model.weights(c, depth))
     total = parts["dense"] + parts["sparse"] + parts["time"]
@@ -167,4 +167,4 @@ FUSION = Fusion("learned", LearnedParams, learned,
                 "seed 001 §6; Liu 2009; Burges 2010; LightGBM",
                 variants=(LearnedParams(weights=(FeatureWeight("rrf", 1.0), FeatureWeight("both", 0.5))),))
 
-__all__ = ["FUSION", "FeatureWeight", "LearnedParams", "feature_set_id", "linear_scores", "model_scores"]
+__all__ = ["FUSION", "FeatureWeight", "LearnedParams", "linear_scores", "model_scores"]
