@@ -93,7 +93,7 @@ class Candidates:
     cols: dict[str, np.ndarray] = field(repr=False)
     analyzer: str = DEFAULT_ANALYZER  # the BM25 analyzer of the index it was retrieved from
     learned_route: tuple[str, ...] | None = None  # per query: the learned router's profile (eval.learning.router)
-    doc_types: tuple[str, ...] = ()  # per document (doc_idx order): its memory_type; () in hand-built tables
+    doc_types: tuple[str, ...] = ()  # per document (doc_idx order): memory_type; () if hand-built
 
     def __getattr__(self, name: str) -> np.ndarray:
         cols = self.__dict__.get("cols")

@@ -46,15 +46,45 @@ from retrieval.fusion._base import in_path, normalise, recency_decay, segment_ma
 from retrieval.learned_router import FEATURES as QUERY_TEXT_FEATURES, simple_features
 
 ROW_FEATURES = (
-    "dense_sim", "dense_hit", "dense_rrank", "dense_minmax", "dense_z", "dense_gap",
-    "bm25_score", "bm25_hit", "bm25_rrank", "bm25_minmax", "bm25_z", "bm25_ratio", "bm25_all_hit",
-    "bm25_all_rrank", "both", "rrf",
-    "in_window", "out_window", "recency", "log_age", "undated", "log_created_age", "via_timeline", "via_fast",
-    "confidence", "conf_low", "conf_high", "vitality", "vit_high", "vit_low", "log_reinforcement",
-    "log_access", "log_tokens", "graph",
+    "dense_sim",
+    "dense_hit",
+    "dense_rrank",
+    "dense_minmax",
+    "dense_z",
+    "dense_gap",
+    "bm25_score",
+    "bm25_hit",
+    "bm25_rrank",
+    "bm25_minmax",
+    "bm25_z",
+    "bm25_ratio",
+    "bm25_all_hit",
+    "bm25_all_rrank",
+    "both",
+    "rrf",
+    "in_window",
+    "out_window",
+    "recency",
+    "log_age",
+    "undated",
+    "log_created_age",
+    "via_timeline",
+    "via_fast",
+    "confidence",
+    "conf_low",
+    "conf_high",
+    "vitality",
+    "vit_high",
+    "vit_low",
+    "log_reinforcement",
+    "log_access",
+    "log_tokens",
+    "graph",
 )
 POOL_QUERY_FEATURES = ("q_dense_max", "q_bm25_max", "q_overlap", "q_bm25_hits")
-QUERY_FEATURES = tuple(f"q_{name}" for name in QUERY_TEXT_FEATURES) + ("q_names_window",) + POOL_QUERY_FEATURES
+QUERY_FEATURES = (
+    tuple(f"q_{name}" for name in QUERY_TEXT_FEATURES) + ("q_names_window",) + POOL_QUERY_FEATURES
+)
 RECENCY_HALF_LIFE = 30.0
 RRF_K = 60.0
 OVERLAP_TOP = 5
@@ -77,6 +107,7 @@ def feature_set_id(names) -> str:
 
 def query_features(c: Candidates, depth: int) -> np.ndarray:
     """(queries, ``QUERY_FEATURES``): what is known of each query before any document is scored."""
+
     def build():
         text = simple_features(c.query_texts)
         window = np.array([1.0 if w else 0.0 for w in c.window]).reshape(-1, 1)
@@ -95,6 +126,7 @@ def query_features(c: Candidates, depth: int) -> np.ndarray:
         hits = np.bincount(q[bm25_hit], minlength=n_q) / float(depth)
         pool = np.column_stack([dense_max, np.log1p(bm25_max), overlap, hits])
         return np.hstack([text, window, pool]).astype(np.float64)
+
     return derived(c, ("learned query features", depth), build)
 
 
@@ -112,9 +144,12 @@ def feature_matrix(c: Candidates, visible: np.ndarray, depth: int) -> np.ndarray
     all_rrank = np.where(all_hit, 1.0 / (1.0 + np.maximum(c.bm25_all_rank, 0)), 0.0)
     best_dense = segment_max(c, dense_sim, visible)
     best_bm25 = segment_max(c, bm25, bm25_hit)
-    ratio = np.where(bm25_hit & (best_bm25 > 0), bm25 / np.where(best_bm25 > 0, best_bm25, 1.0), 0.0)
-    rrf = (np.where(dense_hit, 1.0 / (RRF_K + np.maximum(c.dense_rank, 0) + 1.0), 0.0)
-           + np.where(bm25_hit, 1.0 / (RRF_K + np.maximum(c.bm25_rank, 0) + 1.0), 0.0))
+    ratio = np.where(
+        bm25_hit & (best_bm25 > 0), bm25 / np.where(best_bm25 > 0, best_bm25, 1.0), 0.0
+    )
+    rrf = np.where(dense_hit, 1.0 / (RRF_K + np.maximum(c.dense_rank, 0) + 1.0), 0.0) + np.where(
+        bm25_hit, 1.0 / (RRF_K + np.maximum(c.bm25_rank, 0) + 1.0), 0.0
+    )
     window = c.in_window.astype(np.float64)
     named = ~np.isnan(window)
     age = c.age_days.astype(np.float64)
@@ -123,19 +158,40 @@ def feature_matrix(c: Candidates, visible: np.ndarray, depth: int) -> np.ndarray
     confidence = c.confidence.astype(np.float64)
     vitality = c.vitality.astype(np.float64)
     columns = [
-        dense_sim, dense_hit, dense_rrank,
-        normalise(c, visible, depth, "dense", "minmax")[0], normalise(c, visible, depth, "dense", "zscore")[0],
+        dense_sim,
+        dense_hit,
+        dense_rrank,
+        normalise(c, visible, depth, "dense", "minmax")[0],
+        normalise(c, visible, depth, "dense", "zscore")[0],
         dense_sim - best_dense,
-        bm25, bm25_hit, bm25_rrank,
-        normalise(c, visible, depth, "sparse", "minmax")[0], normalise(c, visible, depth, "sparse", "zscore")[0],
-        ratio, all_hit, all_rrank, dense_hit & bm25_hit, rrf,
-        np.where(named, window, 0.0), np.where(named, 1.0 - window, 0.0),
-        recency_decay(age, RECENCY_HALF_LIFE), np.where(undated, 0.0, np.log1p(np.nan_to_num(age))), undated,
-        np.where(np.isnan(created), 0.0, np.log1p(np.nan_to_num(created))), c.via_timeline, c.via_fast,
-        confidence, confidence < 0.6, confidence >= 0.9, vitality / 100.0, vitality > 80, vitality < 30,
+        bm25,
+        bm25_hit,
+        bm25_rrank,
+        normalise(c, visible, depth, "sparse", "minmax")[0],
+        normalise(c, visible, depth, "sparse", "zscore")[0],
+        ratio,
+        all_hit,
+        all_rrank,
+        dense_hit & bm25_hit,
+        rrf,
+        np.where(named, window, 0.0),
+        np.where(named, 1.0 - window, 0.0),
+        recency_decay(age, RECENCY_HALF_LIFE),
+        np.where(undated, 0.0, np.log1p(np.nan_to_num(age))),
+        undated,
+        np.where(np.isnan(created), 0.0, np.log1p(np.nan_to_num(created))),
+        c.via_timeline,
+        c.via_fast,
+        confidence,
+        confidence < 0.6,
+        confidence >= 0.9,
+        vitality / 100.0,
+        vitality > 80,
+        vitality < 30,
         np.log1p(np.maximum(c.reinforcement.astype(np.float64), 0.0)),
         np.log1p(np.maximum(c.access_count.astype(np.float64), 0.0)),
-        np.log1p(np.maximum(c.token_count.astype(np.float64), 0.0)), c.graph,
+        np.log1p(np.maximum(c.token_count.astype(np.float64), 0.0)),
+        c.graph,
     ]
     types = type_names(c)
     out = np.empty((c.n_rows, len(ROW_FEATURES) + len(types) + len(QUERY_FEATURES)))
@@ -144,8 +200,7 @@ def feature_matrix(c: Candidates, visible: np.ndarray, depth: int) -> np.ndarray
     if types:
         doc_type = np.asarray(c.doc_types, dtype=object)[c.doc_idx]
         for j, name in enumerate(types):
-            out[:, len(ROW_FEATURES) + j] = doc_type == name[len("type:"):]
-    out[:, len(ROW_FEATURES) + len(types):] = query_features(c, depth)[q]
+            out[:, len(ROW_FEATURES) + j] = doc_type == name[len("type:") :]
+    out[:, len(ROW_FEATURES) + len(types) :] = query_features(c, depth)[q]
     out[~np.isfinite(out)] = 0.0
     return out
-

@@ -45,18 +45,30 @@ KINDS = ("linear", "lambdamart", "moe")
 MOE_HALF_LIFE = 30.0
 
 
-def check_feature_set(c: Candidates, names: tuple[str, ...], recorded: str, what: str) -> tuple[str, ...]:
-    """The table's feature names when ``recorded`` (a ``retrieval.features.feature_set_id``) is theirs; else a
+def check_feature_set(
+    c: Candidates, names: tuple[str, ...], recorded: str, what: str
+) -> tuple[str, ...]:
+    """The table's feature names when ``recorded`` (a ``retrieval.features.feature_set_id``)
+    is theirs; else a
     ``ValueError`` saying what differs. An empty ``recorded`` checks nothing."""
     have = feats.feature_names(c)
     if recorded and feats.feature_set_id(have) != recorded:
         missing = [n for n in names if n not in have]
         extra = [n for n in have if n not in names]
-        detail = "; ".join(part for part in (
-            f"missing {missing[:6]}" if missing else "", f"not in the model {extra[:6]}" if extra else "") if part)
-        raise ValueError(f"{what} was trained on feature set {recorded} ({len(names)} features) but this candidate "
-                         f"table gives {feats.feature_set_id(have)} ({len(have)} features"
-                         f"{': ' + detail if detail else ''}); rerun rwb learn on this dataset")
+        detail = "; ".join(
+            part
+            for part in (
+                f"missing {missing[:6]}" if missing else "",
+                f"not in the model {extra[:6]}" if extra else "",
+            )
+            if part
+        )
+        raise ValueError(
+            f"{what} was trained on feature set {recorded} ({len(names)} features) but this "
+            "candidate "
+            f"table gives {feats.feature_set_id(have)} ({len(have)} features"
+            f"{': ' + detail if detail else ''}); rerun rwb learn on this dataset"
+        )
     return have
 
 
@@ -64,7 +76,7 @@ def check_feature_set(c: Candidates, names: tuple[str, ...], recorded: str, what
 class TreeModel:
     feature_names: tuple[str, ...]
     feature_set: str
-    booster: str                 # LightGBM's model text (Booster.model_to_string)
+    booster: str  # LightGBM's model text (Booster.model_to_string)
     meta: dict
 
     kind = "lambdamart"
@@ -92,10 +104,10 @@ def _booster(model: TreeModel):
 class MoEModel:
     feature_names: tuple[str, ...]
     feature_set: str
-    grid: np.ndarray             # (points, 4): w_dense, w_sparse, w_time, strength
-    coef: np.ndarray             # (points, query features)
-    intercept: np.ndarray        # (points,)
-    mean: np.ndarray             # (query features,)
+    grid: np.ndarray  # (points, 4): w_dense, w_sparse, w_time, strength
+    coef: np.ndarray  # (points, query features)
+    intercept: np.ndarray  # (points,)
+    mean: np.ndarray  # (query features,)
     scale: np.ndarray
     meta: dict
 
@@ -108,7 +120,9 @@ class MoEModel:
         return self.grid[np.argmax(predicted, axis=1)]
 
 
-def moe_parts(c: Candidates, visible: np.ndarray, depth: int, per_query: np.ndarray) -> dict[str, np.ndarray]:
+def moe_parts(
+    c: Candidates, visible: np.ndarray, depth: int, per_query: np.ndarray
+) -> dict[str, np.ndarray]:
     """The MoE score's components per row (they sum to it) for per-query ``(w_dense, w_sparse,
     w_time, strength)``; also the factors, under ``x confidence`` and ``x vitality``."""
     s_dense, s_sparse, s_time, _ = signals(c, visible, depth, MOE_HALF_LIFE)
@@ -117,8 +131,13 @@ def moe_parts(c: Candidates, visible: np.ndarray, depth: int, per_query: np.ndar
     f_conf = 1.0 + w[:, 3] * (fc - 1.0)
     f_vit = 1.0 + w[:, 3] * (fv - 1.0)
     m = f_conf * f_vit
-    return {"dense": w[:, 0] * s_dense * m, "sparse": w[:, 1] * s_sparse * m, "time": w[:, 2] * s_time * m,
-            "x confidence": f_conf, "x vitality": f_vit}
+    return {
+        "dense": w[:, 0] * s_dense * m,
+        "sparse": w[:, 1] * s_sparse * m,
+        "time": w[:, 2] * s_time * m,
+        "x confidence": f_conf,
+        "x vitality": f_vit,
+    }
 
 
 def _array(data: dict, key: str, shape_ndim: int) -> np.ndarray:
@@ -134,7 +153,9 @@ def model_from_json(data: dict, where: str) -> TreeModel | MoEModel:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not an rwb learned model (format {FORMAT!r})")
         if data.get("version") != VERSION:
-            raise ValueError(f"model version {data.get('version')!r}; this rwb reads version {VERSION}")
+            raise ValueError(
+                f"model version {data.get('version')!r}; this rwb reads version {VERSION}"
+            )
         names = tuple(data.get("feature_names") or ())
         if not names or not all(isinstance(n, str) and n for n in names):
             raise ValueError("feature_names must be a list of names")
@@ -150,13 +171,26 @@ def model_from_json(data: dict, where: str) -> TreeModel | MoEModel:
             return TreeModel(names, feature_set, booster, meta)
         if kind == "moe":
             grid, coef = _array(data, "grid", 2), _array(data, "coef", 2)
-            intercept, mean, scale = _array(data, "intercept", 1), _array(data, "mean", 1), _array(data, "scale", 1)
+            intercept, mean, scale = (
+                _array(data, "intercept", 1),
+                _array(data, "mean", 1),
+                _array(data, "scale", 1),
+            )
             width = len(feats.QUERY_FEATURES)
             if tuple(data.get("query_features") or ()) != feats.QUERY_FEATURES:
                 raise ValueError("query_features differ from this rwb's")
-            if grid.shape[1] != 4 or coef.shape != (len(grid), width) or intercept.shape != (len(grid),) \
-                    or mean.shape != (width,) or scale.shape != (width,) or np.any(scale <= 0) or np.any(grid < 0):
-                raise ValueError("grid, coef, intercept, mean and scale have inconsistent shapes or values")
+            if (
+                grid.shape[1] != 4
+                or coef.shape != (len(grid), width)
+                or intercept.shape != (len(grid),)
+                or mean.shape != (width,)
+                or scale.shape != (width,)
+                or np.any(scale <= 0)
+                or np.any(grid < 0)
+            ):
+                raise ValueError(
+                    "grid, coef, intercept, mean and scale have inconsistent shapes or values"
+                )
             return MoEModel(names, feature_set, grid, coef, intercept, mean, scale, meta)
         raise ValueError(f"kind must be 'lambdamart' or 'moe', got {kind!r}")
     except ValueError as error:
@@ -164,13 +198,25 @@ def model_from_json(data: dict, where: str) -> TreeModel | MoEModel:
 
 
 def model_to_json(model: TreeModel | MoEModel) -> dict:
-    out = {"format": FORMAT, "version": VERSION, "kind": model.kind, "feature_names": list(model.feature_names),
-           "feature_set": model.feature_set, "meta": model.meta}
+    out = {
+        "format": FORMAT,
+        "version": VERSION,
+        "kind": model.kind,
+        "feature_names": list(model.feature_names),
+        "feature_set": model.feature_set,
+        "meta": model.meta,
+    }
     if isinstance(model, TreeModel):
         out["booster"] = model.booster
     else:
-        out.update(query_features=list(feats.QUERY_FEATURES), grid=model.grid.tolist(), coef=model.coef.tolist(),
-                   intercept=model.intercept.tolist(), mean=model.mean.tolist(), scale=model.scale.tolist())
+        out.update(
+            query_features=list(feats.QUERY_FEATURES),
+            grid=model.grid.tolist(),
+            coef=model.coef.tolist(),
+            intercept=model.intercept.tolist(),
+            mean=model.mean.tolist(),
+            scale=model.scale.tolist(),
+        )
     return out
 
 
@@ -188,8 +234,10 @@ def load_model(path: str | Path) -> TreeModel | MoEModel:
     try:
         stat = path.stat()
     except OSError:
-        raise ValueError(f"learned model file {str(path)!r} does not exist (written by rwb learn beside its TOML)"
-                         ) from None
+        raise ValueError(
+            f"learned model file {str(path)!r} does not exist "
+            "(written by rwb learn beside its TOML)"
+        ) from None
     key = (stat.st_size, stat.st_mtime_ns)
     hit = _LOADED.get(str(path))
     if hit is not None and hit[0] == key:

@@ -12,8 +12,8 @@ from retrieval.fusion.learned import LearnedParams, learned
 from retrieval.pipeline import PipelineConfig
 from tests.conftest import make_candidates
 
-TRUE = {"log_access": 6.0, "log_reinforcement": 3.0}   # per unit of log(1 + count)
-SD_UNIFORM = np.sqrt(1 / 12)                          # a U(0, 1) feature's standard deviation
+TRUE = {"log_access": 6.0, "log_reinforcement": 3.0}  # per unit of log(1 + count)
+SD_UNIFORM = np.sqrt(1 / 12)  # a U(0, 1) feature's standard deviation
 
 
 def logistic_table(n_queries=200, per_query=20, seed=1):
@@ -23,12 +23,22 @@ def logistic_table(n_queries=200, per_query=20, seed=1):
     queries, qrels = [], {}
     for qi in range(n_queries):
         u1, u2 = rng.random(per_query), rng.random(per_query)
-        relevant = rng.random(per_query) < 1 / (1 + np.exp(-(TRUE["log_access"] * u1
-                                                              + TRUE["log_reinforcement"] * u2 - 5.0)))
+        relevant = rng.random(per_query) < 1 / (
+            1 + np.exp(-(TRUE["log_access"] * u1 + TRUE["log_reinforcement"] * u2 - 5.0))
+        )
         order = rng.permutation(per_query)
-        queries.append([{"id": f"d{qi}_{j}", "dense_rank": int(order[j]), "dense_sim": 0.5,
-                         "access_count": float(np.expm1(u1[j])), "reinforcement": float(np.expm1(u2[j]))}
-                        for j in range(per_query)])
+        queries.append(
+            [
+                {
+                    "id": f"d{qi}_{j}",
+                    "dense_rank": int(order[j]),
+                    "dense_sim": 0.5,
+                    "access_count": float(np.expm1(u1[j])),
+                    "reinforcement": float(np.expm1(u2[j])),
+                }
+                for j in range(per_query)
+            ]
+        )
         qrels[f"q{qi}"] = {f"d{qi}_{j}": 1 for j in np.flatnonzero(relevant)}
     return make_candidates(queries), qrels
 
@@ -58,6 +68,7 @@ def test_every_model_scores_as_the_learned_fusion_scores_it(tmp_path):
     tree = fit(Spec("lambdamart"), t, everything)
     moe = fit(Spec("moe", 10.0), t, everything)
     from retrieval.fusion.learned import model_scores
+
     for model in (tree, moe):
         assert np.allclose(scores(model, t), model_scores(c, t.visible, t.depth, model).score)
 
@@ -83,5 +94,5 @@ def test_the_candidates_of_each_model_choice():
     with pytest.raises(ValueError, match="--model must be one of"):
         specs("xgboost")
     grid = moe_grid()
-    # 5³ − 1 weight triples (not all zero) × 3 penalty strengths, seed 001's four weights and factors in range
+    # 5³ − 1 weight triples (not all zero) × 3 penalty strengths, every value in [0, 1]
     assert grid.shape == (124 * 3, 4) and grid.min() == 0.0 and grid.max() == 1.0

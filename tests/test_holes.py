@@ -20,16 +20,20 @@ TINY = Path(__file__).resolve().parent / "fixtures" / "tiny"
 def test_the_swing_of_each_unjudged_document_by_hand():
     """A's top 2 is [a, b], B's is [b, c]; only b is judged (grade 1). Grading a relevant makes A
     perfect and drops B to 1/(1 + 1/log2 3); grading c relevant does the reverse, less strongly."""
-    c = make_candidates([[
-        {"id": "a", "dense_rank": 0, "dense_sim": 0.9, "bm25_rank": 2, "bm25_score": 1.0},
-        {"id": "b", "dense_rank": 1, "dense_sim": 0.8, "bm25_rank": 0, "bm25_score": 3.0},
-        {"id": "c", "dense_rank": 2, "dense_sim": 0.1, "bm25_rank": 1, "bm25_score": 2.0},
-    ]])
+    c = make_candidates(
+        [
+            [
+                {"id": "a", "dense_rank": 0, "dense_sim": 0.9, "bm25_rank": 2, "bm25_score": 1.0},
+                {"id": "b", "dense_rank": 1, "dense_sim": 0.8, "bm25_rank": 0, "bm25_score": 3.0},
+                {"id": "c", "dense_rank": 2, "dense_sim": 0.1, "bm25_rank": 1, "bm25_score": 2.0},
+            ]
+        ]
+    )
     a = rank_rows(c, c.dense_sim.astype(np.float64), 2)
     b = rank_rows(c, c.bm25_score.astype(np.float64), 2)
     queue = holes(c, {"q0": {"b": 1}}, a, b, 2)
     g = 1 / math.log2(3)
-    d0 = g - 1.0                          # A [a b] vs B [b c], only b relevant
+    d0 = g - 1.0  # A [a b] vs B [b c], only b relevant
     assert [(h.doc_id, h.rank_a, h.rank_b) for h in queue] == [("a", 1, None), ("c", None, 2)]
     assert queue[0].delta_if_0 == pytest.approx(d0)
     assert queue[0].delta_if_top == pytest.approx(1.0 - 1 / (1 + g))
@@ -41,8 +45,24 @@ def test_the_swing_of_each_unjudged_document_by_hand():
 
 def test_cli_holes_prints_and_writes_json(tmp_path, rwb_home, capsys):
     out = tmp_path / "holes.json"
-    assert rwb_main(["holes", str(TINY), "--pipeline", "vector", "--pipeline", "bm25", "--k", "3", "--json",
-                     str(out), "--quiet"]) == 0
+    assert (
+        rwb_main(
+            [
+                "holes",
+                str(TINY),
+                "--pipeline",
+                "vector",
+                "--pipeline",
+                "bm25",
+                "--k",
+                "3",
+                "--json",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     data = json.loads(out.read_text())
     assert data["k"] == 3 and data["a"] == "vector" and data["b"] == "bm25"
     swings = [h["swing"] for h in data["holes"]]

@@ -28,15 +28,25 @@ def signal_table(seed=3):
     for qi in range(N_QUERIES):
         access = rng.permutation(PER_QUERY).astype(float)
         order = rng.permutation(PER_QUERY)
-        queries.append([{"id": f"d{j}", "dense_rank": int(order[j]), "dense_sim": 0.9 - order[j] / 20,
-                         "access_count": access[j], "token_count": int(rng.integers(5, 5000))}
-                        for j in range(PER_QUERY)])
+        queries.append(
+            [
+                {
+                    "id": f"d{j}",
+                    "dense_rank": int(order[j]),
+                    "dense_sim": 0.9 - order[j] / 20,
+                    "access_count": access[j],
+                    "token_count": int(rng.integers(5, 5000)),
+                }
+                for j in range(PER_QUERY)
+            ]
+        )
         qrels[f"q{qi}"] = {f"d{int(np.argmax(access))}": 1}
     return make_candidates(queries), qrels
 
 
 def random_ranking_ndcg5(n: int, draws: int, seed: int) -> float:
-    """The permutation baseline: mean nDCG@5 of one relevant document among ``n`` ranked at random."""
+    """The permutation baseline: mean nDCG@5 of one relevant document among ``n`` ranked at
+    random."""
     rng = np.random.default_rng(seed)
     ranks = np.array([rng.permutation(n)[0] for _ in range(draws)])
     return float(np.mean(np.where(ranks < 5, 1.0 / np.log2(ranks + 2.0), 0.0)))
@@ -77,13 +87,20 @@ def test_the_same_seed_gives_the_same_result():
     c, qrels = signal_table()
     a = learn(c, qrels, "auto", folds=3, seed=4)
     b = learn(c, qrels, "auto", folds=3, seed=4)
-    assert np.array_equal(a.held_out, b.held_out) and [f.model for f in a.outer] == [f.model for f in b.outer]
+    assert np.array_equal(a.held_out, b.held_out) and [f.model for f in a.outer] == [
+        f.model for f in b.outer
+    ]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(model="xgboost"), "--model must be one of"), (dict(folds=1), "--folds must be"),
-    (dict(folds=61), "exceeds the number of judged queries"), (dict(depth=80), "pool holds 50"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(model="xgboost"), "--model must be one of"),
+        (dict(folds=1), "--folds must be"),
+        (dict(folds=61), "exceeds the number of judged queries"),
+        (dict(depth=80), "pool holds 50"),
+    ],
+)
 def test_bad_settings_are_refused(kwargs, message):
     c, qrels = signal_table()
     model = kwargs.pop("model", "linear")
@@ -93,20 +110,52 @@ def test_bad_settings_are_refused(kwargs, message):
 
 def test_cli_learn_writes_a_pipeline_eval_and_search_use(tmp_path, rwb_home, capsys):
     out, data = tmp_path / "learned.toml", tmp_path / "learned.json"
-    assert rwb_main(["learn", str(TINY), "--model", "lambdamart", "--folds", "2", "--inner-folds", "2",
-                     "--no-guard", "--out", str(out), "--json", str(data), "--quiet"]) == 0
+    assert (
+        rwb_main(
+            [
+                "learn",
+                str(TINY),
+                "--model",
+                "lambdamart",
+                "--folds",
+                "2",
+                "--inner-folds",
+                "2",
+                "--no-guard",
+                "--out",
+                str(out),
+                "--json",
+                str(data),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     record = json.loads(data.read_text())
-    for key in ("held_out", "held_out_default", "held_out_best_single_path", "p_vs_default",
-                "p_vs_best_single_path", "fold_choices", "comparisons", "judged_at_5", "feature_set"):
+    for key in (
+        "held_out",
+        "held_out_default",
+        "held_out_best_single_path",
+        "p_vs_default",
+        "p_vs_best_single_path",
+        "fold_choices",
+        "comparisons",
+        "judged_at_5",
+        "feature_set",
+    ):
         assert key in record
     assert record["fold_choices"] == ["lambdamart", "lambdamart"]
     assert (tmp_path / "learned.model.json").is_file()
     assert 'file = "learned.model.json"' in out.read_text()
     capsys.readouterr()
-    assert rwb_main(["eval", str(TINY), "--pipeline", str(out), "--metrics", "ndcg@5", "--quiet"]) == 0
+    assert (
+        rwb_main(["eval", str(TINY), "--pipeline", str(out), "--metrics", "ndcg@5", "--quiet"]) == 0
+    )
     printed = capsys.readouterr()
     assert "learned" in printed.out and "judged@5" in printed.out and "in-sample" in printed.err
-    assert rwb_main(["search", str(TINY), "ERR_CONN_REFUSED", "--pipeline", str(out), "--json"]) == 0
+    assert (
+        rwb_main(["search", str(TINY), "ERR_CONN_REFUSED", "--pipeline", str(out), "--json"]) == 0
+    )
     # bad input: one line, exit 2
     assert rwb_main(["learn", str(TINY), "--model", "xgboost"]) == 2
     assert rwb_main(["learn", str(TINY), "--out", str(tmp_path / "x.txt")]) == 2

@@ -8,7 +8,8 @@ with ``rwb: interrupted``. Progress bars: ``eval.progress`` (stderr, only on a t
 with ``--quiet``).
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
-report), ``sweep`` (sweep, tune), ``learn`` (learn), ``holes`` (holes), ``importing`` (import); shared options and checks in ``_common``.
+report), ``sweep`` (sweep, tune), ``learn`` (learn), ``holes`` (holes),
+``importing`` (import); shared options and checks in ``_common``.
 """
 
 from __future__ import annotations

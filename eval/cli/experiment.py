@@ -85,8 +85,9 @@ def cmd_eval(args) -> int:
                          detail_rows(evaluation, significance, intervals, metric)))
     header, rows, bias_notes = bias_lines(list(experiment.bias), options.alpha)
     if rows:
-        print(f"\nJudgment bias (judged@k: share of the top k with any judgment; nDCG'@k: unjudged removed, "
-              f"Sakai 2007; bpref: trec_eval; p: judged@k vs {experiment.baseline}):")
+        print(f"\nJudgment bias (judged@k: share of the top k with any judgment; nDCG'@k: "
+              f"unjudged removed, Sakai 2007; bpref: trec_eval; p: judged@k vs "
+              f"{experiment.baseline}):")
         print(text_table(header, rows))
         for line in bias_notes:
             print(f"  note: {line}")

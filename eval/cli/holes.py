@@ -27,30 +27,76 @@ def cmd_holes(args) -> int:
     if names[0] == names[1]:
         names = list(args.pipeline)
     texts = {d.id: d.text for d in dataset.documents}
-    print(f"{dataset.name}: {len(queue)} unjudged (query, document) pairs in the top {args.k} of {names[0]} (A) "
-          f"or {names[1]} (B); swing = |Δ nDCG@{args.k}(A − B) graded top − graded 0| on the query")
-    rows = [[f"{h.swing:.4f}", f"{h.swing_on_mean:.5f}", h.query_id, h.doc_id, str(h.rank_a or "—"),
-             str(h.rank_b or "—"), f"{h.delta_if_0:+.4f}", f"{h.delta_if_top:+.4f}",
-             " ".join(texts.get(h.doc_id, "").split())[:60]] for h in queue[:args.limit]]
+    print(
+        f"{dataset.name}: {len(queue)} unjudged (query, document) pairs in the top {args.k} of "
+        f"{names[0]} (A) or {names[1]} (B); swing = |Δ nDCG@{args.k}(A − B) graded top − graded 0| "
+        f"on the query"
+    )
+    rows = [
+        [
+            f"{h.swing:.4f}",
+            f"{h.swing_on_mean:.5f}",
+            h.query_id,
+            h.doc_id,
+            str(h.rank_a or "—"),
+            str(h.rank_b or "—"),
+            f"{h.delta_if_0:+.4f}",
+            f"{h.delta_if_top:+.4f}",
+            " ".join(texts.get(h.doc_id, "").split())[:60],
+        ]
+        for h in queue[: args.limit]
+    ]
     if rows:
-        print(text_table(["swing", "on mean", "query", "document", "rank A", "rank B", "Δ if 0", "Δ if top",
-                          "text"], rows))
+        print(
+            text_table(
+                [
+                    "swing",
+                    "on mean",
+                    "query",
+                    "document",
+                    "rank A",
+                    "rank B",
+                    "Δ if 0",
+                    "Δ if top",
+                    "text",
+                ],
+                rows,
+            )
+        )
     if len(queue) > args.limit:
         print(f"… and {len(queue) - args.limit} more (--limit, --json)")
     if args.json:
-        write_json(args.json, {"dataset": dataset.name, "k": args.k, "a": names[0], "b": names[1],
-                               "holes": [h.to_json() for h in queue]})
+        write_json(
+            args.json,
+            {
+                "dataset": dataset.name,
+                "k": args.k,
+                "a": names[0],
+                "b": names[1],
+                "holes": [h.to_json() for h in queue],
+            },
+        )
         print(f"wrote {args.json}")
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("holes", help="unjudged documents in two pipelines' top k, by how much a grade could "
-                                     "change their comparison")
+    p = sub.add_parser(
+        "holes",
+        help="unjudged documents in two pipelines' top k, by how much a grade could "
+        "change their comparison",
+    )
     add_pool_options(p)
-    p.add_argument("--pipeline", action="append", default=[], metavar="LABEL|FILE",
-                   help="the two pipelines compared (give it twice)")
+    p.add_argument(
+        "--pipeline",
+        action="append",
+        default=[],
+        metavar="LABEL|FILE",
+        help="the two pipelines compared (give it twice)",
+    )
     p.add_argument("--k", type=int, default=5, help="cutoff of the compared top k (default 5)")
-    p.add_argument("--limit", type=int, default=20, help="rows printed (default 20; --json has all)")
+    p.add_argument(
+        "--limit", type=int, default=20, help="rows printed (default 20; --json has all)"
+    )
     p.add_argument("--json", metavar="OUT", help="write every pair as JSON")
     p.set_defaults(func=cmd_holes)

@@ -100,7 +100,7 @@ class Experiment:
     options: ExperimentOptions
     intervals: Intervals | None = None        # bootstrap CIs of every mean and every difference
     learned_router: RouterEvaluation | None = None  # the learned router, cross-validated (eval.learning.router)
-    bias: tuple[BiasRow, ...] = ()             # judged@k, nDCG'@k, bpref per pipeline (eval.metrics.judgment_bias)
+    bias: tuple[BiasRow, ...] = ()  # judged@k, nDCG'@k, bpref (eval.metrics.judgment_bias)
 
     @property
     def primary(self) -> str:
@@ -184,7 +184,8 @@ def run_experiment(pool: Candidates, dataset: Dataset,
         router = evaluate_router(pool, qrels, labels, ROUTER_PIPELINE, options.router_metric)
         learned = evaluate_learned_router(pool, qrels, labels, query_vectors(pool), ROUTER_PIPELINE,
                                           options.router_metric)
-    bias = bias_table(pool, qrels, {label: run.ranking for label, run in evaluation.runs.items()}, base_label,
-                      metric_cutoff(options.primary) or 5, options.alpha, options.permutations, options.seed)
-    return Experiment(evaluation, significance, budget, router, base_label, options, intervals, learned,
-                      tuple(bias))
+    rankings = {label: run.ranking for label, run in evaluation.runs.items()}
+    bias = bias_table(pool, qrels, rankings, base_label, metric_cutoff(options.primary) or 5,
+                      options.alpha, options.permutations, options.seed)
+    return Experiment(evaluation, significance, budget, router, base_label, options, intervals,
+                      learned, tuple(bias))

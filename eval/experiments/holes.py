@@ -26,17 +26,24 @@ from retrieval.ranking import Ranking
 class Hole:
     query_id: str
     doc_id: str
-    rank_a: int | None            # 1-based rank in A's top k (None: not there)
+    rank_a: int | None  # 1-based rank in A's top k (None: not there)
     rank_b: int | None
-    delta_if_0: float             # nDCG@k(A) − nDCG@k(B) on this query with the document graded 0
-    delta_if_top: float           # … graded the top grade
-    swing: float                  # |delta_if_top − delta_if_0|
-    swing_on_mean: float          # swing / the queries that count (with it graded top)
+    delta_if_0: float  # nDCG@k(A) − nDCG@k(B) on this query with the document graded 0
+    delta_if_top: float  # … graded the top grade
+    swing: float  # |delta_if_top − delta_if_0|
+    swing_on_mean: float  # swing / the queries that count (with it graded top)
 
     def to_json(self) -> dict:
-        return {"query_id": self.query_id, "doc_id": self.doc_id, "rank_a": self.rank_a, "rank_b": self.rank_b,
-                "delta_if_0": self.delta_if_0, "delta_if_top": self.delta_if_top, "swing": self.swing,
-                "swing_on_mean": self.swing_on_mean}
+        return {
+            "query_id": self.query_id,
+            "doc_id": self.doc_id,
+            "rank_a": self.rank_a,
+            "rank_b": self.rank_b,
+            "delta_if_0": self.delta_if_0,
+            "delta_if_top": self.delta_if_top,
+            "swing": self.swing,
+            "swing_on_mean": self.swing_on_mean,
+        }
 
 
 def _ndcg(ranked: list[str], grades: dict[str, float], k: int) -> float:
@@ -50,8 +57,13 @@ def _top(c: Candidates, ranking: Ranking, qi: int, k: int) -> list[str]:
     return [c.doc_ids[int(c.doc_idx[r])] for r in ranking.for_query(qi)[:k]]
 
 
-def holes(c: Candidates, qrels: dict[str, dict[str, int]], ranking_a: Ranking, ranking_b: Ranking, k: int = 5
-          ) -> list[Hole]:
+def holes(
+    c: Candidates,
+    qrels: dict[str, dict[str, int]],
+    ranking_a: Ranking,
+    ranking_b: Ranking,
+    k: int = 5,
+) -> list[Hole]:
     """Every unjudged (query, document) pair in either top ``k``, largest swing first."""
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"--k must be a positive integer, got {k!r}")
@@ -71,7 +83,17 @@ def holes(c: Candidates, qrels: dict[str, dict[str, int]], ranking_a: Ranking, r
             d_zero = _ndcg(a, grades, k) - _ndcg(b, grades, k) if has_relevant else 0.0
             swing = abs(d_top - d_zero)
             n = counted + (0 if has_relevant else 1)
-            out.append(Hole(query_id, doc, a.index(doc) + 1 if doc in a else None,
-                            b.index(doc) + 1 if doc in b else None, d_zero, d_top, swing, swing / max(n, 1)))
+            out.append(
+                Hole(
+                    query_id,
+                    doc,
+                    a.index(doc) + 1 if doc in a else None,
+                    b.index(doc) + 1 if doc in b else None,
+                    d_zero,
+                    d_top,
+                    swing,
+                    swing / max(n, 1),
+                )
+            )
     out.sort(key=lambda h: (-h.swing, h.query_id, h.doc_id))
     return out

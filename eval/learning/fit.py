@@ -27,7 +27,13 @@ import numpy as np
 
 from eval.metrics.measure import Judged, fused_values
 from retrieval.candidates import Candidates
-from retrieval.features import QUERY_FEATURES, feature_matrix, feature_names, feature_set_id, query_features
+from retrieval.features import (
+    QUERY_FEATURES,
+    feature_matrix,
+    feature_names,
+    feature_set_id,
+    query_features,
+)
 from retrieval.fusion import Scored
 from retrieval.fusion.learned import FeatureWeight
 from retrieval.learned_model import MoEModel, TreeModel, moe_parts
@@ -37,8 +43,17 @@ from retrieval.ranking import visible_rows
 MODELS = ("linear", "lambdamart", "moe")
 LINEAR_C = (0.01, 0.1, 1.0)
 MOE_ALPHA = (1.0, 10.0, 100.0)
-LAMBDAMART = dict(objective="lambdarank", n_estimators=200, num_leaves=15, learning_rate=0.05,
-                  min_child_samples=10, num_threads=1, deterministic=True, force_row_wise=True, verbose=-1)
+LAMBDAMART = dict(
+    objective="lambdarank",
+    n_estimators=200,
+    num_leaves=15,
+    learning_rate=0.05,
+    min_child_samples=10,
+    num_threads=1,
+    deterministic=True,
+    force_row_wise=True,
+    verbose=-1,
+)
 MOE_STEPS = (0.0, 0.25, 0.5, 0.75, 1.0)
 MOE_STRENGTHS = (0.0, 0.5, 1.0)
 
@@ -46,8 +61,12 @@ MOE_STRENGTHS = (0.0, 0.5, 1.0)
 def moe_grid() -> np.ndarray:
     """(points, 4): every ``(w_dense, w_sparse, w_time)`` on ``MOE_STEPS`` but all zeros, with each
     penalty strength of ``MOE_STRENGTHS``."""
-    points = [(d, s, t, p) for d, s, t in itertools.product(MOE_STEPS, repeat=3) if d + s + t > 0
-              for p in MOE_STRENGTHS]
+    points = [
+        (d, s, t, p)
+        for d, s, t in itertools.product(MOE_STEPS, repeat=3)
+        if d + s + t > 0
+        for p in MOE_STRENGTHS
+    ]
     return np.array(points, dtype=np.float64)
 
 
@@ -56,7 +75,7 @@ class Spec:
     """A model and its hyper-parameters."""
 
     model: str
-    value: float | None = None   # C (linear) or alpha (moe)
+    value: float | None = None  # C (linear) or alpha (moe)
 
     def __str__(self) -> str:
         if self.model == "linear":
@@ -68,8 +87,11 @@ class Spec:
 
 def specs(model: str) -> tuple[Spec, ...]:
     """The candidates a ``--model`` choice searches in the inner folds (``auto``: all of them)."""
-    out = {"linear": tuple(Spec("linear", c) for c in LINEAR_C), "lambdamart": (Spec("lambdamart"),),
-           "moe": tuple(Spec("moe", a) for a in MOE_ALPHA)}
+    out = {
+        "linear": tuple(Spec("linear", c) for c in LINEAR_C),
+        "lambdamart": (Spec("lambdamart"),),
+        "moe": tuple(Spec("moe", a) for a in MOE_ALPHA),
+    }
     if model == "auto":
         return out["linear"] + out["lambdamart"] + out["moe"]
     if model not in out:
@@ -83,7 +105,7 @@ class Training:
 
     c: Candidates
     judged: Judged
-    config: PipelineConfig          # the learned pipeline's ranking settings (max results, depth)
+    config: PipelineConfig  # the learned pipeline's ranking settings (max results, depth)
     metric: str
     seed: int = 0
     visible: np.ndarray = field(init=False)
@@ -107,9 +129,19 @@ class Training:
         return np.flatnonzero(self.visible & member[self.c.query_idx])
 
     def values(self, score: np.ndarray) -> np.ndarray:
-        """Per pool query: ``metric`` of the ranking of ``score`` (NaN where the query does not count)."""
-        fused = Fused(self.config, self.c, Scored(score, {}), all_hybrid(self.c), self.config.max_results, None,
-                      None, None, self.depth)
+        """Per pool query: ``metric`` of the ranking of ``score`` (NaN where the query does not
+        count)."""
+        fused = Fused(
+            self.config,
+            self.c,
+            Scored(score, {}),
+            all_hybrid(self.c),
+            self.config.max_results,
+            None,
+            None,
+            None,
+            self.depth,
+        )
         return fused_values(self.judged, [fused], (self.metric,))[self.metric][0]
 
     def moe_values(self) -> np.ndarray:
@@ -148,9 +180,19 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
 
         z_all = query_features(t.c, t.depth)
         mean, scale = _standardise(z_all[queries])
-        model = Ridge(alpha=float(spec.value)).fit((z_all[queries] - mean) / scale, t.moe_values()[queries])
-        return MoEModel(t.names, feature_set, moe_grid(), np.asarray(model.coef_, dtype=np.float64),
-                        np.asarray(model.intercept_, dtype=np.float64), mean, scale, meta)
+        model = Ridge(alpha=float(spec.value)).fit(
+            (z_all[queries] - mean) / scale, t.moe_values()[queries]
+        )
+        return MoEModel(
+            t.names,
+            feature_set,
+            moe_grid(),
+            np.asarray(model.coef_, dtype=np.float64),
+            np.asarray(model.intercept_, dtype=np.float64),
+            mean,
+            scale,
+            meta,
+        )
     rows = t.rows_of(queries)
     y = t.judged.grade[rows]
     if spec.model == "linear":
@@ -168,8 +210,10 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
                 model = LogisticRegression(C=float(spec.value), max_iter=2000)
                 model.fit((x - mean) / scale, target)
             coef = model.coef_[0]
-        return tuple(FeatureWeight(name, float(f"{w:.6g}"), float(f"{m:.6g}"), float(f"{s:.6g}"))
-                     for name, w, m, s in zip(t.names[:width], coef, mean, scale))
+        return tuple(
+            FeatureWeight(name, float(f"{w:.6g}"), float(f"{m:.6g}"), float(f"{s:.6g}"))
+            for name, w, m, s in zip(t.names[:width], coef, mean, scale)
+        )
     import lightgbm
 
     groups = np.bincount(t.c.query_idx[rows], minlength=t.c.n_queries)
@@ -183,7 +227,9 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
 
 def scores(model, t: Training) -> np.ndarray:
     """Every row's score under a fitted model (−inf outside the visible rows)."""
-    if isinstance(model, tuple):  # the fusion's own formula (linear_scores), on the matrix already built
+    if isinstance(
+        model, tuple
+    ):  # the fusion's own formula (linear_scores), on the matrix already built
         at = {name: j for j, name in enumerate(t.names)}
         cols = [at[w.name] for w in model]
         z = (t.x[:, cols] - np.array([w.mean for w in model])) / np.array([w.scale for w in model])

@@ -1,4 +1,5 @@
-"""How much of a ranking was never judged, and metrics that do not count the unjudged as non-relevant.
+"""How much of a ranking was never judged, and metrics that do not count the unjudged as
+non-relevant.
 
 A document is **judged** for a query when the qrels hold any grade for the pair (0 included);
 **relevant** when that grade is > 0. Per query, over a ranking (``retrieval.ranking.Ranking``):
@@ -47,6 +48,7 @@ def label(metric: str, k: int) -> str:
 
 def judged_rows(c: Candidates, qrels: dict[str, dict[str, int]]) -> np.ndarray:
     """Per candidate row: whether the qrels hold a grade (any, 0 included) for its pair."""
+
     def build():
         out = np.zeros(c.n_rows, dtype=bool)
         doc_at = {doc_id: i for i, doc_id in enumerate(c.doc_ids)}
@@ -58,18 +60,26 @@ def judged_rows(c: Candidates, qrels: dict[str, dict[str, int]]) -> np.ndarray:
             docs = np.array([doc_at[d] for d in grades if d in doc_at], dtype=np.int64)
             out[lo:hi] = np.isin(c.doc_idx[lo:hi], docs)
         return out
-    key = tuple(sorted((q, tuple(sorted(g.items()))) for q, g in qrels.items() if q in set(c.query_ids)))
+
+    key = tuple(
+        sorted((q, tuple(sorted(g.items()))) for q, g in qrels.items() if q in set(c.query_ids))
+    )
     return derived(c, ("judged rows", hash(key)), build)
 
 
 def non_relevant_counts(c: Candidates, qrels: dict[str, dict[str, int]]) -> np.ndarray:
     """Per query of the table: judged non-relevant documents (grade ≤ 0) in the qrels."""
-    return np.array([sum(1 for g in (qrels.get(q) or {}).values() if g <= 0) for q in c.query_ids], dtype=np.int64)
+    return np.array(
+        [sum(1 for g in (qrels.get(q) or {}).values() if g <= 0) for q in c.query_ids],
+        dtype=np.int64,
+    )
 
 
-def per_query_bias(c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ranking, k: int = 5
-                   ) -> dict[str, np.ndarray]:
-    """``judged@k``, ``ndcg_cond@k`` and ``bpref`` per query of the table (NaN where it does not count)."""
+def per_query_bias(
+    c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ranking, k: int = 5
+) -> dict[str, np.ndarray]:
+    """``judged@k``, ``ndcg_cond@k`` and ``bpref`` per query of the table (NaN where it does
+    not count)."""
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     judged = judge(c, qrels)
@@ -102,16 +112,23 @@ def per_query_bias(c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ran
     big_n = non_relevant_counts(c, qrels).astype(np.float64)
     relevant = judged_s & (grade_s > 0)
     denom = np.minimum(big_r, big_n)[q_s]
-    term = np.where(nonrel_before > 0,
-                    1.0 - np.minimum(nonrel_before, big_r[q_s]) / np.where(denom > 0, denom, 1.0), 1.0)
+    term = np.where(
+        nonrel_before > 0,
+        1.0 - np.minimum(nonrel_before, big_r[q_s]) / np.where(denom > 0, denom, 1.0),
+        1.0,
+    )
     bpref_sum = np.bincount(q_s[relevant], weights=term[relevant], minlength=n_q)
     bpref = np.divide(bpref_sum, big_r, out=np.zeros(n_q), where=big_r > 0)
     counted = judged.judged
-    return {name: np.where(counted, value, np.nan)
-            for name, value in (("judged", judged_k), ("ndcg_cond", ndcg_cond), ("bpref", bpref))}
+    return {
+        name: np.where(counted, value, np.nan)
+        for name, value in (("judged", judged_k), ("ndcg_cond", ndcg_cond), ("bpref", bpref))
+    }
 
 
-def bias_means(c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ranking, k: int = 5) -> dict[str, float]:
+def bias_means(
+    c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ranking, k: int = 5
+) -> dict[str, float]:
     """Each measure's mean over the counted queries (those the table lacks add 0)."""
     judged = judge(c, qrels)
     values = per_query_bias(c, qrels, ranking, k)
@@ -119,15 +136,25 @@ def bias_means(c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ranking
     return {name: (float(np.nansum(v)) / n if n else 0.0) for name, v in values.items()}
 
 
-def judged_at(c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ranking, k: int,
-              queries: Sequence[int] | np.ndarray | None = None) -> float:
+def judged_at(
+    c: Candidates,
+    qrels: dict[str, dict[str, int]],
+    ranking: Ranking,
+    k: int,
+    queries: Sequence[int] | np.ndarray | None = None,
+) -> float:
     """Mean ``judged@k`` over the pool queries ``queries`` (default: the counted ones)."""
     values = per_query_bias(c, qrels, ranking, k)["judged"]
-    picked = values[np.asarray(queries, dtype=np.int64)] if queries is not None else values[~np.isnan(values)]
+    picked = (
+        values[np.asarray(queries, dtype=np.int64)]
+        if queries is not None
+        else values[~np.isnan(values)]
+    )
     return float(np.nanmean(picked)) if len(picked) else 0.0
 
 
 # ---- per pipeline, against a baseline -----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class BiasRow:
@@ -138,19 +165,34 @@ class BiasRow:
     judged: float
     ndcg_cond: float
     bpref: float
-    delta_judged: float           # judged@k − the baseline's
-    p_judged: float               # Fisher's randomization test on judged@k, Holm over the pipelines (NaN: baseline)
-    clearly_below: bool           # lower mean judged@k than the baseline and p_judged < alpha
+    delta_judged: float  # judged@k − the baseline's
+    p_judged: (
+        float  # Fisher's randomization test on judged@k, Holm over the pipelines (NaN: baseline)
+    )
+    clearly_below: bool  # lower mean judged@k than the baseline and p_judged < alpha
 
     def to_json(self) -> dict:
-        return {"pipeline": self.pipeline, label("judged", self.k): self.judged,
-                label("ndcg_cond", self.k): self.ndcg_cond, "bpref": self.bpref,
-                "delta_judged": self.delta_judged, "p_judged": None if np.isnan(self.p_judged) else self.p_judged,
-                "clearly_below_baseline": self.clearly_below}
+        return {
+            "pipeline": self.pipeline,
+            label("judged", self.k): self.judged,
+            label("ndcg_cond", self.k): self.ndcg_cond,
+            "bpref": self.bpref,
+            "delta_judged": self.delta_judged,
+            "p_judged": None if np.isnan(self.p_judged) else self.p_judged,
+            "clearly_below_baseline": self.clearly_below,
+        }
 
 
-def bias_table(c: Candidates, qrels: dict[str, dict[str, int]], rankings: dict[str, Ranking], baseline: str,
-               k: int = 5, alpha: float = 0.05, permutations: int = 10_000, seed: int = 42) -> list[BiasRow]:
+def bias_table(
+    c: Candidates,
+    qrels: dict[str, dict[str, int]],
+    rankings: dict[str, Ranking],
+    baseline: str,
+    k: int = 5,
+    alpha: float = 0.05,
+    permutations: int = 10_000,
+    seed: int = 42,
+) -> list[BiasRow]:
     """``judged@k``, ``nDCG'@k`` and ``bpref`` of each ranking (the baseline first). A pipeline's
     judged@k is **clearly below** the baseline's when its mean is lower and Fisher's paired
     randomization test over the counted queries (``eval.statistics.significance``), Holm-corrected
@@ -166,30 +208,67 @@ def bias_table(c: Candidates, qrels: dict[str, dict[str, int]], rankings: dict[s
 
     base = counted(per[baseline]["judged"])
     others = [name for name in rankings if name != baseline]
-    raw = [randomization_test(base, counted(per[name]["judged"]), permutations, seed) for name in others]
+    raw = [
+        randomization_test(base, counted(per[name]["judged"]), permutations, seed)
+        for name in others
+    ]
     corrected = dict(zip(others, holm(raw))) if others else {}
     rows = []
     for name in [baseline, *others]:
-        means = {m: float(counted(per[name][m]).mean()) if judged.n_judged else 0.0 for m in BIAS_METRICS}
+        means = {
+            m: float(counted(per[name][m]).mean()) if judged.n_judged else 0.0 for m in BIAS_METRICS
+        }
         delta = means["judged"] - float(base.mean()) if judged.n_judged else 0.0
         p = corrected.get(name, float("nan"))
-        rows.append(BiasRow(name, int(k), means["judged"], means["ndcg_cond"], means["bpref"], delta, p,
-                            bool(name != baseline and delta < 0 and p < alpha)))
+        rows.append(
+            BiasRow(
+                name,
+                int(k),
+                means["judged"],
+                means["ndcg_cond"],
+                means["bpref"],
+                delta,
+                p,
+                bool(name != baseline and delta < 0 and p < alpha),
+            )
+        )
     return rows
 
 
-def bias_lines(rows: list[BiasRow], alpha: float = 0.05) -> tuple[list[str], list[list[str]], list[str]]:
+def bias_lines(
+    rows: list[BiasRow], alpha: float = 0.05
+) -> tuple[list[str], list[list[str]], list[str]]:
     """The table (header, rows) and the notes a surface prints for ``bias_table``'s rows."""
     if not rows:
         return [], [], []
     k = rows[0].k
-    header = ["pipeline", label("judged", k), f"Δ{label('judged', k)}", "p (Holm)", label("ndcg_cond", k), "bpref"]
-    body = [[r.pipeline, f"{r.judged:.3f}", "—" if i == 0 else f"{r.delta_judged:+.3f}",
-             "—" if np.isnan(r.p_judged) else f"{r.p_judged:.4f}", f"{r.ndcg_cond:.4f}", f"{r.bpref:.4f}"]
-            for i, r in enumerate(rows)]
+    header = [
+        "pipeline",
+        label("judged", k),
+        f"Δ{label('judged', k)}",
+        "p (Holm)",
+        label("ndcg_cond", k),
+        "bpref",
+    ]
+    body = [
+        [
+            r.pipeline,
+            f"{r.judged:.3f}",
+            "—" if i == 0 else f"{r.delta_judged:+.3f}",
+            "—" if np.isnan(r.p_judged) else f"{r.p_judged:.4f}",
+            f"{r.ndcg_cond:.4f}",
+            f"{r.bpref:.4f}",
+        ]
+        for i, r in enumerate(rows)
+    ]
     base = rows[0].pipeline
-    notes = [f"{r.pipeline}: judged@{k} {r.judged:.3f} is clearly below {base}'s {rows[0].judged:.3f} "
-             f"(Fisher p {r.p_judged:.4f} < {alpha:g}, Holm-corrected): part of its top {k} was never judged, "
-             f"so its metrics count those documents as non-relevant; compare nDCG'@{k} and bpref, or judge them "
-             f"(rwb holes)" for r in rows if r.clearly_below]
+    notes = [
+        f"{r.pipeline}: judged@{k} {r.judged:.3f} is clearly below {base}'s {rows[0].judged:.3f} "
+        f"(Fisher p {r.p_judged:.4f} < {alpha:g}, Holm-corrected): part of its top {k} was "
+        f"never judged, so its metrics count those documents as non-relevant; compare "
+        f"nDCG'@{k} and bpref, or judge them "
+        f"(rwb holes)"
+        for r in rows
+        if r.clearly_below
+    ]
     return header, body, notes

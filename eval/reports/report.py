@@ -455,7 +455,8 @@ def _marked(rows: list[list[str]]) -> list[list[str]]:
 def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Significance | None,
                  budget: dict[str, BudgetScore] | None = None, router: RouterEvaluation | None = None,
                  sweep: SweepResult | None = None, title: str | None = None, *,
-                 intervals: Intervals | None = None, settings: dict | None = None, bias=()) -> dict[str, Path]:
+                 intervals: Intervals | None = None, settings: dict | None = None,
+                 bias=()) -> dict[str, Path]:
     """Write report.json, report.md and report.html into ``out_dir``; return their paths.
     ``settings``: ``Experiment.settings()`` (the method section and the primary metric); ``bias``:
     ``eval.metrics.judgment_bias.bias_table``'s rows (judged@k, nDCG'@k, bpref)."""
@@ -543,8 +544,10 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
              f"<h2>Statistics against {_esc(significance.baseline if significance else 'the baseline')}</h2>",
              _html_table([_esc(h) for h in stats_header], _marked(stats), numeric_from=3),
              *(["<h2>Judgment bias</h2>", f"<p>{_esc(BIAS_NOTE)}</p>",
-                 _html_table([_esc(h) for h in bias_header], [[_esc(v) for v in r] for r in bias_rows]),
-                 *(f"<p class=\"note\">{_esc(line)}</p>" for line in bias_notes)] if bias_rows else []),
+                 _html_table([_esc(h) for h in bias_header],
+                             [[_esc(v) for v in r] for r in bias_rows]),
+                 *(f"<p class=\"note\">{_esc(line)}</p>" for line in bias_notes)]
+               if bias_rows else []),
              "<h2>Per intent</h2>",
              f"<p>{_esc(primary)} by labelled intent (judged queries in brackets):</p>",
              _html_table([_esc(h) for h in intent_header], [[_esc(v) for v in r] for r in intent_table]),
@@ -588,10 +591,11 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
     return paths
 
 
-BIAS_NOTE = ("judged@k: share of the top k with any judgment (unjudged documents count as non-relevant in "
-             "every other metric); nDCG'@k: nDCG on the ranking with unjudged documents removed (Sakai 2007); "
-             "bpref: Buckley & Voorhees 2004 as trec_eval; p: Fisher's randomization test of judged@k against "
-             "the baseline, Holm-corrected; clearly below = a lower mean and p < alpha")
+BIAS_NOTE = ("judged@k: share of the top k with any judgment (unjudged documents count as "
+             "non-relevant in every other metric); nDCG'@k: nDCG on the ranking with unjudged "
+             "documents removed (Sakai 2007); bpref: Buckley & Voorhees 2004 as trec_eval; p: "
+             "Fisher's randomization test of judged@k against the baseline, Holm-corrected; "
+             "clearly below = a lower mean and p < alpha")
 
 
 def _budget_note(budget: dict[str, BudgetScore]) -> str:

@@ -22,7 +22,8 @@ from retrieval.files import safe_component
 from retrieval.index import open_index, rwb_home
 from retrieval.limits import MAX_DEPTH, check_size
 
-POOL_VERSION = 6  # 2: checksummed file layout; 3: the keyword path's AND list (bm25_all_*), analyzer;
+POOL_VERSION = 6
+# 2: checksummed file layout; 3: the keyword path's AND list (bm25_all_*), analyzer;
 # 4: created_age (the timeline path's journal-date order); 5: exact search keeps table order among
 # equal similarities at the depth cut; 6: each document's memory_type (doc_types)
 

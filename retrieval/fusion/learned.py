@@ -1,4 +1,5 @@
-"""Learned fusion: a model fitted to the judgments (``rwb learn``) scores each candidate from its features.
+"""Learned fusion: a model fitted to the judgments (``rwb learn``) scores each candidate from
+its features.
 
 ``model = "linear"``:  ``score(d) = Σ_f w_f · (x_f(d) − mean_f) / scale_f`` over the named
 features of ``retrieval.features`` (per-path scores, ranks and per-query normalisations,
@@ -29,8 +30,15 @@ import numpy as np
 from retrieval.candidates import Candidates
 from retrieval import features as feats  # a module: retrieval.features imports this package
 from retrieval.fusion._base import Fusion, LazyComponents, Scored, unseen
-from retrieval.learned_model import KINDS, MoEModel, TreeModel, check_feature_set, load_model, moe_parts, \
-    resolve_beside
+from retrieval.learned_model import (
+    KINDS,
+    MoEModel,
+    TreeModel,
+    check_feature_set,
+    load_model,
+    moe_parts,
+    resolve_beside,
+)
 from retrieval.params import Params, number
 
 
@@ -39,8 +47,16 @@ class FeatureWeight(Params):
     """One feature's weight in a linear model, over the standardised feature."""
 
     name: str = "dense_minmax"
-    weight: float = number(0.0, "weight", "weight of the standardised feature (x − mean) / scale",
-                           lo=-3.0, hi=3.0, step=0.05, min=-1e6, max=1e6)
+    weight: float = number(
+        0.0,
+        "weight",
+        "weight of the standardised feature (x − mean) / scale",
+        lo=-3.0,
+        hi=3.0,
+        step=0.05,
+        min=-1e6,
+        max=1e6,
+    )
     mean: float = 0.0
     scale: float = 1.0
 
@@ -49,7 +65,11 @@ class FeatureWeight(Params):
             raise ValueError(f"feature name must be a non-empty string, got {self.name!r}")
         for key in ("mean", "scale"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not np.isfinite(value)
+            ):
                 raise ValueError(f"{self.name}.{key} must be a finite number, got {value!r}")
             object.__setattr__(self, key, float(value))
         if not self.scale > 0:
@@ -64,7 +84,9 @@ def _weights(raw) -> tuple[FeatureWeight, ...]:
     if isinstance(raw, dict):
         raw = [{"name": k, **(v if isinstance(v, dict) else {"weight": v})} for k, v in raw.items()]
     if not isinstance(raw, (list, tuple)):
-        raise ValueError(f"weights must be an array of tables (name, weight, mean, scale), got {raw!r}")
+        raise ValueError(
+            f"weights must be an array of tables (name, weight, mean, scale), got {raw!r}"
+        )
     out = []
     for i, item in enumerate(raw):
         if isinstance(item, FeatureWeight):
@@ -72,7 +94,9 @@ def _weights(raw) -> tuple[FeatureWeight, ...]:
         elif isinstance(item, dict):
             unknown = sorted(set(item) - {"name", "weight", "mean", "scale"})
             if unknown:
-                raise ValueError(f"weights[{i}]: unknown key(s) {unknown}; allowed: name, weight, mean, scale")
+                raise ValueError(
+                    f"weights[{i}]: unknown key(s) {unknown}; allowed: name, weight, mean, scale"
+                )
             try:
                 out.append(FeatureWeight(**item))
             except ValueError as error:
@@ -117,15 +141,22 @@ class LearnedParams(Params):
         return load_model(resolve_beside(self.file, getattr(self, "_folder", None)))
 
 
-def linear_scores(c: Candidates, visible: np.ndarray, depth: int, weights: tuple[FeatureWeight, ...],
-                  feature_set: str = "") -> Scored:
+def linear_scores(
+    c: Candidates,
+    visible: np.ndarray,
+    depth: int,
+    weights: tuple[FeatureWeight, ...],
+    feature_set: str = "",
+) -> Scored:
     """``Σ w·(x − mean)/scale`` on the visible rows (−inf elsewhere); a component per feature."""
     names = check_feature_set(c, tuple(w.name for w in weights), feature_set, "the linear model")
     at = {name: j for j, name in enumerate(names)}
     unknown = [w.name for w in weights if w.name not in at]
     if unknown:
-        raise ValueError(f"the linear model weights feature(s) {unknown} this candidate table does not have; "
-                         f"features: {', '.join(names)}")
+        raise ValueError(
+            f"the linear model weights feature(s) {unknown} this candidate table does not have; "
+            f"features: {', '.join(names)}"
+        )
     x = feats.feature_matrix(c, visible, depth)
     cols = np.array([at[w.name] for w in weights], dtype=np.int64)
     w = np.array([w.weight for w in weights])
@@ -133,11 +164,17 @@ def linear_scores(c: Candidates, visible: np.ndarray, depth: int, weights: tuple
     scale = np.array([w.scale for w in weights])
     z = (x[:, cols] - mean) / scale
     score = np.where(visible, z @ w, -np.inf)
-    return Scored(score, LazyComponents(lambda: {name: z[:, j] * w[j] for j, name in
-                                                 enumerate(wt.name for wt in weights)}))
+    return Scored(
+        score,
+        LazyComponents(
+            lambda: {name: z[:, j] * w[j] for j, name in enumerate(wt.name for wt in weights)}
+        ),
+    )
 
 
-def model_scores(c: Candidates, visible: np.ndarray, depth: int, model: TreeModel | MoEModel) -> Scored:
+def model_scores(
+    c: Candidates, visible: np.ndarray, depth: int, model: TreeModel | MoEModel
+) -> Scored:
     """A stored model's scores on the visible rows (−inf elsewhere)."""
     names = check_feature_set(c, model.feature_names, model.feature_set, f"the {model.kind} model")
     if tuple(names) != model.feature_names:
@@ -151,20 +188,29 @@ def model_scores(c: Candidates, visible: np.ndarray, depth: int, model: TreeMode
     parts = moe_parts(c, visible, depth, model.weights(c, depth))
     total = parts["dense"] + parts["sparse"] + parts["time"]
     score[visible] = total[visible]
-    return Scored(score, {k: parts[k] for k in ("dense", "sparse", "time")},
-                  {"confidence": parts["x confidence"], "vitality": parts["x vitality"]})
+    return Scored(
+        score,
+        {k: parts[k] for k in ("dense", "sparse", "time")},
+        {"confidence": parts["x confidence"], "vitality": parts["x vitality"]},
+    )
 
 
-def learned(c: Candidates, visible: np.ndarray, depth: int, params: LearnedParams = LearnedParams()) -> Scored:
+def learned(
+    c: Candidates, visible: np.ndarray, depth: int, params: LearnedParams = LearnedParams()
+) -> Scored:
     """The learned model's score of every visible row."""
     if params.model == "linear":
         return linear_scores(c, visible, depth, params.weights, params.feature_set)
     return model_scores(c, visible, depth, params.stored_model())
 
 
-FUSION = Fusion("learned", LearnedParams, learned,
-                "a model fitted to the judgments (rwb learn): linear, LambdaMART or seed 001's MoE",
-                "seed 001 §6; Liu 2009; Burges 2010; LightGBM",
-                variants=(LearnedParams(weights=(FeatureWeight("rrf", 1.0), FeatureWeight("both", 0.5))),))
+FUSION = Fusion(
+    "learned",
+    LearnedParams,
+    learned,
+    "a model fitted to the judgments (rwb learn): linear, LambdaMART or seed 001's MoE",
+    "seed 001 §6; Liu 2009; Burges 2010; LightGBM",
+    variants=(LearnedParams(weights=(FeatureWeight("rrf", 1.0), FeatureWeight("both", 0.5))),),
+)
 
 __all__ = ["FUSION", "FeatureWeight", "LearnedParams", "linear_scores", "model_scores"]
