@@ -13,7 +13,7 @@ import streamlit as st
 os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from eval.stores import configs as cfg  # noqa: E402
+from eval import configs as cfg  # noqa: E402
 from pages import _harness as hx  # noqa: E402
 from pages import _state as sh  # noqa: E402
 from pages._markup import md  # noqa: E402

@@ -143,7 +143,7 @@ IMPORT_KINDS = {
 def import_dataset(kind: str, source: str, dest: str, *, force: bool = False, name: str = "",
                    corpus: str = "", queries: str = ""):
     """Call the harness importer for ``kind`` (``eval.importers.formats``); returns its ImportResult."""
-    from eval.importers import formats as importers
+    from eval import importers
     from retrieval.access import confine  # remote use: every path stays inside RWB_DATA_ROOT
 
     source, dest = str(confine(source)), str(confine(dest))

@@ -9,7 +9,7 @@ from eval.statistics.significance import CORRECTION_NAMES, CORRECTIONS
 from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS
 from eval.experiments.experiment import ExperimentOptions
 from eval.reports.report import SHORT_NOTE, legend, method_lines, short_notes
-from eval.stores import configs as cfg
+from eval import configs as cfg
 from pages import _charts as ch
 from pages import _harness as hx
 from pages import _state as sh

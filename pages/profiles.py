@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from eval.stores import configs as cfg
+from eval import configs as cfg
 from pages import _state as sh
 from pages import _tables as tb
 from pages._markup import code, md

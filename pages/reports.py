@@ -10,7 +10,7 @@ import streamlit as st
 import numpy as np
 import pandas as pd
 
-from eval.stores import configs as cfg
+from eval import configs as cfg
 from eval.stores.experiments import ExperimentStore
 from pages import _harness as hx
 from pages import _state as sh

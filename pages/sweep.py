@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from eval.search import tune as tune_mod
-from eval.stores import configs as cfg
+from eval import tune as tune_mod
+from eval import configs as cfg
 from pages import _charts as ch
 from pages import _harness as hx
 from pages import _knobs as kn

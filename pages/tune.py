@@ -10,7 +10,7 @@ import time
 
 import streamlit as st
 
-from eval.stores import configs as cfg
+from eval import configs as cfg
 from eval.experiments.live import evaluate_config
 from pages import _harness as hx
 from pages import _knobs as kn
