@@ -156,6 +156,11 @@ def test_cli_learn_writes_a_pipeline_eval_and_search_use(tmp_path, rwb_home, cap
     assert (
         rwb_main(["search", str(TINY), "ERR_CONN_REFUSED", "--pipeline", str(out), "--json"]) == 0
     )
+    report = tmp_path / "report"
+    assert rwb_main(["report", str(TINY), "--pipeline", str(out), "--metrics", "ndcg@5",
+                     "--bootstrap", "10", "--out", str(report), "--quiet"]) == 0
+    assert "## Judgment bias" in (report / "report.md").read_text()
+    assert "judgment_bias" in json.loads((report / "report.json").read_text())
     # bad input: one line, exit 2
     assert rwb_main(["learn", str(TINY), "--model", "xgboost"]) == 2
     assert rwb_main(["learn", str(TINY), "--out", str(tmp_path / "x.txt")]) == 2
