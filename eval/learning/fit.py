@@ -200,9 +200,9 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
 
         width = len(t.names) - LINEAR_COLUMNS
         x = t.x[rows, :width]
-        mean, scale = _standardise(x)
+        mean, scale = _standardise(x) if len(x) else (np.zeros(width), np.ones(width))
         target = (y > 0).astype(int)
-        if target.min() == target.max():  # one class: nothing to separate, every weight 0
+        if len(set(target.tolist())) < 2:  # no row, or one class: nothing to separate, weights 0
             coef = np.zeros(width)
         else:
             with warnings.catch_warnings():
@@ -216,6 +216,8 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
         )
     import lightgbm
 
+    if not len(rows):
+        raise ValueError("no candidate rows to train LambdaMART on")
     groups = np.bincount(t.c.query_idx[rows], minlength=t.c.n_queries)
     groups = groups[groups > 0]
     ranker = lightgbm.LGBMRanker(random_state=t.seed, **LAMBDAMART)
