@@ -96,6 +96,7 @@ class Candidates:
     cols: dict[str, np.ndarray] = field(repr=False)
     analyzer: str = DEFAULT_ANALYZER  # the BM25 analyzer of the index it was retrieved from
     learned_route: tuple[str, ...] | None = None  # per query: the learned router's profile (eval.learning.router)
+    doc_types: tuple[str, ...] = ()  # per document (doc_idx order): memory_type; () if hand-built
 
     def __getattr__(self, name: str) -> np.ndarray:
         cols = self.__dict__.get("cols")
@@ -409,6 +410,7 @@ def _assemble(dataset: Dataset, queries: Sequence[Query], filters: list, dense_l
         timeline=np.asarray(timelines, dtype=bool), intent_route=tuple(intents), window=tuple(windows),
         degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols,
         analyzer=analyzer,
+        doc_types=tuple(d.memory_type for d in dataset.documents),
     )
 
 

@@ -9,9 +9,8 @@ temporaries are removed on the way) and print nothing else. Progress bars: ``eva
 (stderr, only on a terminal, never with ``--quiet``).
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
-report), ``sweep`` (sweep, tune), ``importing`` (import), ``judging`` (judge), ``export``
-(export); shared options
-and checks in ``_common``.
+report), ``sweep`` (sweep, tune), ``learn`` (learn), ``holes`` (holes), ``importing``
+(import), ``judging`` (judge), ``export`` (export); shared options and checks in ``_common``.
 """
 
 from __future__ import annotations
@@ -39,13 +38,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    from eval.cli import engine, experiment, export, importing, judging, sweep
+    from eval.cli import engine, experiment, export, holes, importing, judging, learn, sweep
 
     parser = Parser(prog="rwb", description="Retrieval Workbench: index, search, evaluate and tune retrieval "
                                             "fusion on a labelled dataset.")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (engine, experiment, sweep, importing, judging, export):
+    for group in (engine, experiment, sweep, learn, holes, importing, judging, export):
         group.register(sub)
     return parser
 

@@ -6,6 +6,7 @@ from eval.statistics.bootstrap import DEFAULT_RESAMPLES
 from eval.metrics.budget import DEFAULT_BUDGET
 from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
                               note, write_json)
+from eval.metrics.judgment_bias import bias_lines
 from eval.cli.sweep import add_sweep_options, check_sweep, run_sweep
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS
 from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS, metric_cutoff, parse_cutoffs
@@ -91,6 +92,14 @@ def cmd_eval(args) -> int:
         print(f"\n{metric}:")
         print(text_table(detail_header(significance, intervals),
                          detail_rows(evaluation, significance, intervals, metric)))
+    header, rows, bias_notes = bias_lines(list(experiment.bias), options.alpha)
+    if rows:
+        print(f"\nJudgment bias (judged@k: share of the top k with any judgment; nDCG'@k: "
+              f"unjudged removed, Sakai 2007; bpref: trec_eval; p: judged@k vs "
+              f"{experiment.baseline}):")
+        print(text_table(header, rows))
+        for line in bias_notes:
+            print(f"  note: {line}")
     print(f"\nPer intent ({experiment.primary}; judged queries in brackets):")
     print(text_table(*intent_rows(evaluation, experiment.primary)))
     notes = short_notes(evaluation)

@@ -20,6 +20,8 @@ from eval.metrics.budget import DEFAULT_BUDGET, BudgetScore, budget_recall, docu
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, Significance, compare_to_baseline
 from eval.metrics.ranx_eval import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluation, evaluate_pipelines, intent_of,
                            parse_cutoffs, parse_metrics, resolve_pipelines, with_gain)
+from eval.metrics.judgment_bias import BiasRow, bias_table
+from eval.metrics.ranx_eval import metric_cutoff
 from eval.reports.report import eval_summary, write_report
 from eval.learning.router import evaluate_learned_router, prepare_pool, query_vectors
 from eval.experiments.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
@@ -99,6 +101,7 @@ class Experiment:
     intervals: Intervals | None = None        # bootstrap CIs of every mean and every difference
     learned_router: RouterEvaluation | None = None  # the learned router, cross-validated (eval.learning.router)
     judgments: dict | None = None             # which judgments (stores.judgments.Judgments.to_json)
+    bias: tuple[BiasRow, ...] = ()  # judged@k, nDCG'@k, bpref (eval.metrics.judgment_bias)
 
     @property
     def primary(self) -> str:
@@ -126,13 +129,15 @@ class Experiment:
         if self.learned_router is not None:
             out["learned_router"] = self.learned_router.to_json()
         out["judgments"] = self.judgments
+        if self.bias:
+            out["judgment_bias"] = [row.to_json() for row in self.bias]
         return out
 
     def write_report(self, out_dir: str | Path, sweep=None, title: str | None = None) -> dict[str, Path]:
         """report.json, report.md and report.html in ``out_dir`` (``sweep``: an optional
         ``eval.search.sweep.SweepResult`` to include); returns their paths by kind."""
         return write_report(out_dir, self.evaluation, self.significance, self.budget, self.router, sweep, title,
-                            intervals=self.intervals, settings=self.settings())
+                            intervals=self.intervals, settings=self.settings(), bias=self.bias)
 
 
 def experiment_configs(pipelines: Sequence[str | PipelineConfig] | Mapping[str, PipelineConfig],
@@ -184,5 +189,8 @@ def run_experiment(pool: Candidates, dataset: Dataset,
         router = evaluate_router(pool, qrels, labels, ROUTER_PIPELINE, options.router_metric)
         learned = evaluate_learned_router(pool, qrels, labels, query_vectors(pool), ROUTER_PIPELINE,
                                           options.router_metric)
+    rankings = {label: run.ranking for label, run in evaluation.runs.items()}
+    bias = bias_table(pool, qrels, rankings, base_label, metric_cutoff(options.primary) or 5,
+                      options.alpha, options.permutations, options.seed)
     return Experiment(evaluation, significance, budget, router, base_label, options, intervals,
-                      learned, judgments)
+                      learned, judgments, tuple(bias))

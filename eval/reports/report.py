@@ -459,9 +459,12 @@ def _marked(rows: list[list[str]]) -> list[list[str]]:
 def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Significance | None,
                  budget: dict[str, BudgetScore] | None = None, router: RouterEvaluation | None = None,
                  sweep: SweepResult | None = None, title: str | None = None, *,
-                 intervals: Intervals | None = None, settings: dict | None = None) -> dict[str, Path]:
+                 intervals: Intervals | None = None, settings: dict | None = None,
+                 bias=()) -> dict[str, Path]:
     """Write report.json, report.md and report.html into ``out_dir``; return their paths.
-    ``settings``: ``Experiment.settings()`` (the method section and the primary metric)."""
+    ``settings``: ``Experiment.settings()`` (the method section and the primary metric); ``bias``:
+    ``eval.metrics.judgment_bias.bias_table``'s rows (judged@k, nDCG'@k, bpref)."""
+    from eval.metrics.judgment_bias import bias_lines
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a folder")
@@ -472,6 +475,9 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
     data = {"report_version": REPORT_VERSION, "created_at": created, **data}
     if sweep is not None:
         data["sweep"] = _clean(sweep.to_json())
+    if bias:
+        data["judgment_bias"] = _clean([row.to_json() for row in bias])
+    bias_header, bias_rows, bias_notes = bias_lines(list(bias), (settings or {}).get("alpha", 0.05))
     primary = (settings or {}).get("primary_metric") or evaluation.metrics[0]
     fp = data["fingerprint"]
     means_header, means = means_rows(evaluation, significance)
@@ -497,6 +503,9 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
     against = significance.baseline if significance else "the baseline"
     md += [f"## Statistics against {md_inline(against)}", "",
            md_table(stats_header, stats), ""]
+    if bias_rows:
+        md += ["## Judgment bias", "", BIAS_NOTE, "", md_table(bias_header, bias_rows), "",
+               *(f"- note: {line}" for line in bias_notes), ""]
     md += ["## Per intent", "", f"{primary} by labelled intent (judged queries in brackets):", "",
            md_table(intent_header, intent_table), ""]
     if significance:
@@ -545,6 +554,11 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
                if notes else []),
              f"<h2>Statistics against {_esc(significance.baseline if significance else 'the baseline')}</h2>",
              _html_table([_esc(h) for h in stats_header], _marked(stats), numeric_from=3),
+             *(["<h2>Judgment bias</h2>", f"<p>{_esc(BIAS_NOTE)}</p>",
+                 _html_table([_esc(h) for h in bias_header],
+                             [[_esc(v) for v in r] for r in bias_rows]),
+                 *(f"<p class=\"note\">{_esc(line)}</p>" for line in bias_notes)]
+               if bias_rows else []),
              "<h2>Per intent</h2>",
              f"<p>{_esc(primary)} by labelled intent (judged queries in brackets):</p>",
              _html_table([_esc(h) for h in intent_header], [[_esc(v) for v in r] for r in intent_table]),
@@ -588,6 +602,13 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
                         paths["md"]: "\n".join(md).encode("utf-8"),
                         paths["html"]: page.encode("utf-8")})
     return paths
+
+
+BIAS_NOTE = ("judged@k: share of the top k with any judgment (unjudged documents count as "
+             "non-relevant in every other metric); nDCG'@k: nDCG on the ranking with unjudged "
+             "documents removed (Sakai 2007); bpref: Buckley & Voorhees 2004 as trec_eval; p: "
+             "Fisher's randomization test of judged@k against the baseline, Holm-corrected; "
+             "clearly below = a lower mean and p < alpha")
 
 
 def _budget_note(budget: dict[str, BudgetScore]) -> str:

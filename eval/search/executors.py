@@ -51,7 +51,7 @@ RAY_MISSING = "--executor ray needs Ray: pip install -e '.[distributed]'"
 # stops sharding (rather than being silently shared across shards)
 _PER_QUERY = ("query_ids", "query_texts", "fast_target", "timeline", "intent_route", "window", "degraded",
               "learned_route")
-_SHARED = ("dataset", "fingerprint", "embedder", "pool_depth", "doc_ids", "analyzer")
+_SHARED = ("dataset", "fingerprint", "embedder", "pool_depth", "doc_ids", "analyzer", "doc_types")
 
 
 class Executor(Protocol):

@@ -111,6 +111,18 @@ def profile_names(c: Candidates, params: AdaptiveParams) -> tuple[str, ...]:
     return tuple(params.profile_named(route).name for route in query_routes(c, params))
 
 
+def signals(c: Candidates, visible: np.ndarray, depth: int, half_life_days: float
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(S_dense, S_sparse, S_time, S_graph)`` per row, as the module docstring defines them."""
+    hit = visible & in_path(c.bm25_rank, depth)
+    s_dense = np.clip(c.dense_sim.astype(np.float64), 0.0, 1.0)
+    best = segment_max(c, c.bm25_score.astype(np.float64), hit)
+    s_sparse = np.where(hit & (best > 0), c.bm25_score / np.where(best > 0, best, 1.0), 0.0)
+    window = c.in_window.astype(np.float64)
+    s_time = np.where(np.isnan(window), recency_decay(c.age_days, half_life_days), window)
+    return s_dense, s_sparse, s_time, c.graph.astype(np.float64)
+
+
 def adaptive(c: Candidates, visible: np.ndarray, depth: int, params: AdaptiveParams = AdaptiveParams()) -> Scored:
     """The seed 001 score above, per row, with the multipliers reported separately."""
     profiles, which = profile_arrays(c, params)
@@ -118,13 +130,7 @@ def adaptive(c: Candidates, visible: np.ndarray, depth: int, params: AdaptivePar
     def per_row(get) -> np.ndarray:
         return np.asarray([get(p) for p in profiles], dtype=np.float64)[which]
 
-    hit = visible & in_path(c.bm25_rank, depth)
-    s_dense = np.clip(c.dense_sim.astype(np.float64), 0.0, 1.0)
-    best = segment_max(c, c.bm25_score.astype(np.float64), hit)
-    s_sparse = np.where(hit & (best > 0), c.bm25_score / np.where(best > 0, best, 1.0), 0.0)
-    window = c.in_window.astype(np.float64)
-    s_time = np.where(np.isnan(window), recency_decay(c.age_days, params.half_life_days), window)
-    s_graph = c.graph.astype(np.float64)
+    s_dense, s_sparse, s_time, s_graph = signals(c, visible, depth, params.half_life_days)
     f_conf = np.ones(c.n_rows)
     f_vit = np.ones(c.n_rows)
     for k, profile in enumerate(profiles):

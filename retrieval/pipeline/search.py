@@ -164,7 +164,8 @@ def _routed_without_search(handle, query: Query, config: PipelineConfig, scope: 
         pool_depth=config.path_depth, doc_ids=tuple(handle.doc_ids), query_ids=(query.id,),
         query_texts=(query.text,), offsets=np.array([0, n], dtype=np.int64), fast_target=(target or "",),
         timeline=np.array([timeline]), intent_route=(route_intent(query.text),), window=("",),
-        degraded=(tuple(handle.degraded),), cols=cols)
+        degraded=(tuple(handle.degraded),), cols=cols,
+        doc_types=tuple(d.memory_type for d in dataset.documents))
 
 
 def search(handle, text: str, config: PipelineConfig | str = "rrf", scope: str = "", group: str = "",

@@ -218,5 +218,9 @@ def get_pipeline(name_or_path: str | PipelineConfig,
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise ValueError(f"pipeline file {name_or_path!r} cannot be read: {error}") from None
-        return from_toml(text, str(path), base_of)
+        config = from_toml(text, str(path), base_of)
+        in_folder = getattr(config.params, "in_folder", None)
+        if in_folder is not None:  # a model file named in the TOML is read beside it
+            in_folder(path.resolve().parent)
+        return config
     raise ValueError(f"unknown pipeline {name_or_path!r}; choose from {sorted(PIPELINES)} or give a .toml file")

@@ -1,0 +1,177 @@
+"""``rwb learn``: a fusion learned from the judgments, scored by nested cross-validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval.cli._common import add_pool_options, bounded, load_with_pool, write_file
+from eval.cli.sweep import write_outputs
+from eval.learning.fit import MODELS
+from eval.learning.nested import (
+    DEFAULT_DEPTH,
+    DEFAULT_INNER_FOLDS,
+    DEFAULT_PIPELINE,
+    LearnResult,
+    check_learn,
+    learn,
+)
+from eval.learning.router import prepare_pool
+from eval.metrics.measure import parse_metric
+from eval.progress import Progress
+from eval.reports.report import text_table
+from eval.stores.configs import resolve_config
+from retrieval.learned_model import model_to_json
+from retrieval.limits import MAX_DEPTH
+
+
+def model_file(out: str | None) -> str:
+    """The stored model's file name beside ``--out``: ``learned.toml`` → ``learned.model.json``."""
+    return Path(out).with_suffix(".model.json").name if out else ""
+
+
+def print_learn(r: LearnResult) -> None:
+    print(
+        f"{r.dataset}: rwb learn --model {r.model} · nested CV {r.folds} outer folds × "
+        f"{r.inner_folds} inner · {r.n_queries} judged queries · {len(r.feature_names)} features "
+        f"at depth {r.depth} · objective {r.metric} · {r.n_fits} fits in {r.seconds:.1f} s"
+    )
+    rows = [
+        [
+            str(f.fold),
+            str(len(f.test_ids)),
+            f.model,
+            " ".join(
+                f"{k.split(' ')[0]}{'' if ' ' not in k else '(' + k.split('=')[-1] + ')'}={v:.4f}"
+                for k, v in f.inner.items()
+            ),
+            f"{f.inner_default:.4f}",
+            f"{f.test_mean:.4f}",
+        ]
+        for f in r.outer
+    ]
+    print(
+        text_table(
+            ["fold", "held out", "applied", "inner CV of each candidate", "default", "held-out"],
+            rows,
+        )
+    )
+    print(
+        f"held-out {r.metric} (each query held out once, {r.n_queries} queries): learned procedure "
+        f"{r.held_out_mean:.4f}"
+    )
+    for c in r.comparisons:
+        print(
+            f"  vs {c.name}: {c.mean:.4f}, Δ {c.delta:+.4f} (W/T/L {c.wins}/{c.ties}/{c.losses}); "
+            f"p Fisher {c.p_fisher:.4f} (Holm {c.p_fisher_holm:.4f}), paired t {c.p_student:.4f} "
+            f"(Holm {c.p_student_holm:.4f})"
+        )
+    print(
+        "judged@5 (share of the top 5 with any judgment): "
+        + ", ".join(f"{name} {value:.3f}" for name, value in r.judged.items())
+    )
+    f = r.final
+    what = (
+        str(f.spec)
+        if f.kind == "learned"
+        else f"default {r.default.name} kept (no model beat it in inner CV: best "
+        f"{f.inner[str(f.spec)]:.4f} ≤ {f.inner_default:.4f})"
+    )
+    print(f"final, learned on all {r.n_queries} queries: {what} → {r.final_score:.4f} (in-sample)")
+
+
+def cmd_learn(args) -> int:
+    check_learn(args.model, args.folds, args.inner_folds)
+    parse_metric(args.metric)
+    bounded("--depth", args.depth, 1, MAX_DEPTH)
+    bounded("--max-results", args.max_results, 1, MAX_DEPTH)
+    default = resolve_config(args.default)
+    if args.out and Path(args.out).suffix != ".toml":
+        raise ValueError(
+            f"--out {args.out}: give a .toml file name (the model is written beside it)"
+        )
+    dataset, pool = load_with_pool(args)
+    pool = prepare_pool(
+        pool, dataset.queries, [default], args.embedder
+    )  # learned routes, if it follows them
+    with Progress("fit") as progress:
+        result = learn(
+            pool,
+            dataset.qrels,
+            args.model,
+            folds=args.folds,
+            seed=args.seed,
+            inner_folds=args.inner_folds,
+            guard=not args.no_guard,
+            default=default,
+            depth=args.depth,
+            max_results=args.max_results,
+            metric=args.metric,
+            progress=progress.stage("fits"),
+        )
+    print_learn(result)
+    name = model_file(args.out)
+    stored = result.stored_model if result.final.kind == "learned" else None
+    if stored is not None and args.out:
+        import json
+
+        write_file(
+            str(Path(args.out).with_name(name)), json.dumps(model_to_json(stored)) + "\n", "--out"
+        )
+        print(f"wrote {Path(args.out).with_name(name)} (the {stored.kind} model {args.out} names)")
+    write_outputs(args, lambda: result.to_toml(name), lambda: result.to_json(name))
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "learn",
+        help="learn a fusion from the judgments (linear, LambdaMART, seed 001's MoE), "
+        "scored by nested cross-validation",
+    )
+    add_pool_options(p)
+    p.add_argument(
+        "--model",
+        default="auto",
+        choices=("auto", *MODELS),
+        help="auto (default: chosen in the inner folds among all), linear, lambdamart or moe",
+    )
+    p.add_argument(
+        "--folds", type=int, default=5, help="outer cross-validation folds by query (default 5)"
+    )
+    p.add_argument(
+        "--inner-folds",
+        type=int,
+        default=DEFAULT_INNER_FOLDS,
+        help="inner folds choosing the model and guarding the default "
+        f"(default {DEFAULT_INNER_FOLDS})",
+    )
+    p.add_argument(
+        "--no-guard", action="store_true", help="always take the inner-CV winner (no guard)"
+    )
+    p.add_argument(
+        "--default",
+        default=DEFAULT_PIPELINE,
+        metavar="LABEL|FILE",
+        help=f"the pipeline the guard keeps unless a model beats it (default {DEFAULT_PIPELINE})",
+    )
+    p.add_argument(
+        "--depth",
+        type=int,
+        default=DEFAULT_DEPTH,
+        help=f"candidates per path the learned pipeline re-ranks (default {DEFAULT_DEPTH})",
+    )
+    p.add_argument("--max-results", type=int, default=10, help="results per query (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the folds and LightGBM (default 0)")
+    p.add_argument("--metric", default="ndcg@5", help="objective metric (default ndcg@5)")
+    p.add_argument(
+        "--out",
+        metavar="FILE.toml",
+        help="write the learned pipeline as TOML (a LambdaMART or MoE "
+        "model goes beside it as FILE.model.json)",
+    )
+    p.add_argument(
+        "--json",
+        metavar="OUT",
+        help="write folds, choices, per-query held-out values and tests as JSON",
+    )
+    p.set_defaults(func=cmd_learn)

@@ -1,0 +1,244 @@
+"""Fitting the learned fusion's models (``retrieval.learned_model``) on some queries of a pool.
+
+``Training`` holds what every fit shares: the feature matrix of the visible rows
+(``retrieval.features.feature_matrix``), their grades (``eval.metrics.measure.judge``, the
+labels every command uses), and — for the MoE — each query's value under every point of the
+MoE grid. A ``Spec`` names a model and its hyper-parameters; ``fit(spec, training, queries)``
+fits it on the rows of ``queries`` only, and ``scores(model, training)`` scores every row.
+
+- ``linear``: scikit-learn ``LogisticRegression`` (L2, inverse strength ``C``, lbfgs) pointwise
+  on "grade > 0" over the standardised row features (query features, equal on every row of a
+  query, cannot order a query's documents and are left out), each column standardised with the
+  training rows' mean and population standard deviation (1 where it is 0).
+- ``lambdamart``: LightGBM ``LGBMRanker(objective="lambdarank")`` on the graded labels, one
+  group per query, fixed settings (``LAMBDAMART``: 200 trees, 15 leaves, learning rate 0.05,
+  at least 10 rows a leaf, one thread, ``deterministic``, seeded) over every feature.
+- ``moe``: a ridge regression (``alpha``) per grid point from the standardised query features
+  to the query's nDCG@k under that point (``retrieval.learned_model.MoEModel``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eval.metrics.measure import Judged, fused_values
+from retrieval.candidates import Candidates
+from retrieval.features import (
+    QUERY_FEATURES,
+    feature_matrix,
+    feature_names,
+    feature_set_id,
+    query_features,
+)
+from retrieval.fusion import Scored
+from retrieval.fusion.learned import FeatureWeight
+from retrieval.learned_model import MoEModel, TreeModel, moe_parts
+from retrieval.pipeline import Fused, PipelineConfig, all_hybrid
+from retrieval.ranking import visible_rows
+
+MODELS = ("linear", "lambdamart", "moe")
+LINEAR_C = (0.01, 0.1, 1.0)
+MOE_ALPHA = (1.0, 10.0, 100.0)
+LAMBDAMART = dict(
+    objective="lambdarank",
+    n_estimators=200,
+    num_leaves=15,
+    learning_rate=0.05,
+    min_child_samples=10,
+    num_threads=1,
+    deterministic=True,
+    force_row_wise=True,
+    verbose=-1,
+)
+MOE_STEPS = (0.0, 0.25, 0.5, 0.75, 1.0)
+MOE_STRENGTHS = (0.0, 0.5, 1.0)
+
+
+def moe_grid() -> np.ndarray:
+    """(points, 4): every ``(w_dense, w_sparse, w_time)`` on ``MOE_STEPS`` but all zeros, with each
+    penalty strength of ``MOE_STRENGTHS``."""
+    points = [
+        (d, s, t, p)
+        for d, s, t in itertools.product(MOE_STEPS, repeat=3)
+        if d + s + t > 0
+        for p in MOE_STRENGTHS
+    ]
+    return np.array(points, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A model and its hyper-parameters."""
+
+    model: str
+    value: float | None = None  # C (linear) or alpha (moe)
+
+    def __str__(self) -> str:
+        if self.model == "linear":
+            return f"linear C={self.value:g}"
+        if self.model == "moe":
+            return f"moe alpha={self.value:g}"
+        return "lambdamart"
+
+
+def specs(model: str) -> tuple[Spec, ...]:
+    """The candidates a ``--model`` choice searches in the inner folds (``auto``: all of them)."""
+    out = {
+        "linear": tuple(Spec("linear", c) for c in LINEAR_C),
+        "lambdamart": (Spec("lambdamart"),),
+        "moe": tuple(Spec("moe", a) for a in MOE_ALPHA),
+    }
+    if model == "auto":
+        return out["linear"] + out["lambdamart"] + out["moe"]
+    if model not in out:
+        raise ValueError(f"--model must be one of {['auto', *MODELS]}, got {model!r}")
+    return out[model]
+
+
+@dataclass(eq=False)
+class Training:
+    """A pool, its labels and its features at one depth, shared by every fit."""
+
+    c: Candidates
+    judged: Judged
+    config: PipelineConfig  # the learned pipeline's ranking settings (max results, depth)
+    metric: str
+    seed: int = 0
+    visible: np.ndarray = field(init=False)
+    x: np.ndarray = field(init=False)
+    names: tuple[str, ...] = field(init=False)
+    _moe: np.ndarray | None = field(init=False, default=None)
+
+    def __post_init__(self):
+        self.visible = visible_rows(self.c, self.config.path_depth)
+        self.x = feature_matrix(self.c, self.visible, self.config.path_depth)
+        self.names = feature_names(self.c)
+
+    @property
+    def depth(self) -> int:
+        return self.config.path_depth
+
+    def rows_of(self, queries: np.ndarray) -> np.ndarray:
+        """The visible rows of pool queries ``queries`` (in table order: grouped by query)."""
+        member = np.zeros(self.c.n_queries, dtype=bool)
+        member[queries] = True
+        return np.flatnonzero(self.visible & member[self.c.query_idx])
+
+    def values(self, score: np.ndarray) -> np.ndarray:
+        """Per pool query: ``metric`` of the ranking of ``score`` (NaN where the query does not
+        count)."""
+        fused = Fused(
+            self.config,
+            self.c,
+            Scored(score, {}),
+            all_hybrid(self.c),
+            self.config.max_results,
+            None,
+            None,
+            None,
+            self.depth,
+        )
+        return fused_values(self.judged, [fused], (self.metric,))[self.metric][0]
+
+    def moe_values(self) -> np.ndarray:
+        """(pool queries, grid points): the metric under each MoE grid point, computed once."""
+        if self._moe is None:
+            grid = moe_grid()
+            out = np.empty((self.c.n_queries, len(grid)))
+            for g, point in enumerate(grid):
+                out[:, g] = self.values(_moe_score(self, np.tile(point, (self.c.n_queries, 1))))
+            self._moe = np.nan_to_num(out)
+        return self._moe
+
+
+def _moe_score(t: Training, per_query: np.ndarray) -> np.ndarray:
+    parts = moe_parts(t.c, t.visible, t.depth, per_query)
+    total = parts["dense"] + parts["sparse"] + parts["time"]
+    return np.where(t.visible, total, -np.inf)
+
+
+def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    return mean, np.where(scale > 1e-12, scale, 1.0)
+
+
+LINEAR_COLUMNS = len(QUERY_FEATURES)
+
+
+def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
+    """``spec`` fitted on the visible rows of pool queries ``queries``: a tuple of
+    ``FeatureWeight`` (linear), a ``TreeModel`` or a ``MoEModel``."""
+    meta = dict(meta or {})
+    feature_set = feature_set_id(t.names)
+    if spec.model == "moe":
+        from sklearn.linear_model import Ridge
+
+        z_all = query_features(t.c, t.depth)
+        mean, scale = _standardise(z_all[queries])
+        model = Ridge(alpha=float(spec.value)).fit(
+            (z_all[queries] - mean) / scale, t.moe_values()[queries]
+        )
+        return MoEModel(
+            t.names,
+            feature_set,
+            moe_grid(),
+            np.asarray(model.coef_, dtype=np.float64),
+            np.asarray(model.intercept_, dtype=np.float64),
+            mean,
+            scale,
+            meta,
+        )
+    rows = t.rows_of(queries)
+    y = t.judged.grade[rows]
+    if spec.model == "linear":
+        from sklearn.linear_model import LogisticRegression
+
+        width = len(t.names) - LINEAR_COLUMNS
+        x = t.x[rows, :width]
+        mean, scale = _standardise(x) if len(x) else (np.zeros(width), np.ones(width))
+        target = (y > 0).astype(int)
+        if len(set(target.tolist())) < 2:  # no row, or one class: nothing to separate, weights 0
+            coef = np.zeros(width)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = LogisticRegression(C=float(spec.value), max_iter=2000)
+                model.fit((x - mean) / scale, target)
+            coef = model.coef_[0]
+        return tuple(
+            FeatureWeight(name, float(f"{w:.6g}"), float(f"{m:.6g}"), float(f"{s:.6g}"))
+            for name, w, m, s in zip(t.names[:width], coef, mean, scale)
+        )
+    import lightgbm
+
+    if not len(rows):
+        raise ValueError("no candidate rows to train LambdaMART on")
+    groups = np.bincount(t.c.query_idx[rows], minlength=t.c.n_queries)
+    groups = groups[groups > 0]
+    ranker = lightgbm.LGBMRanker(random_state=t.seed, **LAMBDAMART)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ranker.fit(t.x[rows], y.astype(np.int64), group=groups)
+    return TreeModel(t.names, feature_set, ranker.booster_.model_to_string(), meta)
+
+
+def scores(model, t: Training) -> np.ndarray:
+    """Every row's score under a fitted model (−inf outside the visible rows)."""
+    if isinstance(
+        model, tuple
+    ):  # the fusion's own formula (linear_scores), on the matrix already built
+        at = {name: j for j, name in enumerate(t.names)}
+        cols = [at[w.name] for w in model]
+        z = (t.x[:, cols] - np.array([w.mean for w in model])) / np.array([w.scale for w in model])
+        return np.where(t.visible, z @ np.array([w.weight for w in model]), -np.inf)
+    if isinstance(model, MoEModel):
+        return _moe_score(t, model.weights(t.c, t.depth))
+    out = np.full(t.c.n_rows, -np.inf)
+    rows = np.flatnonzero(t.visible)
+    out[rows] = model.predict(t.x[rows])
+    return out

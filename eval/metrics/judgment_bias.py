@@ -1,0 +1,274 @@
+"""How much of a ranking was never judged, and metrics that do not count the unjudged as
+non-relevant.
+
+A document is **judged** for a query when the qrels hold any grade for the pair (0 included);
+**relevant** when that grade is > 0. Per query, over a ranking (``retrieval.ranking.Ranking``):
+
+- ``judged@k``: judged documents among the top ``k`` / ``k`` (a list shorter than ``k`` counts
+  its missing places as unjudged), as ir_measures' ``Judged@k``;
+- ``ndcg_cond@k`` — nDCG'@k, the condensed list (Sakai, SIGIR 2007, "Alternatives to Bpref"):
+  every unjudged document is removed from the ranking, the rest close up, and nDCG@k (linear
+  gain, ``eval.metrics.measure``'s definition and ideal) is computed on what remains — so a
+  judged document ranked below ``k`` can move into the top ``k``;
+- ``bpref`` (Buckley & Voorhees, SIGIR 2004), as trec_eval's ``m_bpref.c`` computes it over the
+  whole ranking: with ``R`` relevant and ``N`` judged non-relevant documents for the query,
+  ``bpref = (1/R) Σ_{relevant retrieved r} (1 − min(n_r, R) / min(R, N))``, ``n_r`` the judged
+  non-relevant documents ranked above ``r`` (a term is 1 when ``n_r`` is 0); unjudged documents
+  are skipped. ranx's ``bpref`` is the same where ``N > 0`` (it divides by ``min(R, N)`` even when
+  that is 0).
+
+The queries that count are those of every other metric: at least one relevant judgment
+(``eval.metrics.measure.judge``); a counted query the table lacks scores 0. Pure NumPy, over the
+candidate table's rows.
+
+``bias_table`` gives each pipeline's figures beside a baseline's and says when a pipeline's
+judged@k is **clearly below** the baseline's: a lower mean and Fisher's paired randomization
+test, Holm-corrected across the pipelines compared, at p < 0.05.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from eval.metrics.measure import discounts, ideal_dcg, judge
+from retrieval.candidates import Candidates, derived
+from retrieval.ranking import Ranking
+
+BIAS_METRICS = ("judged", "ndcg_cond", "bpref")
+LABELS = {"judged": "judged@{k}", "ndcg_cond": "nDCG'@{k}", "bpref": "bpref"}
+
+
+def label(metric: str, k: int) -> str:
+    """How a table names the metric: ``judged@5``, ``nDCG'@5``, ``bpref``."""
+    return LABELS[metric].format(k=k)
+
+
+def judged_rows(c: Candidates, qrels: dict[str, dict[str, int]]) -> np.ndarray:
+    """Per candidate row: whether the qrels hold a grade (any, 0 included) for its pair."""
+
+    def build():
+        out = np.zeros(c.n_rows, dtype=bool)
+        doc_at = {doc_id: i for i, doc_id in enumerate(c.doc_ids)}
+        for qi, query_id in enumerate(c.query_ids):
+            grades = qrels.get(query_id)
+            if not grades:
+                continue
+            lo, hi = c.offsets[qi], c.offsets[qi + 1]
+            docs = np.array([doc_at[d] for d in grades if d in doc_at], dtype=np.int64)
+            out[lo:hi] = np.isin(c.doc_idx[lo:hi], docs)
+        return out
+
+    key = tuple(
+        sorted((q, tuple(sorted(g.items()))) for q, g in qrels.items() if q in set(c.query_ids))
+    )
+    return derived(c, ("judged rows", hash(key)), build)
+
+
+def non_relevant_counts(c: Candidates, qrels: dict[str, dict[str, int]]) -> np.ndarray:
+    """Per query of the table: judged non-relevant documents (grade ≤ 0) in the qrels."""
+    return np.array(
+        [sum(1 for g in (qrels.get(q) or {}).values() if g <= 0) for q in c.query_ids],
+        dtype=np.int64,
+    )
+
+
+def per_query_bias(
+    c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ranking, k: int = 5
+) -> dict[str, np.ndarray]:
+    """``judged@k``, ``ndcg_cond@k`` and ``bpref`` per query of the table (NaN where it does
+    not count)."""
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    judged = judge(c, qrels)
+    row_judged = judged_rows(c, qrels)
+    n_q = c.n_queries
+    rows = np.asarray(ranking.rows, dtype=np.int64)
+    q = np.asarray(ranking.query_idx, dtype=np.int64)
+    rank = np.asarray(ranking.rank, dtype=np.int64)
+    is_judged = row_judged[rows]
+    grade = judged.grade[rows]
+    top = rank < k
+    judged_k = np.bincount(q[top], weights=is_judged[top].astype(np.float64), minlength=n_q) / k
+    # condensed list: each judged result's rank among the judged results of its query
+    order = np.lexsort((rank, q))
+    q_s, judged_s, grade_s = q[order], is_judged[order], grade[order]
+    running = np.cumsum(judged_s)
+    first = np.searchsorted(q_s, np.arange(n_q))
+    before = np.concatenate([[0], running])[first]  # judged results of the earlier queries
+    cond_rank = running - before[q_s] - 1
+    keep = judged_s & (cond_rank < k)
+    disc = discounts(int(k))
+    dcg = np.bincount(q_s[keep], weights=grade_s[keep] / disc[cond_rank[keep]], minlength=n_q)
+    idcg = ideal_dcg(judged, "ndcg", int(k))
+    ndcg_cond = np.divide(dcg, idcg, out=np.zeros(n_q), where=idcg > 0)
+    # bpref: judged non-relevant results ranked above each relevant one
+    nonrel_s = judged_s & (grade_s <= 0)
+    nonrel_run = np.cumsum(nonrel_s)
+    nonrel_before = nonrel_run - nonrel_s - np.concatenate([[0], nonrel_run])[first][q_s]
+    big_r = judged.n_relevant.astype(np.float64)
+    big_n = non_relevant_counts(c, qrels).astype(np.float64)
+    relevant = judged_s & (grade_s > 0)
+    denom = np.minimum(big_r, big_n)[q_s]
+    term = np.where(
+        nonrel_before > 0,
+        1.0 - np.minimum(nonrel_before, big_r[q_s]) / np.where(denom > 0, denom, 1.0),
+        1.0,
+    )
+    bpref_sum = np.bincount(q_s[relevant], weights=term[relevant], minlength=n_q)
+    bpref = np.divide(bpref_sum, big_r, out=np.zeros(n_q), where=big_r > 0)
+    counted = judged.judged
+    return {
+        name: np.where(counted, value, np.nan)
+        for name, value in (("judged", judged_k), ("ndcg_cond", ndcg_cond), ("bpref", bpref))
+    }
+
+
+def bias_means(
+    c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ranking, k: int = 5
+) -> dict[str, float]:
+    """Each measure's mean over the counted queries (those the table lacks add 0)."""
+    judged = judge(c, qrels)
+    values = per_query_bias(c, qrels, ranking, k)
+    n = judged.n_judged
+    return {name: (float(np.nansum(v)) / n if n else 0.0) for name, v in values.items()}
+
+
+def judged_at(
+    c: Candidates,
+    qrels: dict[str, dict[str, int]],
+    ranking: Ranking,
+    k: int,
+    queries: Sequence[int] | np.ndarray | None = None,
+) -> float:
+    """Mean ``judged@k`` over the pool queries ``queries`` (default: the counted ones)."""
+    values = per_query_bias(c, qrels, ranking, k)["judged"]
+    picked = (
+        values[np.asarray(queries, dtype=np.int64)]
+        if queries is not None
+        else values[~np.isnan(values)]
+    )
+    return float(np.nanmean(picked)) if len(picked) else 0.0
+
+
+# ---- per pipeline, against a baseline -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BiasRow:
+    """One pipeline's judgment-bias figures at ``k`` and its judged@k against the baseline's."""
+
+    pipeline: str
+    k: int
+    judged: float
+    ndcg_cond: float
+    bpref: float
+    delta_judged: float  # judged@k − the baseline's
+    p_judged: (
+        float  # Fisher's randomization test on judged@k, Holm over the pipelines (NaN: baseline)
+    )
+    clearly_below: bool  # lower mean judged@k than the baseline and p_judged < alpha
+
+    def to_json(self) -> dict:
+        return {
+            "pipeline": self.pipeline,
+            label("judged", self.k): self.judged,
+            label("ndcg_cond", self.k): self.ndcg_cond,
+            "bpref": self.bpref,
+            "delta_judged": self.delta_judged,
+            "p_judged": None if np.isnan(self.p_judged) else self.p_judged,
+            "clearly_below_baseline": self.clearly_below,
+        }
+
+
+def bias_table(
+    c: Candidates,
+    qrels: dict[str, dict[str, int]],
+    rankings: dict[str, Ranking],
+    baseline: str,
+    k: int = 5,
+    alpha: float = 0.05,
+    permutations: int = 10_000,
+    seed: int = 42,
+) -> list[BiasRow]:
+    """``judged@k``, ``nDCG'@k`` and ``bpref`` of each ranking (the baseline first). A pipeline's
+    judged@k is **clearly below** the baseline's when its mean is lower and Fisher's paired
+    randomization test over the counted queries (``eval.statistics.significance``), Holm-corrected
+    across the pipelines compared with the baseline, gives p < ``alpha``."""
+    from eval.statistics.significance import holm, randomization_test
+
+    judged = judge(c, qrels)
+    n_missing = judged.n_missing
+    per = {name: per_query_bias(c, qrels, ranking, k) for name, ranking in rankings.items()}
+
+    def counted(values: np.ndarray) -> np.ndarray:
+        return np.concatenate([values[judged.judged], np.zeros(n_missing)])
+
+    base = counted(per[baseline]["judged"])
+    others = [name for name in rankings if name != baseline]
+    raw = [
+        randomization_test(base, counted(per[name]["judged"]), permutations, seed)
+        for name in others
+    ]
+    corrected = dict(zip(others, holm(raw))) if others else {}
+    rows = []
+    for name in [baseline, *others]:
+        means = {
+            m: float(counted(per[name][m]).mean()) if judged.n_judged else 0.0 for m in BIAS_METRICS
+        }
+        delta = means["judged"] - float(base.mean()) if judged.n_judged else 0.0
+        p = corrected.get(name, float("nan"))
+        rows.append(
+            BiasRow(
+                name,
+                int(k),
+                means["judged"],
+                means["ndcg_cond"],
+                means["bpref"],
+                delta,
+                p,
+                bool(name != baseline and delta < 0 and p < alpha),
+            )
+        )
+    return rows
+
+
+def bias_lines(
+    rows: list[BiasRow], alpha: float = 0.05
+) -> tuple[list[str], list[list[str]], list[str]]:
+    """The table (header, rows) and the notes a surface prints for ``bias_table``'s rows."""
+    if not rows:
+        return [], [], []
+    k = rows[0].k
+    header = [
+        "pipeline",
+        label("judged", k),
+        f"Δ{label('judged', k)}",
+        "p (Holm)",
+        label("ndcg_cond", k),
+        "bpref",
+    ]
+    body = [
+        [
+            r.pipeline,
+            f"{r.judged:.3f}",
+            "—" if i == 0 else f"{r.delta_judged:+.3f}",
+            "—" if np.isnan(r.p_judged) else f"{r.p_judged:.4f}",
+            f"{r.ndcg_cond:.4f}",
+            f"{r.bpref:.4f}",
+        ]
+        for i, r in enumerate(rows)
+    ]
+    base = rows[0].pipeline
+    notes = [
+        f"{r.pipeline}: judged@{k} {r.judged:.3f} is clearly below {base}'s {rows[0].judged:.3f} "
+        f"(Fisher p {r.p_judged:.4f} < {alpha:g}, Holm-corrected): part of its top {k} was "
+        f"never judged, so its metrics count those documents as non-relevant; compare "
+        f"nDCG'@{k} and bpref, or judge them "
+        f"(rwb holes)"
+        for r in rows
+        if r.clearly_below
+    ]
+    return header, body, notes

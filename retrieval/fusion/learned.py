@@ -1,0 +1,216 @@
+"""Learned fusion: a model fitted to the judgments (``rwb learn``) scores each candidate from
+its features.
+
+``model = "linear"``:  ``score(d) = Σ_f w_f · (x_f(d) − mean_f) / scale_f`` over the named
+features of ``retrieval.features`` (per-path scores, ranks and per-query normalisations,
+found-by-both, time, memory metadata and type, query features); the weights are knobs
+(``learned.weights.<feature>.weight``), written inline in the TOML, so a user can learn them
+and then move them by hand.
+``model = "lambdamart"``: LightGBM's LambdaMART (``LGBMRanker(objective="lambdarank")``, Burges
+2010, "From RankNet to LambdaRank to LambdaMART") over the same features, stored in ``file``.
+``model = "moe"``: seed 001 §6 "可学习的 MoE": a model from query features to the profile's
+weights per query, ``S = (w_dense·S_dense + w_sparse·S_sparse + w_time·S_time) × F_conf × F_vit``
+with the penalty strength also predicted (``retrieval.learned_model.MoEModel``), stored in ``file``.
+
+``file`` is relative to the folder of the TOML that names it (``rwb learn`` writes it there) and
+may not leave it. ``feature_set`` is the fingerprint of the feature set the model was trained on
+(``retrieval.features.feature_set_id``): a candidate table whose features differ is refused with
+a ``ValueError``, never scored. The defaults (no file, no fingerprint) are an untrained linear
+model, ``minmax(cos) + minmax(BM25)`` (CombSUM), so the fusion is usable before any learning.
+Source: seed 001 §6 (trainable MoE); Liu 2009, "Learning to Rank for Information Retrieval"
+(pointwise linear models); Burges 2010 (LambdaMART); LightGBM ``LGBMRanker``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.candidates import Candidates
+from retrieval import features as feats  # a module: retrieval.features imports this package
+from retrieval.fusion._base import Fusion, LazyComponents, Scored, unseen
+from retrieval.learned_model import (
+    KINDS,
+    MoEModel,
+    TreeModel,
+    check_feature_set,
+    load_model,
+    moe_parts,
+    resolve_beside,
+)
+from retrieval.params import Params, number
+
+
+@dataclass(frozen=True)
+class FeatureWeight(Params):
+    """One feature's weight in a linear model, over the standardised feature."""
+
+    name: str = "dense_minmax"
+    weight: float = number(
+        0.0,
+        "weight",
+        "weight of the standardised feature (x − mean) / scale",
+        lo=-3.0,
+        hi=3.0,
+        step=0.05,
+        min=-1e6,
+        max=1e6,
+    )
+    mean: float = 0.0
+    scale: float = 1.0
+
+    def check(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"feature name must be a non-empty string, got {self.name!r}")
+        for key in ("mean", "scale"):
+            value = getattr(self, key)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not np.isfinite(value)
+            ):
+                raise ValueError(f"{self.name}.{key} must be a finite number, got {value!r}")
+            object.__setattr__(self, key, float(value))
+        if not self.scale > 0:
+            raise ValueError(f"{self.name}.scale must be > 0, got {self.scale!r}")
+
+
+DEFAULT_WEIGHTS = (FeatureWeight("dense_minmax", 1.0), FeatureWeight("bm25_minmax", 1.0))
+
+
+def _weights(raw) -> tuple[FeatureWeight, ...]:
+    """Weights from code (FeatureWeight), a TOML array of tables, or a table {name: weight}."""
+    if isinstance(raw, dict):
+        raw = [{"name": k, **(v if isinstance(v, dict) else {"weight": v})} for k, v in raw.items()]
+    if not isinstance(raw, (list, tuple)):
+        raise ValueError(
+            f"weights must be an array of tables (name, weight, mean, scale), got {raw!r}"
+        )
+    out = []
+    for i, item in enumerate(raw):
+        if isinstance(item, FeatureWeight):
+            out.append(item)
+        elif isinstance(item, dict):
+            unknown = sorted(set(item) - {"name", "weight", "mean", "scale"})
+            if unknown:
+                raise ValueError(
+                    f"weights[{i}]: unknown key(s) {unknown}; allowed: name, weight, mean, scale"
+                )
+            try:
+                out.append(FeatureWeight(**item))
+            except ValueError as error:
+                raise ValueError(f"weights[{i}]: {error}") from None
+        else:
+            raise ValueError(f"weights[{i}] must be a table, got {item!r}")
+    names = [w.name for w in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a feature is weighted twice: {names}")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class LearnedParams(Params):
+    model: str = "linear"
+    file: str = ""
+    feature_set: str = ""
+    weights: tuple[FeatureWeight, ...] = DEFAULT_WEIGHTS
+
+    def check(self) -> None:
+        if self.model not in KINDS:
+            raise ValueError(f"model must be one of {list(KINDS)}, got {self.model!r}")
+        for key in ("file", "feature_set"):
+            if not isinstance(getattr(self, key), str):
+                raise ValueError(f"{key} must be a string, got {getattr(self, key)!r}")
+        object.__setattr__(self, "weights", _weights(self.weights))
+        if self.model != "linear" and not self.file:
+            raise ValueError(f"a {self.model} model needs file = the model file rwb learn wrote")
+        if self.model == "linear" and not self.weights:
+            raise ValueError("a linear model needs at least one weight")
+
+    def active(self, name: str) -> bool:
+        """Weights are the linear model's knobs; the other models have none."""
+        return name != "weights" or self.model == "linear"
+
+    def in_folder(self, folder) -> "LearnedParams":
+        """These parameters with ``file`` read relative to ``folder`` (the TOML's)."""
+        object.__setattr__(self, "_folder", str(folder))
+        return self
+
+    def stored_model(self) -> TreeModel | MoEModel:
+        return load_model(resolve_beside(self.file, getattr(self, "_folder", None)))
+
+
+def linear_scores(
+    c: Candidates,
+    visible: np.ndarray,
+    depth: int,
+    weights: tuple[FeatureWeight, ...],
+    feature_set: str = "",
+) -> Scored:
+    """``Σ w·(x − mean)/scale`` on the visible rows (−inf elsewhere); a component per feature."""
+    names = check_feature_set(c, tuple(w.name for w in weights), feature_set, "the linear model")
+    at = {name: j for j, name in enumerate(names)}
+    unknown = [w.name for w in weights if w.name not in at]
+    if unknown:
+        raise ValueError(
+            f"the linear model weights feature(s) {unknown} this candidate table does not have; "
+            f"features: {', '.join(names)}"
+        )
+    x = feats.feature_matrix(c, visible, depth)
+    cols = np.array([at[w.name] for w in weights], dtype=np.int64)
+    w = np.array([w.weight for w in weights])
+    mean = np.array([w.mean for w in weights])
+    scale = np.array([w.scale for w in weights])
+    z = (x[:, cols] - mean) / scale
+    score = np.where(visible, z @ w, -np.inf)
+    return Scored(
+        score,
+        LazyComponents(
+            lambda: {name: z[:, j] * w[j] for j, name in enumerate(wt.name for wt in weights)}
+        ),
+    )
+
+
+def model_scores(
+    c: Candidates, visible: np.ndarray, depth: int, model: TreeModel | MoEModel
+) -> Scored:
+    """A stored model's scores on the visible rows (−inf elsewhere)."""
+    names = check_feature_set(c, model.feature_names, model.feature_set, f"the {model.kind} model")
+    if tuple(names) != model.feature_names:
+        raise ValueError(f"the {model.kind} model's features differ from this table's")
+    score = unseen(c.n_rows)
+    if isinstance(model, TreeModel):
+        rows = np.flatnonzero(visible)
+        if len(rows):
+            score[rows] = model.predict(feats.feature_matrix(c, visible, depth)[rows])
+        return Scored(score, {"model": np.where(visible, score, 0.0)})
+    parts = moe_parts(c, visible, depth, model.weights(c, depth))
+    total = parts["dense"] + parts["sparse"] + parts["time"]
+    score[visible] = total[visible]
+    return Scored(
+        score,
+        {k: parts[k] for k in ("dense", "sparse", "time")},
+        {"confidence": parts["x confidence"], "vitality": parts["x vitality"]},
+    )
+
+
+def learned(
+    c: Candidates, visible: np.ndarray, depth: int, params: LearnedParams = LearnedParams()
+) -> Scored:
+    """The learned model's score of every visible row."""
+    if params.model == "linear":
+        return linear_scores(c, visible, depth, params.weights, params.feature_set)
+    return model_scores(c, visible, depth, params.stored_model())
+
+
+FUSION = Fusion(
+    "learned",
+    LearnedParams,
+    learned,
+    "a model fitted to the judgments (rwb learn): linear, LambdaMART or seed 001's MoE",
+    "seed 001 §6; Liu 2009; Burges 2010; LightGBM",
+    variants=(LearnedParams(weights=(FeatureWeight("rrf", 1.0), FeatureWeight("both", 0.5))),),
+)
+
+__all__ = ["FUSION", "FeatureWeight", "LearnedParams", "linear_scores", "model_scores"]

@@ -1,0 +1,208 @@
+"""The learned fusion (retrieval/fusion/learned.py): its formula by hand, its weights as knobs, its
+TOML form, a stored model beside the TOML, and the refusal of a pool with another feature set."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from retrieval.features import feature_matrix, feature_names, feature_set_id
+from retrieval.fusion.learned import FeatureWeight, LearnedParams, learned
+from retrieval.learned_model import MoEModel, TreeModel, load_model, model_to_json, save_model
+from retrieval.features import QUERY_FEATURES
+from retrieval.pipeline import (
+    PipelineConfig,
+    from_toml,
+    get_pipeline,
+    knobs,
+    run_pipeline,
+    to_toml,
+    with_param,
+)
+from tests.conftest import everything_visible, make_candidates, score_of
+
+
+def table(types=("fact", "fact", "procedure")):
+    """One query, three documents: A found by both paths, B by the vector path, C by BM25."""
+    c = make_candidates(
+        [
+            [
+                {
+                    "id": "A",
+                    "dense_rank": 0,
+                    "dense_sim": 0.8,
+                    "bm25_rank": 1,
+                    "bm25_score": 4.0,
+                    "access_count": 3,
+                },
+                {"id": "B", "dense_rank": 1, "dense_sim": 0.6, "access_count": 0},
+                {"id": "C", "dense_sim": 0.2, "bm25_rank": 0, "bm25_score": 8.0, "access_count": 7},
+            ]
+        ]
+    )
+    return dataclasses.replace(c, doc_types=tuple(types))
+
+
+def test_linear_score_is_the_weighted_sum_of_standardised_features_by_hand():
+    c = table()
+    weights = (
+        FeatureWeight("dense_sim", 2.0, mean=0.5, scale=0.25),
+        FeatureWeight("both", 1.0),
+        FeatureWeight("log_access", -0.5, mean=1.0, scale=2.0),
+    )
+    score = learned(c, everything_visible(c), 20, LearnedParams(weights=weights)).score
+    # A: 2·(0.8−0.5)/0.25 + 1·1 − 0.5·(ln 4 − 1)/2;  B: 2·(0.6−0.5)/0.25 + 0 − 0.5·(0 − 1)/2
+    assert score_of(c, score, "A") == pytest.approx(2.4 + 1.0 - 0.25 * (math.log(4) - 1))
+    assert score_of(c, score, "B") == pytest.approx(0.8 + 0.25)
+    assert score_of(c, score, "C") == pytest.approx(
+        2 * (0.2 - 0.5) / 0.25 - 0.25 * (math.log(8) - 1)
+    )
+
+
+def test_unseen_rows_score_minus_infinity_and_components_sum_to_the_score():
+    c = table()
+    visible = np.array([True, False, True])
+    scored = learned(c, visible, 20, LearnedParams())
+    assert scored.score[1] == -np.inf
+    total = sum(np.asarray(v) for v in scored.components.values())
+    assert np.allclose(total[visible], scored.score[visible])
+
+
+def test_the_default_untrained_model_is_combsum_of_min_max_scores():
+    c = table()
+    score = learned(c, everything_visible(c), 20, LearnedParams()).score
+    # min-max per path over its hits: dense A 1, B 0 (C missed: 0); BM25 C 1, A 0
+    assert [score_of(c, score, d) for d in "ABC"] == pytest.approx([1.0, 0.0, 1.0])
+
+
+def test_weights_are_knobs_and_round_trip_through_toml():
+    config = PipelineConfig(
+        "mine",
+        "learned",
+        params=LearnedParams(
+            weights=(FeatureWeight("dense_sim", 1.5, 0.5, 0.2), FeatureWeight("recency", 0.25))
+        ),
+    )
+    paths = [k.path for k in knobs(config)]
+    assert "learned.weights.dense_sim.weight" in paths and "learned.weights.recency.weight" in paths
+    moved = with_param(config, "learned.weights.recency.weight", 2.0)
+    assert moved.params.weights[1] == FeatureWeight("recency", 2.0)
+    assert moved.params.weights[0] == config.params.weights[0]
+    again = from_toml(to_toml(moved))
+    assert again.params == moved.params
+    # a table {feature = weight} is accepted too; an unknown key is refused with the allowed ones
+    short = from_toml('fusion = "learned"\n[learned.weights]\ndense_sim = 0.5\nboth = 1.0\n')
+    assert short.params.weights == (FeatureWeight("dense_sim", 0.5), FeatureWeight("both", 1.0))
+    with pytest.raises(ValueError, match="unknown key"):
+        from_toml('fusion = "learned"\n[[learned.weights]]\nname = "both"\nwieght = 1.0\n')
+
+
+def test_a_bad_model_is_refused_where_it_is_defined():
+    with pytest.raises(ValueError, match="model must be one of"):
+        LearnedParams(model="xgboost")
+    with pytest.raises(ValueError, match="needs file"):
+        LearnedParams(model="lambdamart")
+    with pytest.raises(ValueError, match="twice"):
+        LearnedParams(weights=(FeatureWeight("both", 1.0), FeatureWeight("both", 2.0)))
+    with pytest.raises(ValueError, match="scale must be > 0"):
+        FeatureWeight("both", 1.0, scale=0.0)
+
+
+def test_a_pool_with_another_feature_set_is_refused_not_scored():
+    c = table()
+    tied = LearnedParams(
+        feature_set=feature_set_id(feature_names(c)), weights=(FeatureWeight("dense_sim", 1.0),)
+    )
+    assert np.isfinite(learned(c, everything_visible(c), 20, tied).score).all()
+    other = table(types=("fact", "fact", "entity"))  # another dataset's memory types
+    with pytest.raises(ValueError, match="feature set .* rerun rwb learn"):
+        learned(other, everything_visible(other), 20, tied)
+    with pytest.raises(ValueError, match="does not have"):
+        learned(
+            c,
+            everything_visible(c),
+            20,
+            LearnedParams(weights=(FeatureWeight("no_such_feature", 1.0),)),
+        )
+
+
+def _tree_model(c):
+    import lightgbm
+
+    x = feature_matrix(c, everything_visible(c), 20)
+    ranker = lightgbm.LGBMRanker(
+        objective="lambdarank",
+        n_estimators=5,
+        num_leaves=3,
+        min_child_samples=1,
+        num_threads=1,
+        deterministic=True,
+        verbose=-1,
+    )
+    ranker.fit(x, np.array([2, 0, 1]), group=[3])
+    names = feature_names(c)
+    return TreeModel(names, feature_set_id(names), ranker.booster_.model_to_string(), {}), x, ranker
+
+
+def test_a_lambdamart_model_beside_the_toml_scores_as_lightgbm_predicts(tmp_path):
+    c = table()
+    model, x, ranker = _tree_model(c)
+    save_model(model, tmp_path / "m.model.json")
+    (tmp_path / "m.toml").write_text(
+        'fusion = "learned"\ndepth = 20\n[learned]\nmodel = "lambdamart"\nfile = "m.model.json"\n',
+        "utf-8",
+    )
+    config = get_pipeline(str(tmp_path / "m.toml"))
+    run = run_pipeline(c, config)
+    assert np.allclose(run.scored.score, ranker.predict(x))
+    assert isinstance(load_model(tmp_path / "m.model.json"), TreeModel)
+
+
+def test_a_model_file_may_not_leave_the_toml_folder(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "m.toml").write_text(
+        'fusion = "learned"\n[learned]\nmodel = "lambdamart"\nfile = "../x.model.json"\n', "utf-8"
+    )
+    config = get_pipeline(str(tmp_path / "a" / "m.toml"))
+    c = table()
+    with pytest.raises(ValueError, match="leaves"):
+        run_pipeline(c, config)
+
+
+def test_a_damaged_model_file_is_a_clear_error(tmp_path):
+    (tmp_path / "m.model.json").write_text('{"format": "something else"}', "utf-8")
+    with pytest.raises(ValueError, match="not an rwb learned model"):
+        load_model(tmp_path / "m.model.json")
+
+
+def test_moe_applies_the_predicted_profile_per_query_by_hand():
+    """Two grid points; the intercepts alone pick one, so every query gets it: w = (1, 0, 0) with
+    strength 0 scores clip(cos) exactly; w = (0, 1, 0) with strength 1 scores BM25/best × F."""
+    c = dataclasses.replace(table(), doc_types=())
+    names = feature_names(c)
+    width = len(QUERY_FEATURES)
+    grid = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 1.0]])
+
+    def model(first_wins: bool) -> MoEModel:
+        return MoEModel(
+            names,
+            feature_set_id(names),
+            grid,
+            np.zeros((2, width)),
+            np.array([1.0, 0.0] if first_wins else [0.0, 1.0]),
+            np.zeros(width),
+            np.ones(width),
+            {},
+        )
+
+    from retrieval.fusion.learned import model_scores
+
+    dense = model_scores(c, everything_visible(c), 20, model(True)).score
+    assert [score_of(c, dense, d) for d in "ABC"] == pytest.approx([0.8, 0.6, 0.2])
+    sparse = model_scores(c, everything_visible(c), 20, model(False)).score
+    # confidence 1.0 (F_conf 1), vitality 50 (F_vit 1): BM25 / the best BM25
+    assert [score_of(c, sparse, d) for d in "ABC"] == pytest.approx([0.5, 0.0, 1.0])
+    assert model_to_json(model(True))["kind"] == "moe"

@@ -1,0 +1,166 @@
+"""``rwb learn``'s nested cross-validation (eval/learning/nested.py): no model is scored on a query
+it was trained on, so labels shuffled across queries bring the held-out score down to chance; the
+CLI writes a pipeline that ``rwb eval`` and ``rwb search`` use."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eval.cli import main as rwb_main
+from eval.learning.nested import learn
+from tests.conftest import make_candidates
+
+TINY = Path(__file__).resolve().parent / "fixtures" / "tiny"
+N_QUERIES, PER_QUERY = 60, 10
+
+
+def signal_table(seed=3):
+    """Every query ranks the same ten documents d0…d9 (dense ranks shuffled per query); the one
+    relevant document of a query is the one with the highest access count, and every row has a
+    value of its own (token count) a model can memorise."""
+    rng = np.random.default_rng(seed)
+    queries, qrels = [], {}
+    for qi in range(N_QUERIES):
+        access = rng.permutation(PER_QUERY).astype(float)
+        order = rng.permutation(PER_QUERY)
+        queries.append(
+            [
+                {
+                    "id": f"d{j}",
+                    "dense_rank": int(order[j]),
+                    "dense_sim": 0.9 - order[j] / 20,
+                    "access_count": access[j],
+                    "token_count": int(rng.integers(5, 5000)),
+                }
+                for j in range(PER_QUERY)
+            ]
+        )
+        qrels[f"q{qi}"] = {f"d{int(np.argmax(access))}": 1}
+    return make_candidates(queries), qrels
+
+
+def random_ranking_ndcg5(n: int, draws: int, seed: int) -> float:
+    """The permutation baseline: mean nDCG@5 of one relevant document among ``n`` ranked at
+    random."""
+    rng = np.random.default_rng(seed)
+    ranks = np.array([rng.permutation(n)[0] for _ in range(draws)])
+    return float(np.mean(np.where(ranks < 5, 1.0 / np.log2(ranks + 2.0), 0.0)))
+
+
+def test_with_true_labels_the_held_out_score_is_far_above_chance():
+    c, qrels = signal_table()
+    result = learn(c, qrels, "linear", folds=5, seed=0, guard=False)
+    chance = random_ranking_ndcg5(PER_QUERY, 20_000, 0)
+    assert result.held_out_mean > 0.9 > chance + 0.4
+    assert sorted(q for f in result.outer for q in f.test_ids) == sorted(qrels)
+
+
+def test_with_labels_shuffled_across_queries_the_held_out_score_falls_to_chance():
+    c, qrels = signal_table()
+    ids = sorted(qrels, key=lambda q: int(q[1:]))
+    shuffled = dict(zip(ids, (qrels[q] for q in np.random.default_rng(5).permutation(ids))))
+    result = learn(c, shuffled, "lambdamart", folds=5, seed=0, guard=False)
+    chance = random_ranking_ndcg5(PER_QUERY, 20_000, 0)
+    # one relevant document per query: a query's nDCG@5 has sd ≈ 0.37, the mean of 60 ≈ 0.05
+    assert abs(result.held_out_mean - chance) < 3 * 0.37 / math.sqrt(N_QUERIES)
+    # fitted on the very queries it is scored on, the same model memorises them (in-sample)
+    assert result.final_score > chance + 0.25
+
+
+def test_the_guard_keeps_the_default_when_no_model_beats_it_in_the_inner_folds():
+    c, qrels = signal_table()
+    ids = sorted(qrels, key=lambda q: int(q[1:]))
+    shuffled = dict(zip(ids, (qrels[q] for q in np.random.default_rng(5).permutation(ids))))
+    kept = learn(c, shuffled, "linear", folds=3, seed=0, default="vector")
+    for fold in kept.outer:
+        assert (fold.kind == "default") == (max(fold.inner.values()) <= fold.inner_default + 1e-12)
+    learned = learn(c, qrels, "linear", folds=3, seed=0, default="vector")
+    assert all(f.kind == "learned" for f in learned.outer) and learned.final.kind == "learned"
+
+
+def test_the_same_seed_gives_the_same_result():
+    c, qrels = signal_table()
+    a = learn(c, qrels, "auto", folds=3, seed=4)
+    b = learn(c, qrels, "auto", folds=3, seed=4)
+    assert np.array_equal(a.held_out, b.held_out) and [f.model for f in a.outer] == [
+        f.model for f in b.outer
+    ]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(model="xgboost"), "--model must be one of"),
+        (dict(folds=1), "--folds must be"),
+        (dict(folds=61), "exceeds the number of judged queries"),
+        (dict(depth=80), "pool holds 50"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, message):
+    c, qrels = signal_table()
+    model = kwargs.pop("model", "linear")
+    with pytest.raises(ValueError, match=message):
+        learn(c, qrels, model, **kwargs)
+
+
+def test_cli_learn_writes_a_pipeline_eval_and_search_use(tmp_path, rwb_home, capsys):
+    out, data = tmp_path / "learned.toml", tmp_path / "learned.json"
+    assert (
+        rwb_main(
+            [
+                "learn",
+                str(TINY),
+                "--model",
+                "lambdamart",
+                "--folds",
+                "2",
+                "--inner-folds",
+                "2",
+                "--no-guard",
+                "--out",
+                str(out),
+                "--json",
+                str(data),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    record = json.loads(data.read_text())
+    for key in (
+        "held_out",
+        "held_out_default",
+        "held_out_best_single_path",
+        "p_vs_default",
+        "p_vs_best_single_path",
+        "fold_choices",
+        "comparisons",
+        "judged_at_5",
+        "feature_set",
+    ):
+        assert key in record
+    assert record["fold_choices"] == ["lambdamart", "lambdamart"]
+    assert (tmp_path / "learned.model.json").is_file()
+    assert 'file = "learned.model.json"' in out.read_text()
+    capsys.readouterr()
+    assert (
+        rwb_main(["eval", str(TINY), "--pipeline", str(out), "--metrics", "ndcg@5", "--quiet"]) == 0
+    )
+    printed = capsys.readouterr()
+    assert "learned" in printed.out and "judged@5" in printed.out and "in-sample" in printed.err
+    assert (
+        rwb_main(["search", str(TINY), "ERR_CONN_REFUSED", "--pipeline", str(out), "--json"]) == 0
+    )
+    report = tmp_path / "report"
+    assert rwb_main(["report", str(TINY), "--pipeline", str(out), "--metrics", "ndcg@5",
+                     "--bootstrap", "10", "--out", str(report), "--quiet"]) == 0
+    assert "## Judgment bias" in (report / "report.md").read_text()
+    assert "judgment_bias" in json.loads((report / "report.json").read_text())
+    # bad input: one line, exit 2
+    assert rwb_main(["learn", str(TINY), "--model", "xgboost"]) == 2
+    assert rwb_main(["learn", str(TINY), "--out", str(tmp_path / "x.txt")]) == 2
