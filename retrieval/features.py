@@ -41,9 +41,11 @@ import hashlib
 
 import numpy as np
 
-from retrieval.candidates import Candidates, derived
+from retrieval.candidates import Candidates
 from retrieval.fusion._base import in_path, normalise, recency_decay, segment_max
-from retrieval.learned_router import FEATURES as QUERY_TEXT_FEATURES, simple_features
+from retrieval.learned_router import FEATURES as QUERY_TEXT_FEATURES
+from retrieval.learned_router import simple_features
+from retrieval.memo import memo
 
 ROW_FEATURES = (
     "dense_sim",
@@ -127,7 +129,7 @@ def query_features(c: Candidates, depth: int) -> np.ndarray:
         pool = np.column_stack([dense_max, np.log1p(bm25_max), overlap, hits])
         return np.hstack([text, window, pool]).astype(np.float64)
 
-    return derived(c, ("learned query features", depth), build)
+    return memo(c, ("learned query features", depth), build)
 
 
 def feature_matrix(c: Candidates, visible: np.ndarray, depth: int) -> np.ndarray:

@@ -34,7 +34,8 @@ from typing import Sequence
 import numpy as np
 
 from eval.metrics.measure import discounts, ideal_dcg, judge
-from retrieval.candidates import Candidates, derived
+from retrieval.candidates import Candidates
+from retrieval.memo import memo
 from retrieval.ranking import Ranking
 
 BIAS_METRICS = ("judged", "ndcg_cond", "bpref")
@@ -64,7 +65,7 @@ def judged_rows(c: Candidates, qrels: dict[str, dict[str, int]]) -> np.ndarray:
     key = tuple(
         sorted((q, tuple(sorted(g.items()))) for q, g in qrels.items() if q in set(c.query_ids))
     )
-    return derived(c, ("judged rows", hash(key)), build)
+    return memo(c, ("judged rows", key), build)
 
 
 def non_relevant_counts(c: Candidates, qrels: dict[str, dict[str, int]]) -> np.ndarray:
