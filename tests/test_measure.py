@@ -141,9 +141,15 @@ def test_graded_ndcg_by_hand():
     assert fast["precision@2"] == pytest.approx(1 / 2)
 
 
-@pytest.mark.parametrize("bad", ["ndcg", "ndcg@0", "foo@5", "NDCG@5", "ndcg@-1", "ndcg@5x"])
+@pytest.mark.parametrize("bad", ["ndcg", "foo@5", "NDCG@5", "ndcg@-1", "ndcg@5x"])
 def test_unknown_metric_names_are_refused(bad):
     with pytest.raises(ValueError, match="unknown metric"):
+        parse_metric(bad)
+
+
+@pytest.mark.parametrize("bad", ["ndcg@0", "recall@10001", "ndcg@2147483648"])
+def test_cutoffs_outside_one_to_ten_thousand_are_refused(bad):
+    with pytest.raises(ValueError, match=r"the cutoff must be 1…10,000"):
         parse_metric(bad)
 
 
