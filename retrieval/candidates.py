@@ -294,21 +294,29 @@ def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime,
 
 def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: int = DEFAULT_POOL_DEPTH,
                      scope: str = "", group: str = "", project: str = "",
-                     progress: Callable[[int, int], None] | None = None) -> Candidates:
+                     progress: Callable[[int, int], None] | None = None,
+                     matches: Sequence[str] = MATCH_MODES) -> Candidates:
     """Retrieve the candidate pool of every query (paths concurrently) into one table.
 
-    ``pool_depth`` must lie in ``[1, MAX_DEPTH]``."""
+    ``pool_depth`` must lie in ``[1, MAX_DEPTH]``. ``matches``: the keyword lists to retrieve
+    (a pool holds all of them; one query answered by one pipeline needs only ``any``, which
+    also anchors the graph feature, and the pipeline's own); a list not retrieved is empty."""
     pool_depth = check_size("pool_depth", pool_depth, 1, MAX_DEPTH)
     dataset = handle.dataset
     degraded = list(handle.degraded)
     filters = [_filters(q, scope, group, project) for q in queries]
     qvecs = _embed_queries(handle, queries, degraded)
+
+    def keyword_lists(match: str) -> list:
+        if match not in matches:
+            return [[] for _ in queries]
+        return [handle.bm25.search(q.text, pool_depth, f[0], match=match) for q, f in zip(queries, filters)]
+
     with ThreadPoolExecutor(max_workers=2) as pool:
         dense_future = pool.submit(_dense_lists, handle, qvecs, [f[1] for f in filters], pool_depth, degraded)
-        sparse_lists = [handle.bm25.search(q.text, pool_depth, f[0]) for q, f in zip(queries, filters)]
-        all_lists = [handle.bm25.search(q.text, pool_depth, f[0], match="all") for q, f in zip(queries, filters)]
-        tech_lists = [handle.bm25.search(q.text, pool_depth, f[0], match="technical")
-                      for q, f in zip(queries, filters)]
+        sparse_lists = keyword_lists("any")
+        all_lists = keyword_lists("all")
+        tech_lists = keyword_lists("technical")
         dense_lists = dense_future.result()
     if qvecs is not None:
         def similarity(qi: int, idx: np.ndarray, dense: dict) -> np.ndarray:
@@ -410,7 +418,7 @@ def _assemble(dataset: Dataset, queries: Sequence[Query], filters: list, dense_l
         timeline=np.asarray(timelines, dtype=bool), intent_route=tuple(intents), window=tuple(windows),
         degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols,
         analyzer=analyzer,
-        doc_types=tuple(d.memory_type for d in dataset.documents),
+        doc_types=doc_types(dataset),
     )
 
 
@@ -433,6 +441,11 @@ class DocTable:
             if value:
                 keep &= column == value
         return keep
+
+
+def doc_types(dataset: Dataset) -> tuple[str, ...]:
+    """Each document's ``memory_type``, in document order, once per loaded dataset."""
+    return memo(dataset, "doc types", lambda: tuple(d.memory_type for d in dataset.documents))
 
 
 def doc_table(dataset: Dataset) -> DocTable:

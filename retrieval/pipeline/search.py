@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.bm25 import Filters
-from retrieval.candidates import Candidates, build_candidates, doc_table, query_rows, recent_journal
+from retrieval.candidates import (Candidates, build_candidates, doc_table, doc_types, query_rows,
+                                  recent_journal)
 from retrieval.dataset import Query, scrub_text
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.scoring import ROUTES, PipelineRun, run_pipeline
@@ -165,7 +166,7 @@ def _routed_without_search(handle, query: Query, config: PipelineConfig, scope: 
         query_texts=(query.text,), offsets=np.array([0, n], dtype=np.int64), fast_target=(target or "",),
         timeline=np.array([timeline]), intent_route=(route_intent(query.text),), window=("",),
         degraded=(tuple(handle.degraded),), cols=cols,
-        doc_types=tuple(d.memory_type for d in dataset.documents))
+        doc_types=doc_types(dataset))
 
 
 def search(handle, text: str, config: PipelineConfig | str = "rrf", scope: str = "", group: str = "",
@@ -179,5 +180,5 @@ def search(handle, text: str, config: PipelineConfig | str = "rrf", scope: str =
     c = _routed_without_search(handle, query, config, scope, group, project)
     if c is None:
         c = build_candidates(handle, [query], pool_depth=config.path_depth, scope=scope, group=group,
-                             project=project)
+                             project=project, matches=("any", config.keyword_match))
     return whole_file(response_for(c, run_pipeline(c, config), 0, handle.dataset.documents))

@@ -21,7 +21,7 @@ from retrieval.files import read_memory_file, resolve_inside
 from retrieval.index import _check, index_dir, open_index, read_manifest
 from retrieval.pipeline import search
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "fixtures" / "tiny"
 RWB = [sys.executable, "-m", "eval.cli"]
 

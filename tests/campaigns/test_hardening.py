@@ -31,7 +31,7 @@ from retrieval.index import index_dir, open_index, read_manifest
 from retrieval.limits import MAX_DEPTH
 from retrieval.pipeline import search
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "fixtures" / "tiny"
 FIXTURES = ROOT / "tests" / "fixtures"
 RWB = [sys.executable, "-m", "eval.cli"]
