@@ -9,9 +9,13 @@ status widget (until its exit transition starts), a spinner, or an element marke
 from the project root so both read the same ``.streamlit/config.toml``, in the same run: the
 headline is the ratio, which holds across machines of different speed.
 
+First use, as ``make run`` goes: on a fresh ``RWB_HOME``, ``rwb index`` builds devmem's index
+and default candidate pool (timed apart), then the server starts; **first ranking** runs from
+starting the server to Tune's ranking on screen, **first Evaluate** from the click on
+"Evaluate" (its first visit) to its table on screen.
+
 Two sessions of the workbench (``--full``; quick mode runs the first one with fewer moves): a
-**first session** on a fresh ``RWB_HOME`` (the serving process
-builds the index and the candidate pool of devmem, as a new user's does) and one **after a
+**first session** (the server of the first-use figures, right after them) and one **after a
 restart** (same home, a new process). Each moves every kind of knob — ``rrf_k``, a path weight,
 a preset switch, a confidence factor — and reports p50/p95 per kind next to the engine's own
 time (read from Tune's footer). ``--full`` adds a session on LoCoMo (1,982 queries, the
@@ -220,6 +224,39 @@ def _summary(moves: list[dict]) -> dict:
             "settled_ms": [round(v, 1) for v in settled]}
 
 
+RANKING = '[data-testid="stMain"] table.rwb-t tr.rwb-r td code'      # a ranked document on Tune
+EVALUATE_TABLE = '[data-testid="stMain"] [data-testid="stDataFrame"]'
+
+
+def index_first(env: dict[str, str], log_path: Path) -> float:
+    """``rwb index DEVMEM`` (index and default candidate pool) as ``make run`` does; its seconds."""
+    started = time.perf_counter()
+    with open(log_path, "a") as out:
+        subprocess.run([sys.executable, "-m", "eval.cli", "--quiet", "index", str(DEVMEM)],
+                       cwd=ROOT, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
+                       check=True)
+    return time.perf_counter() - started
+
+
+def measure_first_use(browser, url: str, started: float) -> dict:
+    """Seconds from ``started`` (the server's start) to Tune's first ranking on screen, and from
+    the first click on "Evaluate" to its table on screen (the page's first visit)."""
+    pg = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    pg.add_init_script(PROBE_JS)
+    pg.goto(url)
+    pg.wait_for_selector(RANKING, timeout=FIRST_LOAD_MS)
+    first_ranking = time.perf_counter() - started
+    load = loadavg()
+    _quiet(pg, 1500)
+    clicked = time.perf_counter()
+    pg.get_by_test_id("stSidebarNav").get_by_text("Evaluate", exact=True).click()
+    pg.wait_for_selector(EVALUATE_TABLE, timeout=FIRST_LOAD_MS)
+    first_evaluate = time.perf_counter() - clicked
+    pg.context.close()
+    return {"first_ranking_s": round(first_ranking, 2),
+            "first_evaluate_s": round(first_evaluate, 2), "loadavg": [load, loadavg()]}
+
+
 def _open(browser, url: str, ready: str, timeout_ms: int):
     pg = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
     pg.add_init_script(PROBE_JS)
@@ -301,12 +338,19 @@ def run(ctx) -> Section:
     shots.mkdir(exist_ok=True)
     measured: dict[str, dict] = {}
     try:
+        log("browser: rwb index devmem on a fresh RWB_HOME (index and default pool, as make run)")
+        index_s = index_first(env, work / "index.log")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             with serve(reference, env, work / "reference.log") as ref_url:
                 for session in sessions:
+                    started = time.perf_counter()
                     with serve(ROOT / "app.py", env, work / "app.log") as url:
-                        log("browser: Tune, " + ("first session on a fresh RWB_HOME" if session == "first"
+                        if session == "first":
+                            log("browser: first ranking on Tune, then the first visit of Evaluate")
+                            first_use = {"index_s": round(index_s, 1),
+                                         **measure_first_use(browser, url, started)}
+                        log("browser: Tune, " + ("first session" if session == "first"
                                                  else "after a restart") + " (interleaved with the reference page)")
                         measured[session] = measure_session(browser, ref_url, url, n, presets,
                                                             shots / f"bench-tune-{session}.png")
@@ -321,8 +365,8 @@ def run(ctx) -> Section:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     first, restart = measured["first"], measured.get("restart")
-    section.figures = {"moves_per_kind": n, "tune_first_session": first, "tune_after_restart": restart,
-                       "tune_locomo": measured.get("locomo")}
+    section.figures = {"first_use": first_use, "moves_per_kind": n, "tune_first_session": first,
+                       "tune_after_restart": restart, "tune_locomo": measured.get("locomo")}
     done = [m for m in (first, restart) if m is not None]
     section.ratios = {"knob_to_page_p50_ms": round(median([v for m in done for v in m["slider"]["settled_ms"]]), 1),
                       "knob_ratio_vs_reference": max(m["ratio"] for m in done),
@@ -332,8 +376,14 @@ def run(ctx) -> Section:
     if "locomo" in measured:
         section.ratios["knob_to_page_p50_ms_locomo"] = measured["locomo"]["slider"]["settled_p50_ms"]
         section.ratios["knob_ratio_locomo"] = measured["locomo"]["ratio"]
+    section.ratios["first_ranking_s"] = first_use["first_ranking_s"]
+    section.ratios["first_evaluate_s"] = first_use["first_evaluate_s"]
     section.ratios["reference_page_p50_ms"] = round(median([v for m in done for v in m["reference"]["settled_ms"]]), 1)
     section.notes.append("ratio: Tune's slider moves (rrf_k, path weight, confidence factor) p50 over the p50 of the "
                          "reference page's moves interleaved with them; headline = the worse session "
                          "(quick mode: the first session only; --full adds the session after a restart)")
+    section.notes.append("first_ranking_s: server start → Tune's first ranking on screen, after "
+                         f"rwb index ({first_use['index_s']} s) built devmem's index and pool on "
+                         "a fresh home; first_evaluate_s: click on Evaluate (first visit) → its "
+                         "table on screen")
     return section

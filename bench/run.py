@@ -2,7 +2,8 @@
 
 Quick (``make bench-quick``, < 2 min with a warm embedding cache): indexing (2 × 500 short
 docs), re-scoring and sweep on devmem, hybrid latency at 10k documents, quality on devmem
-(MiniLM), and Tune's knob loop in headless Chromium against the reference page (first session).
+(MiniLM), and in headless Chromium the first ranking and first Evaluate after ``rwb index`` and
+Tune's knob loop against the reference page (first session).
 Full (``make bench``): adds LoCoMo to re-scoring and sweeps, 2,100 docs for
 indexing, hybrid latency at 10k and 100k, quality on every shared dataset with both
 embedders, what each memo buys (``bench/caches.py``), the 1M-vector scale run, and the
@@ -34,7 +35,7 @@ SMOKE = ("indexing", "rescore", "sweep", "caches", "hybrid", "quality", "scale")
 KEYS = ("rescore_speedup_vs_ranx", "rescore_speedup_alternating", "sweep_speedup_vs_ranx",
         "sweep_speedup_alternating", "sweep_configs_per_s", "hybrid_latency_ratio_vs_lancedb",
         "indexing_throughput_vs_encode", "indexing_cpu_ratio_vs_encode", "reindex_speedup_vs_first_build",
-        "knob_to_page_p50_ms", "knob_ratio_vs_reference")
+        "knob_to_page_p50_ms", "knob_ratio_vs_reference", "first_ranking_s", "first_evaluate_s")
 
 
 def _summary_line(ratios: dict[str, float]) -> str:

@@ -1,8 +1,10 @@
-"""Progress bars for long command-line work: tqdm on stderr, one bar per stage.
+"""Progress for long command-line work on stderr: named steps and tqdm bars, one bar per stage.
 
-Silent when stderr is not a terminal (pipes, CI, the workbench) or after ``set_quiet(True)``
-(``rwb --quiet``). Library functions take a ``progress`` callback and never draw bars
-themselves; ``Progress`` is that callback.
+``step(name)`` names the step that starts now (``rwb: loading the candidate pool…``), so no
+wait goes without a word; a bar follows where the step counts something. Silent when stderr is
+not a terminal (pipes, CI, the workbench) or after ``set_quiet(True)`` (``rwb --quiet``).
+Library functions take a ``progress`` (or ``step``) callback and never draw bars themselves;
+``Progress`` is that callback.
 """
 
 from __future__ import annotations
@@ -21,6 +23,17 @@ def set_quiet(quiet: bool) -> None:
 
 def enabled() -> bool:
     return not _quiet and sys.stderr.isatty()
+
+
+def step(name: str) -> None:
+    """Name the step that starts now: one line ``rwb: name…`` on stderr, written at once (through
+    tqdm, so an open bar is redrawn below it, not overwritten)."""
+    if not enabled():
+        return
+    from tqdm import tqdm
+
+    tqdm.write(f"rwb: {name}…", file=sys.stderr)
+    sys.stderr.flush()
 
 
 class Progress:

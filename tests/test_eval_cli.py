@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from eval.cli import main as rwb_main
 from eval.stores.pool import load_pool
+from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.pipeline import get_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,3 +170,48 @@ def test_argument_errors_are_one_line_too(capsys, args, reason):
     assert rwb_main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("rwb: error:") and reason in err and len(err.strip().splitlines()) == 1
+
+
+def on_terminal(home: Path, *args: str) -> tuple[str, str]:
+    """``rwb ARGS`` in its own process with stderr on a pseudo-terminal: (stdout, stderr)."""
+    env = {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "LANCEDB_LOG": "error"}
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*RWB, *args], stdout=subprocess.PIPE, stderr=slave, env=env, cwd=ROOT)
+    os.close(slave)
+    err, deadline = b"", time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if not select.select([master], [], [], 1.0)[0]:
+            continue
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:                          # EIO: the process closed the terminal (it ended)
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    out = proc.stdout.read()
+    proc.stdout.close()
+    assert proc.wait(timeout=300) == 0, err.decode(errors="replace")
+    return out.decode(), err.decode().replace("\r\n", "\n")
+
+
+def test_eval_names_each_step_at_once_on_a_terminal(home, capsys):
+    """No wait without a word: on a terminal each stage is named on stderr as it starts, the
+    libraries' import first; in a pipe nothing is added and stdout (the results) is the same."""
+    args = ["eval", str(TINY), "--pipeline", "rrf", "--permutations", "200", "--bootstrap", "200"]
+    assert rwb_main(args) == 0
+    piped = capsys.readouterr()
+    assert "…" not in piped.err
+    out, err = on_terminal(home, *args)
+    steps = [line.split("\r")[-1] for line in err.splitlines() if line.endswith("…")]
+    assert steps == ["rwb: starting rwb eval (loading its libraries)…",
+                     f"rwb: loading dataset {TINY}…",
+                     "rwb: loading the candidate pool (4 queries, minilm, depth "
+                     f"{DEFAULT_POOL_DEPTH})…",
+                     "rwb: scoring 2 pipelines on 4 queries…",
+                     "rwb: significance tests (Fisher, 200 permutations)…",
+                     "rwb: confidence intervals (200 bootstrap resamples)…",
+                     "rwb: evaluating the intent router…",
+                     "rwb: judgment bias (judged@k, nDCG'@k, bpref)…"]
+    assert out == piped.out

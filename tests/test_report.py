@@ -11,7 +11,7 @@ import plotly.offline
 import pytest
 
 from eval.experiments.experiment import ExperimentOptions, run_experiment
-from eval.reports.report import PLOTLY_BUNDLE
+from eval.reports.report import PLOTLY_BUNDLE, _sweep_figure, colour_range
 from eval.stores.pool import load_pool
 from eval.search.space import Space, parse_param
 from eval.search.sweep import sweep
@@ -103,3 +103,33 @@ def test_markdown_has_the_tables(written):
     assert "## Per intent" in text and "| pipeline | debug (2) | timeline (1) | preference (1) |" in text
     assert "held-out mean" in text
     assert "```toml" in text
+
+
+def test_colour_range_spans_the_values_with_a_few_low_outliers_clipped():
+    # 0.0 (every weight 0) and ten values 0.40 … 0.49: numpy's 10th percentile of the 11 is 0.40
+    values = [0.0] + [0.40 + 0.01 * i for i in range(10)]
+    low, high, clipped = colour_range(values)
+    assert (round(low, 6), round(high, 6), clipped) == (0.40, 0.49, True)
+    assert colour_range([[0.3, 0.5], [float("nan"), 0.4]])[1] == 0.5      # a missing cell: ignored
+    assert colour_range([0.5, 0.5]) == (None, None, False)               # flat: the library's own
+    assert colour_range([float("nan")]) == (None, None, False)
+
+
+def test_sweep_heatmap_colours_the_swept_range_and_writes_each_value(tiny, rwb_home):
+    pool = load_pool(tiny)
+    base = PIPELINES["wsum"]
+    space = Space((parse_param("wsum.w_dense=0:1:0.25", base),
+                   parse_param("wsum.w_sparse=0:1:0.25", base)))
+    result = sweep(pool, tiny.qrels, base, space, folds=2)
+    # on tiny: both weights 0 → one score, BM25 weight 0 → another (4 cells), any BM25 → the top
+    low, *rest = sorted(set(result.scores.round(6)))
+    assert len(result.scores) == 25 and len(rest) == 2
+    heatmap = _sweep_figure(result).data[0]
+    assert sorted(v for row in heatmap.z for v in row) == sorted(result.scores)  # a cell per point
+    # 10th percentile of 25 cells: rank 2.4 of the sorted values, between two BM25-weight-0 cells
+    assert (round(heatmap.zmin, 6), round(heatmap.zmax, 6)) == (rest[0], rest[1])
+    assert f"≤ {rest[0]:.3f}" in heatmap.colorbar.title.text                    # the clip is said
+    assert heatmap.colorscale[0][1] == "#440154" and heatmap.colorscale[-1][1] == "#fde725"
+    cells = [t for row in heatmap.text for t in row]                   # 25 cells: values written
+    assert heatmap.texttemplate == "%{text}" and min(cells) == f"{low:.3f}"
+    assert [t for t in cells if t.startswith("☆")] == [f"☆ {result.best_score:.3f}"]

@@ -5,8 +5,9 @@ or flag, a value of the wrong type), an invalid dataset, a ``ValueError`` / ``OS
 the library — exits 2 with ONE line ``rwb: error: …`` on stderr and no traceback. Anything
 else is a bug, reported the same way (``RWB_DEBUG=1`` shows its traceback). Ctrl-C exits 130
 with ``rwb: interrupted``, SIGTERM 143 with ``rwb: terminated``: both unwind the command (its
-temporaries are removed on the way) and print nothing else. Progress bars: ``eval.progress``
-(stderr, only on a terminal, never with ``--quiet``).
+temporaries are removed on the way) and print nothing else. Progress: ``eval.progress`` — each
+step named as it starts, bars where it counts (stderr, only on a terminal, never with
+``--quiet``).
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
 report), ``sweep`` (sweep, tune), ``learn`` (learn), ``holes`` (holes), ``importing``
@@ -35,6 +36,21 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         where = self.prog.removeprefix("rwb").strip()
         raise UsageError(f"{where}: {message}" if where else message)
+
+
+LONG = ("index", "search", "context", "eval", "report", "sweep", "tune", "learn", "holes", "export")
+"""Commands whose first step (loading the indexes' and the metrics' libraries) can take seconds."""
+
+
+def _first_step(argv: list[str] | None) -> None:
+    """Name the step before the command modules (LanceDB, Tantivy, ranx, numba) are first imported,
+    which on a loaded machine takes seconds with nothing on the screen."""
+    words = sys.argv[1:] if argv is None else argv
+    command = next((w for w in words if not w.startswith("-")), None)
+    imported = "eval.cli.experiment" in sys.modules
+    if command in LONG and not {"-h", "--help"} & set(words) and not imported:
+        progress.set_quiet("--quiet" in words)
+        progress.step(f"starting rwb {command} (loading its libraries)")
 
 
 def build_parser() -> Parser:
@@ -100,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None, standalone: bool) -> int:
     try:
+        _first_step(argv)
         args = build_parser().parse_args(argv)
         progress.set_quiet(getattr(args, "quiet", False))
         return args.func(args)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from eval.stores.judgments import SOURCES, Judgments, effective_qrels
 from eval.stores.pool import load_pool
-from eval.progress import Progress
+from eval.progress import Progress, step
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates
 from retrieval.dataset import Dataset, load_dataset
@@ -66,9 +66,12 @@ def add_pool_options(p: argparse.ArgumentParser) -> None:
 def load_with_pool(args) -> tuple[Dataset, Candidates]:
     """The dataset and its candidate pool (retrieved once, then read from the store)."""
     bounded("--pool-depth", args.pool_depth)
+    step(f"loading dataset {args.dataset}")
     dataset = load_dataset(args.dataset)
     if not dataset.qrels:
         raise ValueError(f"dataset {dataset.name!r} has no qrels (qrels/test.tsv): nothing to evaluate")
+    step(f"loading the candidate pool ({len(dataset.queries):,} queries, {args.embedder}, "
+         f"depth {args.pool_depth})")
     with Progress("doc") as progress:
         pool = load_pool(dataset, args.embedder, args.pool_depth, progress=progress, analyzer=args.analyzer)
     for text in dict.fromkeys(n for notes in pool.degraded for n in notes):

@@ -11,7 +11,7 @@ from eval.cli.sweep import add_sweep_options, check_sweep, run_sweep
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS
 from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS, metric_cutoff, parse_cutoffs
 from eval.experiments.experiment import DEFAULT_FAMILIES, Experiment, ExperimentOptions, experiment_configs, run_experiment
-from eval.progress import Progress
+from eval.progress import Progress, step
 from eval.experiments.replay import replay_metrics, replay_table
 from eval.reports.report import (SHORT_NOTE, detail_header, detail_rows, intent_rows, legend, means_rows, method_lines,
                          short_notes, text_table)
@@ -60,7 +60,7 @@ def _experiment(args, dataset, pool, options: ExperimentOptions, used) -> Experi
     with Progress("pipeline") as progress:
         return run_experiment(pool, dataset, args.pipeline, args.baseline, options,
                               qrels=used.qrels, judgments=used.to_json(),
-                              progress=progress.stage("pipelines"))
+                              progress=progress.stage("pipelines"), step=step)
 
 
 def cmd_eval(args) -> int:
@@ -151,6 +151,7 @@ def cmd_report(args) -> int:
     experiment = _experiment(args, dataset, pool, options, used)
     result = (run_sweep(args, dataset, pool, args.sweep, args.sweep_seed, qrels=used.qrels)
               if args.sweep else None)
+    step(f"writing the report into {args.out}")
     for path in experiment.write_report(args.out, result).values():
         print(f"wrote {path}")
     return 0

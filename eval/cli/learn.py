@@ -17,7 +17,7 @@ from eval.learning.nested import (
 )
 from eval.learning.router import prepare_pool
 from eval.metrics.measure import parse_metric
-from eval.progress import Progress
+from eval.progress import Progress, step
 from eval.reports.report import text_table
 from eval.stores.configs import resolve_config
 from retrieval.learned_model import model_to_json
@@ -93,6 +93,8 @@ def cmd_learn(args) -> int:
     pool = prepare_pool(
         pool, dataset.queries, [default], args.embedder
     )  # learned routes, if it follows them
+    step(f"learning ({args.model}): features, then nested CV {args.folds} × {args.inner_folds} "
+         "folds")
     with Progress("fit") as progress:
         result = learn(
             pool,

@@ -10,7 +10,7 @@ from eval.cli._common import (add_pool_options, bounded, check_depth, judgments,
 from eval.search.executors import EXECUTORS, MAX_WORKERS, check_reachable, import_ray, make_executor
 from eval.metrics.measure import parse_metric
 from eval.learning.router import prepare_pool
-from eval.progress import Progress
+from eval.progress import Progress, step
 from eval.reports.report import SWEEP_HEADER, sweep_rows, text_table
 from eval.search.space import Space, parse_param, parse_sum
 from eval.search.sweep import MAX_POINTS, SweepResult, sweep
@@ -42,6 +42,7 @@ def run_sweep(args, dataset, pool, pipeline: str, seed: int, executor=None,
     space = check_sweep(args, pipeline)
     check_depth({base.name: base}, pool.pool_depth)
     pool = prepare_pool(pool, dataset.queries, [base], args.embedder)  # learned routes, if it follows them
+    step(f"sweeping {base.name} ({args.random or 'every'} grid points, {args.folds}-fold CV)")
     with Progress("config") as progress:
         return sweep(pool, dataset.qrels if qrels is None else qrels, base, space, args.metric,
                      args.random, args.folds, seed, progress.stage("configs"), executor=executor)
@@ -151,6 +152,8 @@ def cmd_tune(args) -> int:
     pool = prepare_pool(pool, dataset.queries, [base], args.embedder)  # learned routes, if it follows them
     check_space(base, space, args.sampler, pool.pool_depth)
     check_depth({base.name: base}, pool.pool_depth)
+    step(f"tuning {base.name}: {args.trials} trials per search, nested CV {args.folds} × "
+         f"{args.inner_folds} folds")
     with make_executor(args.executor, args.address, args.workers) as executor, Progress("trial") as progress:
         result = tune(pool, used.qrels, base, space, trials=args.trials, folds=args.folds,
                       seed=args.seed, sampler=args.sampler, metric=args.metric,

@@ -160,25 +160,32 @@ def run_experiment(pool: Candidates, dataset: Dataset,
                    pipelines: Sequence[str | PipelineConfig] | Mapping[str, PipelineConfig],
                    baseline: str | PipelineConfig = "vector", options: ExperimentOptions | None = None, *,
                    qrels: dict[str, dict[str, int]] | None = None, judgments: dict | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> Experiment:
+                   progress: Callable[[int, int], None] | None = None,
+                   step: Callable[[str], None] | None = None) -> Experiment:
     """Evaluate ``pipelines`` and ``baseline`` on ``pool`` (the candidates of ``dataset``'s queries).
 
     ``qrels`` defaults to the dataset's own; commands and pages pass
     ``eval.stores.judgments.effective_qrels`` and its description as ``judgments``; intents,
     router labels and token counts come from ``dataset``. Significance is
     computed when there is more than the baseline; the router is evaluated when some query is
-    labelled with an intent the router knows. ``progress(done, total)`` is called per pipeline."""
+    labelled with an intent the router knows. ``progress(done, total)`` is called per pipeline,
+    ``step(name)`` as each later stage starts (``eval.progress.step`` on the command line)."""
     options = options or ExperimentOptions()
+    say = step or (lambda name: None)
     if qrels is None:
         qrels, judgments = dataset.qrels, {"label": "dataset qrels"}
     configs = experiment_configs(pipelines, baseline)
     base_label = next(iter(configs))
+    say(f"scoring {len(configs)} pipelines on {pool.n_queries:,} queries")
     pool = prepare_pool(pool, dataset.queries, configs)  # learned routes, when a pipeline follows them
     evaluation = evaluate_pipelines(pool, qrels, configs, options.metrics, intent_of(dataset.queries), progress)
     significance = None
     if len(configs) > 1:
+        say("significance tests (" + (f"Fisher, {options.permutations:,} permutations)"
+                                      if options.test == "fisher" else "paired t)"))
         significance = compare_to_baseline(evaluation, qrels, base_label, options.test, options.correction,
                                            options.alpha, options.permutations, options.seed)
+    say(f"confidence intervals ({options.bootstrap:,} bootstrap resamples)")
     intervals = bootstrap_intervals(evaluation, base_label, options.bootstrap, options.seed)
     tokens = document_tokens(dataset.documents)
     budget = {label: budget_recall(pool, qrels, run.ranking, options.token_budget, tokens)
@@ -186,10 +193,12 @@ def run_experiment(pool: Candidates, dataset: Dataset,
     labels = {q.id: q.intent for q in dataset.queries}
     router = learned = None
     if any(intent in INTENT_TO_PROFILE for intent in labels.values()):
+        say("evaluating the intent router")
         router = evaluate_router(pool, qrels, labels, ROUTER_PIPELINE, options.router_metric)
         learned = evaluate_learned_router(pool, qrels, labels, query_vectors(pool), ROUTER_PIPELINE,
                                           options.router_metric)
     rankings = {label: run.ranking for label, run in evaluation.runs.items()}
+    say("judgment bias (judged@k, nDCG'@k, bpref)")
     bias = bias_table(pool, qrels, rankings, base_label, metric_cutoff(options.primary) or 5,
                       options.alpha, options.permutations, options.seed)
     return Experiment(evaluation, significance, budget, router, base_label, options, intervals,

@@ -383,6 +383,29 @@ def _confusion_figure(router: RouterEvaluation):
     return fig
 
 
+CLIP_PERCENTILE = 10
+TEXT_CELLS = 144   # a grid up to 12 × 12 shows each cell's value as text
+
+
+def colour_range(values) -> tuple[float | None, float | None, bool]:
+    """``(zmin, zmax, clipped)`` of a heatmap's colour scale over the values it shows.
+
+    The top is the largest value; the bottom is the ``CLIP_PERCENTILE``-th percentile, so that a
+    few degenerate settings (every weight 0) take the darkest colour instead of flattening the
+    rest into one hue; ``clipped`` says whether any value lies below it. ``(None, None, False)``
+    (the plotting library's own range) when no value is finite or all are equal."""
+    z = np.asarray(values, dtype=np.float64)
+    finite = z[np.isfinite(z)]
+    if finite.size == 0:
+        return None, None, False
+    low, high = float(np.percentile(finite, CLIP_PERCENTILE)), float(finite.max())
+    if not high > low:
+        low = float(finite.min())
+    if not high > low:
+        return None, None, False
+    return low, high, bool((finite < low).any())
+
+
 def _sweep_figure(result: SweepResult):
     import plotly.graph_objects as go
 
@@ -404,14 +427,25 @@ def _sweep_figure(result: SweepResult):
     for a, b, s in zip(yi, xi, result.scores):
         z[a, b] = s if np.isnan(z[a, b]) else max(z[a, b], s)
     note = "" if len(names) == 2 else f" (best over {', '.join(names[2:])})"
+    low, high, clipped = colour_range(z)
+    scale = result.metric + (f"<br>(≤ {low:.3f}:<br>darkest)" if clipped else "")
+    best = result.points[result.best_index]
+    text = {}
+    if z.size <= TEXT_CELLS:  # each value written in its cell, the best one starred
+        labels = np.array([[f"{v:.3f}" if np.isfinite(v) else "" for v in row] for row in z],
+                          dtype=object)
+        labels[yi[result.best_index], xi[result.best_index]] = f"☆ {result.best_score:.3f}"
+        text = dict(text=labels.tolist(), texttemplate="%{text}", textfont=dict(size=11))
     fig = go.Figure(go.Heatmap(z=z.tolist(), x=xs.tolist(), y=ys.tolist(), colorscale="Viridis",
-                               colorbar=dict(title=result.metric),
+                               zmin=low, zmax=high, colorbar=dict(title=scale), xgap=1, ygap=1,
+                               **text,
                                hovertemplate=f"{names[0]}=%{{x}}<br>{names[1]}=%{{y}}<br>{result.metric}=%{{z:.4f}}"
                                              "<extra></extra>"))
-    best = result.points[result.best_index]
-    fig.add_trace(go.Scatter(x=[best[0]], y=[best[1]], mode="markers", name="best on all queries",
-                             marker=dict(symbol="star", size=16, color="white", line=dict(color="black", width=1.5)),
-                             hovertemplate=f"best: {result.best_score:.4f}<extra></extra>"))
+    if not text:
+        star = dict(symbol="star", size=16, color="white", line=dict(color="black", width=1.5))
+        fig.add_trace(go.Scatter(x=[best[0]], y=[best[1]], mode="markers",
+                                 name="best on all queries", marker=star,
+                                 hovertemplate=f"best: {result.best_score:.4f}<extra></extra>"))
     fig.update_layout(title=f"Sweep of {result.base.name}: {result.metric}{note} — ☆ best on all queries",
                       xaxis_title=names[0], yaxis_title=names[1], showlegend=False)
     return fig
