@@ -19,6 +19,7 @@ from pages import _state as s
 from pages import _tables as tb
 from pages import _tune_state as tn
 from pages import _errors as er
+from pages import _queue as qu
 from pages import _tries as tr
 from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
@@ -200,6 +201,9 @@ def query_picker() -> None:
                        "computed once per configuration).")
         st.toggle("Query list", key="tune_query_list", disabled=c is None,
                   help="Every query's score and delta against the baseline (click a header to sort).")
+        st.toggle("Judging queue", key="tune_queue", disabled=c is None,
+                  help="The unjudged results in this configuration's or the baseline's top 5, "
+                       "by how far one grade could swing the comparison; grade them here.")
     if qi is not None:
         tr.query_note(store, c.query_ids[qi])
 
@@ -276,7 +280,8 @@ def live() -> None:
                 ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, rev, ws.baseline, config)
         view = views.tune_view(
             config, ws.dataset.documents, pool=pool, ev=ev, baseline=ws.baseline, base_ev=base_ev, qrels=qrels,
-            base_pool=s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline) if qi is not None else None,
+            base_pool=(s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline)
+                       if c is not None else None),
             qi=qi, intent=intents.get(c.query_ids[qi], "") if qi is not None else "",
             free_text=ws.free_text(free_text) if qi is None and free_text else None,
             metrics=s.METRICS, primary=s.PRIMARY, fisher=ps)
@@ -287,7 +292,8 @@ def live() -> None:
             summary = (f"Query set · metrics@5 · <code>{h(run_name)}</code> vs baseline "
                        f"<code>{h(ws.baseline.name)}</code> over {view.n_judged} judged queries · p: {test} "
                        "(one configuration vs the baseline: nothing to correct across systems, as in "
-                       "<code>rwb eval</code>)")
+                       f"<code>rwb eval</code>; judged@5: paired t-test) · judgments: "
+                       f"{h(hx.judgments_label(ws.path, ws.stamp, rev))}")
         if view.score is not None:
             summary += "<br>" + tb.query_score_html(view.score, s.metric_label(view.score.metric))
         if qi is None and not free_text:
@@ -331,6 +337,8 @@ def live() -> None:
                              "score": st.column_config.NumberColumn(label, format="%.4f"),
                              "baseline": st.column_config.NumberColumn(f"baseline {label}", format="%.4f"),
                              "delta": st.column_config.NumberColumn("Δ", format="%+.4f")})
+        if ev is not None and st.session_state.get("tune_queue"):
+            qu.panel(ws, pool, qrels, ev, base_ev, run_name, on_grade)
         if log_clicked and ev is not None:
             entry = ws.log_experiment(config, ev.means, "tune", base_ev.means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
