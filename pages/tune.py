@@ -257,8 +257,8 @@ def live() -> None:
                 st.download_button("Download", text, key="tune_export_download",
                                    file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",
                                    icon=":material/download:")
-            except ValueError as error:  # what the engine cannot express, named
-                st.error(md(str(error)))
+            except ValueError as error:  # what the engine cannot express, named (not a fault)
+                st.info(md(str(error)))
         if c is not None:
             tr.panel(store, s.PRIMARY, s.metric_label(s.PRIMARY))
 
