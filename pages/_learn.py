@@ -88,19 +88,29 @@ def show(r: LearnResult, default_label: str, on_apply: Callable, on_save: Callab
     metric = sh.metric_label(r.metric)
     cols = st.columns(4)
     cols[0].metric(f"learned · held-out {metric}", f"{r.held_out_mean:.3f}", border=True,
-                   delta=f"judged@5 {r.judged['held_out']:.2f}", delta_color="off",
                    help="Each query scored by the model a learning run that never saw it chose "
                         "and fitted.")
     for col, comp in zip(cols[1:3], r.comparisons):
-        judged = r.judged.get(comp.pipeline, float("nan"))
         col.metric(f"vs {comp.name}", f"{comp.mean:.3f}", delta=f"{comp.delta:+.3f}",
-                   delta_description=f"p {hx.fmt_p(comp.p_fisher)} (Holm "
-                                     f"{hx.fmt_p(comp.p_fisher_holm)}) · judged@5 {judged:.2f}",
-                   border=True, help=f"Fisher's randomization test, paired over the same "
-                                     f"{r.n_queries} held-out queries; W/T/L "
-                                     f"{comp.wins}/{comp.ties}/{comp.losses}.")
+                   delta_description=f"p {hx.fmt_p(comp.p_fisher)}", border=True,
+                   help=f"Fisher's randomization test, paired over the same {r.n_queries} "
+                        f"held-out queries (Holm over the two comparisons: "
+                        f"{hx.fmt_p(comp.p_fisher_holm)}); W/T/L "
+                        f"{comp.wins}/{comp.ties}/{comp.losses}.")
     cols[3].metric("final · in-sample", f"{r.final_score:.3f}", border=True,
                    help="The procedure run on all queries; its score on them is optimistic.")
+    table = [{"pipeline": "learned (held out)", metric: r.held_out_mean,
+              "judged@5": r.judged["held_out"], "Δ learned": None, "p Fisher": "",
+              "p Holm": "", "W/T/L": ""}]
+    table += [{"pipeline": comp.name, metric: comp.mean,
+               "judged@5": r.judged.get(comp.pipeline, float("nan")), "Δ learned": comp.delta,
+               "p Fisher": hx.fmt_p(comp.p_fisher), "p Holm": hx.fmt_p(comp.p_fisher_holm),
+               "W/T/L": f"{comp.wins}/{comp.ties}/{comp.losses}"} for comp in r.comparisons]
+    st.dataframe(table, hide_index=True, key="learn_compare", use_container_width=True,
+                 column_config={metric: st.column_config.NumberColumn(format="%.4f"),
+                                "judged@5": st.column_config.NumberColumn(
+                                    format="%.3f", help="share of the top 5 with any judgment"),
+                                "Δ learned": st.column_config.NumberColumn(format="%+.4f")})
     chosen = (code(str(r.final.spec)) if r.final.kind == "learned"
               else f"default {code(r.default.name)} kept (no model beat it in the inner folds)")
     st.markdown(f"**Final model** {chosen}  \n{len(r.feature_names)} features at depth "

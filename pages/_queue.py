@@ -31,10 +31,10 @@ def panel(ws: s.Workspace, pool, qrels: dict, ev, base_ev, run_name: str,
             hole = row.hole
             key = f"tune_queue_{hole.query_id}_{hole.doc_id}"
             st.session_state[key] = None              # a graded pair leaves the queue
-            cols = st.columns([1.25, 4.0, 1.05, 1.9], vertical_alignment="center")
+            cols = st.columns([1.0, 4.4, 0.9, 1.6], vertical_alignment="center")
             cols[0].markdown(f"{code(hole.query_id)} · {code(hole.doc_id)}",
                              help=md(row.query_text[:500]))
-            text = row.doc_text[:140] + ("…" if len(row.doc_text) > 140 else "")
+            text = row.doc_text[:110] + ("…" if len(row.doc_text) > 110 else "")
             cols[1].markdown(md(text),
                              help=md(f"Query: {row.query_text[:500]}\n\n{row.doc_text[:1500]}"))
             cols[2].markdown(

@@ -21,7 +21,7 @@ def queries_frame(path: str, stamp: tuple):
     return tb.queries_frame(sh.get_dataset(path, stamp))
 
 
-CORPUS_COLUMNS = ["id", "text", "path", "type", "scope", "updated", "confidence", "vitality"]
+CORPUS_COLUMNS = ["id", "text", "path", "type", "scope", "confidence", "vitality"]
 ws = sh.workspace()
 ds = ws.dataset
 st.title("Data")

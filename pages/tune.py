@@ -193,19 +193,22 @@ def query_picker() -> None:
         st.session_state["tune_free_text"] = state.text
         picks[1].text_input("Free-text query", key="tune_free_text", placeholder="ask the memory anything…",
                             on_change=on_pick, args=("text", "tune_free_text"))
-    with picks[2]:
-        st.segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True, disabled=c is None,
-                             help="Grade: one click per result sets its judgment for this query.")
-        st.toggle("Fisher p", key="tune_fisher", disabled=c is None,
-                  help="Fisher's randomization test instead of the paired t-test (10,000 permutations; "
-                       "computed once per configuration).")
-        st.toggle("Query list", key="tune_query_list", disabled=c is None,
-                  help="Every query's score and delta against the baseline (click a header to sort).")
-        st.toggle("Judging queue", key="tune_queue", disabled=c is None,
+    picks[2].segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True,
+                               disabled=c is None,
+                               help="Grade: one click per result sets its judgment for this query.")
+    row = st.columns([2.3, 0.75, 0.85, 1.05], vertical_alignment="center")   # one row, no tall column
+    row[1].toggle("Fisher p", key="tune_fisher", disabled=c is None,
+                  help="Fisher's randomization test instead of the paired t-test (10,000 "
+                       "permutations; computed once per configuration).")
+    row[2].toggle("Query list", key="tune_query_list", disabled=c is None,
+                  help="Every query's score and delta against the baseline (click a header to "
+                       "sort).")
+    row[3].toggle("Judging queue", key="tune_queue", disabled=c is None,
                   help="The unjudged results in this configuration's or the baseline's top 5, "
                        "by how far one grade could swing the comparison; grade them here.")
     if qi is not None:
-        tr.query_note(store, c.query_ids[qi])
+        with row[0]:
+            tr.query_note(store, c.query_ids[qi])
 
 
 def query_pick(state) -> tuple[int | None, str]:
@@ -337,8 +340,6 @@ def live() -> None:
                              "score": st.column_config.NumberColumn(label, format="%.4f"),
                              "baseline": st.column_config.NumberColumn(f"baseline {label}", format="%.4f"),
                              "delta": st.column_config.NumberColumn("Δ", format="%+.4f")})
-        if ev is not None and st.session_state.get("tune_queue"):
-            qu.panel(ws, pool, qrels, ev, base_ev, run_name, on_grade)
         if log_clicked and ev is not None:
             entry = ws.log_experiment(config, ev.means, "tune", base_ev.means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
@@ -352,6 +353,8 @@ def live() -> None:
             st.caption(f"Server: this {'fragment ' if fragment_run else ''}rerun took **{total:.1f} ms** "
                        f"(engine: re-score + rank + metrics over {c.n_queries} queries {ev.seconds * 1000:.2f} ms); "
                        "the browser's own rendering comes on top.")
+    if ev is not None and st.session_state.get("tune_queue"):    # full width, below both columns
+        qu.panel(ws, pool, qrels, ev, base_ev, run_name, on_grade)
 
 
 st.html(tb.CSS)           # once per page, outside the fragment: the live HTML below carries no styles
