@@ -794,3 +794,21 @@ def test_data_import_runs_builds_the_pool_from_the_runs_without_an_index(app, ho
     after = set((home / "indexes").glob("*")) if (home / "indexes").is_dir() else set()
     assert after == indexes                              # no index built, no model loaded
     assert at.session_state["data_imported"] == str(dest)
+
+
+def test_data_import_ubi_adds_implicit_judgments_to_a_dataset(app, tmp_path):
+    from tests.test_runs import import_fixture
+    from tests.test_ubi import logs as make_logs
+
+    dest = import_fixture(tmp_path / "mine").dest
+    queries, events = make_logs.__wrapped__(tmp_path)
+    at = goto(app, "pages/data.py")
+    at = run(at.selectbox(key="data_import_kind").set_value("ubi"))
+    field = at.text_input(key="data_import_dest_existing")           # a dataset to add to, not new
+    assert field.label == "Dataset folder"
+    at = run(field.set_value(str(dest)))
+    at = run(at.text_input(key="data_import_queries").set_value(str(queries)))
+    at = run(at.text_input(key="data_import_events").set_value(str(events)))
+    at = run(at.button(key="data_import").click())
+    assert not at.error, [e.value for e in at.error]
+    assert (dest / "qrels" / "implicit.tsv").is_file()
