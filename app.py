@@ -44,6 +44,10 @@ PAGES = {
 }
 
 
+JUDGMENT_SOURCES = {"explicit": "explicit (qrels + edits)", "implicit": "implicit (clicks)",
+                    "both": "both (explicit first)"}
+
+
 def sidebar() -> None:
     sh.init_shared_state()
     with st.sidebar:
@@ -65,6 +69,14 @@ def sidebar() -> None:
         path = sh.dataset_path()
         try:
             dataset = sh.get_dataset(path, sh.dataset_stamp(path))
+            sources = sh.judgment_sources(dataset)
+            if st.session_state[sh.K_JUDGMENTS] not in sources:
+                st.session_state[sh.K_JUDGMENTS] = "explicit"
+            st.selectbox("Judgments", sources, key=sh.K_JUDGMENTS, disabled=len(sources) == 1,
+                         format_func=JUDGMENT_SOURCES.get,
+                         help="What every figure is computed with. implicit: click-derived "
+                              "judgments (qrels/implicit.tsv, `rwb import ubi`); both: explicit "
+                              "ones, implicit ones where nobody judged.")
             judged = sum(len(v) for v in dataset.qrels.values())
             st.caption(f"**{md(dataset.name)}** · {len(dataset.documents)} docs · {len(dataset.queries)} queries · "
                        f"{judged} judgments")

@@ -32,3 +32,15 @@ def guard(title: str) -> Iterator[None]:
         yield
     except (ValueError, OSError, RuntimeError) as error:
         stop(title, error)
+
+
+def experiments_or_stop() -> list[dict]:
+    """The experiment log, or one error line and ``st.stop()`` when the file is damaged."""
+    from eval.stores.experiments import ExperimentStore
+
+    try:
+        return ExperimentStore().list()
+    except (OSError, ValueError) as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        stop("Cannot read the experiment log", lines[0][:300] if lines else type(error).__name__)
+        raise  # not reached: stop() ends the run

@@ -77,12 +77,18 @@ def harness_experiment(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
                        configs: tuple[tuple[str, PipelineConfig], ...], baseline: PipelineConfig,
                        options: ExperimentOptions) -> Experiment:
     """``eval.experiments.experiment.run_experiment`` (the one composition ``rwb eval`` and ``rwb report``
-    use) on the pool, with the workbench's merged qrels."""
+    use) on the pool, with the judgments ``qrels_rev`` names (``Workspace.qrels_rev``)."""
     dataset = get_dataset(path, stamp)
-    used = effective_qrels(dataset)
+    used = effective_qrels(dataset, source=qrels_rev[0])
     pool = get_pool(path, stamp, embedder)
     return run_experiment(pool, dataset, dict(configs), baseline, options, qrels=used.qrels,
                           judgments=used.to_json())
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def judgments_label(path: str, stamp: tuple, qrels_rev: tuple) -> str:
+    """Which judgments a figure used (``Judgments.label``), for the version ``qrels_rev`` names."""
+    return effective_qrels(get_dataset(path, stamp), source=qrels_rev[0]).label
 
 
 def experiment_for(ws: Workspace, labelled: dict[str, PipelineConfig],

@@ -25,9 +25,9 @@ from eval.experiments.live import LiveRun, evaluate_config
 from eval.experiments.views import METRIC_LABELS, metric_label  # noqa: F401 (pages read them here)
 from eval.stores.pool import STEP_NAMES, load_pool, pool_path, prepare
 from eval.stores.experiments import ExperimentStore
-from eval.stores.judgments import JudgmentStore, effective_qrels
+from eval.stores.judgments import SOURCES, Judgments, JudgmentStore, effective_qrels
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
-from retrieval.dataset import Dataset, DatasetError, Query, load_dataset, qrels_path
+from retrieval.dataset import IMPLICIT_QRELS, Dataset, DatasetError, Query, load_dataset, qrels_path
 from retrieval.index import IndexHandle, open_index, rwb_home
 from retrieval.pipeline import PipelineConfig, from_toml
 
@@ -48,6 +48,7 @@ K_DATASET = "rwb_dataset"
 K_DATASET_TYPED = "rwb_dataset_typed"
 K_EMBEDDER = "rwb_embedder"
 K_BASELINE = "rwb_baseline"
+K_JUDGMENTS = "rwb_judgments"     # explicit | implicit | both (eval.stores.judgments.SOURCES)
 K_RUN_STARTED = "rwb_run_started"
 TUNE_KNOB_PREFIX = "tune_k_"
 TUNE_KNOBS_DRAWN = "tune_knobs_drawn"     # knob paths the last run drew (pages/_knobs.render)
@@ -78,39 +79,17 @@ def dataset_choices() -> list[str]:
     return list(dict.fromkeys([env_dataset(), *found]))
 
 
-def ensure_navigation() -> None:
-    """Route through app.py even when the server's first visitor opens a page URL directly.
-
-    Streamlit starts in its legacy "pages/ folder" mode (our pages live in ``pages/``) and
-    leaves it only once ``st.navigation`` has run; until then a URL such as ``/sweep`` runs
-    the page script alone, without app.py's navigation and sidebar. Leave that mode and
-    rerun: the rerun executes app.py, whose ``st.navigation`` opens the requested page.
-
-    Why a private attribute: Streamlit 1.67 decides the mode once per process in
-    ``PagesManager.__init__`` from ``(main script folder / "pages").exists()``; no config option
-    turns it off, and only ``st.navigation`` (which runs in app.py, too late for a first visit to
-    a page URL) resets the class attribute. The folder keeps its name (product layout), so this
-    is the one place the flag is flipped.
-    """
-    try:
-        from streamlit import config
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # a future Streamlit without the legacy mode
-        return
-    # AppTest resets the flag before every run and runs a switched-to page alone, on purpose
-    if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def init_shared_state() -> None:
     """Defaults for the sidebar keys, so every page also runs on its own."""
+    from pages._navigation import ensure_navigation
+
     ensure_navigation()
     if K_DATASET not in st.session_state:        # a link names the dataset (pages/_tune_state.py writes it)
         st.session_state[K_DATASET] = st.query_params.get("dataset") or env_dataset()
     st.session_state.setdefault(K_DATASET_TYPED, "")
     st.session_state.setdefault(K_EMBEDDER, EMBEDDERS[0])
     st.session_state.setdefault(K_BASELINE, "vector")
+    st.session_state.setdefault(K_JUDGMENTS, "explicit")
 
 
 def dataset_path() -> str:
@@ -194,9 +173,10 @@ def pool_for(path: str, stamp: tuple, embedder: str, config: PipelineConfig) -> 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def get_judged(path: str, stamp: tuple, embedder: str, qrels_rev: tuple) -> tuple[dict, Judged]:
-    """The judgments every command uses (``effective_qrels``) and their alignment with the pool."""
+    """The judgments every command uses (``effective_qrels``, from the source ``qrels_rev``
+    names: ``Workspace.qrels_rev``) and their alignment with the pool."""
     dataset = get_dataset(path, stamp)
-    qrels = effective_qrels(dataset).qrels
+    qrels = effective_qrels(dataset, source=qrels_rev[0]).qrels
     return qrels, judge(get_pool(path, stamp, embedder), qrels)
 
 
@@ -249,14 +229,22 @@ class Workspace:
     embedder: str
     dataset: Dataset
     baseline_label: str
+    source: str = "explicit"          # the judgments every figure uses (the sidebar's choice)
 
     @property
     def judgments(self) -> JudgmentStore:
+        """The one store grades are written to (explicit judgments)."""
         return JudgmentStore(self.dataset)
 
     @property
     def qrels_rev(self) -> tuple:
-        return file_stamp(self.judgments.path)
+        """The judgments' version, a cache key: (source, the store's and implicit.tsv's stamps)."""
+        return (self.source, file_stamp(self.judgments.path),
+                file_stamp(self.dataset.root / IMPLICIT_QRELS))
+
+    def judgments_used(self) -> Judgments:
+        """The judgments every figure uses; ``.label`` says which they are."""
+        return effective_qrels(self.dataset, source=self.source)
 
     @property
     def baseline(self) -> PipelineConfig:
@@ -273,7 +261,7 @@ class Workspace:
         return get_judged(self.path, self.stamp, self.embedder, self.qrels_rev)
 
     def qrels(self) -> dict:
-        return effective_qrels(self.dataset).qrels
+        return self.judgments_used().qrels
 
     def log_experiment(self, config: PipelineConfig, means: dict[str, float], source: str,
                        baseline_means: dict[str, float] | None = None) -> dict:
@@ -315,7 +303,9 @@ def workspace() -> Workspace:
     except (OSError, ValueError) as error:  # unreadable, or outside RWB_DATA_ROOT in remote use
         st.error(f"Cannot read dataset {md(path)}: {md(one_line(error))}")
         st.stop()
-    ws = Workspace(path, stamp, st.session_state[K_EMBEDDER], dataset, st.session_state[K_BASELINE])
+    source = st.session_state[K_JUDGMENTS]
+    ws = Workspace(path, stamp, st.session_state[K_EMBEDDER], dataset, st.session_state[K_BASELINE],
+                   source if source in judgment_sources(dataset) else "explicit")
     try:  # a damaged judgments file (a grade stored as "3") is named once here, not in every widget
         ws.judgments.history()
     except (OSError, ValueError) as error:
@@ -324,22 +314,15 @@ def workspace() -> Workspace:
     return ws
 
 
+def judgment_sources(dataset: Dataset) -> tuple[str, ...]:
+    """The judgment sources a dataset offers: implicit ones only with ``qrels/implicit.tsv``."""
+    return SOURCES if (dataset.root / IMPLICIT_QRELS).is_file() else ("explicit",)
+
+
 def one_line(error: BaseException) -> str:
     """An exception as one line for ``st.error`` (its first line, or its type)."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return lines[0][:300] if lines else type(error).__name__
-
-
-def experiments_or_stop() -> list[dict]:
-    """The experiment log, or one error line and ``st.stop()`` when the file is damaged."""
-    from eval.stores.experiments import ExperimentStore
-    from pages._markup import md
-
-    try:
-        return ExperimentStore().list()
-    except (OSError, ValueError) as error:
-        st.error(f"Cannot read the experiment log: {md(one_line(error))}", icon=":material/error:")
-        st.stop()
 
 
 def config_or_stop(label) -> PipelineConfig:
@@ -391,7 +374,7 @@ def _named_progress(status, bar, embedder: str) -> Callable[[str, int, int], Non
 
 def prepare_dataset(path: str, embedder: str, progress: Callable[[str, int, int], None]) -> Candidates | None:
     """Validate a dataset folder, build its indexes and candidate pool (``eval.stores.pool.prepare``)."""
-    return prepare(load_dataset(resolve_path(path)), embedder, progress)[1]
+    return prepare(load_dataset(resolve_path(path)), embedder, progress, needed_only=True)[1]
 
 
 def home_dir() -> Path:
@@ -405,11 +388,10 @@ def format_label(label: str) -> str:
         return f"◆ profile · {label[8:]}"
     if label.startswith("saved:"):
         return f"★ saved · {label[6:]}"
+    if label.endswith(".toml"):          # a pipeline file (the Learn mode's kept pipeline)
+        return f"▸ file · {Path(label).name}"
     return f"▸ {label}"
 
 
 def parse_toml(text: str) -> PipelineConfig:
     return from_toml(text, "edited profile")
-
-
-# ---- stores: profiles and experiments -------------------------------------------------------

@@ -21,6 +21,7 @@ def queries_frame(path: str, stamp: tuple):
     return tb.queries_frame(sh.get_dataset(path, stamp))
 
 
+CORPUS_COLUMNS = ["id", "text", "path", "type", "scope", "confidence", "vitality"]
 ws = sh.workspace()
 ds = ws.dataset
 st.title("Data")
@@ -42,8 +43,14 @@ with corpus_tab:
     types = f[2].multiselect("Memory type", sorted(corpus["type"].unique()), key="data_types")
     scopes = f[3].multiselect("Scope", sorted(corpus["scope"].unique()), key="data_scopes")
     shown = tb.filter_frame(corpus, text, path=paths, type=types, scope=scopes)
-    st.caption(f"{len(shown)} of {len(corpus)} documents")
-    st.dataframe(shown, hide_index=True, height=560, key="data_corpus", column_config={
+    r = st.columns([3, 1], vertical_alignment="bottom")
+    r[0].caption(f"{len(shown)} of {len(corpus)} documents")
+    with r[1].popover("Columns", icon=":material/view_column:", use_container_width=True):
+        columns = st.multiselect("Columns shown", list(corpus.columns), default=CORPUS_COLUMNS,
+                                 key="data_columns", help="The rest stay searchable; the default "
+                                 "set fits a 1400 px window.")
+    st.dataframe(shown, hide_index=True, height=560, key="data_corpus", column_order=columns,
+                 column_config={
         "text": st.column_config.TextColumn(width="large"),
         "confidence": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f", width="small"),
         "vitality": st.column_config.ProgressColumn(min_value=0, max_value=100, format="%d", width="small"),
@@ -159,17 +166,22 @@ with import_tab:
         source = c2.text_input("Source (file or folder)", key="data_import_source",
                                help=importer.source, disabled=importer.source is None)
         c3, c4, c5 = st.columns([2, 1.3, 0.8], vertical_alignment="bottom")
-        dest = c3.text_input("New dataset folder", value="datasets/imported", key="data_import_dest")
+        existing = importer.existing         # ubi: adds to a dataset (its folder, not a new one)
+        dest = c3.text_input("Dataset folder" if existing else "New dataset folder",
+                             help=importer.dest, value=ws.path if existing else "datasets/imported",
+                             key="data_import_dest_existing" if existing else "data_import_dest")
         name = c4.text_input("Name (optional)", key="data_import_name")
-        force = c5.checkbox("Replace", key="data_import_force", help="Replace the folder if it is a dataset already.")
+        force = c5.checkbox("Replace", key="data_import_force", disabled=importer.existing,
+                            help="Replace the folder if it is a dataset already.")
         options = {}
         for option in importer.options:  # the importer's own options (several: space-separated)
             key = f"data_import_{option.key}"
             if option.switch:
                 options[option.key] = st.checkbox(option.flag, help=option.help, key=key)
                 continue
-            value = st.text_input(option.flag + (" (required)" if option.required else ""),
-                                  help=option.help, key=key,
+            value = st.text_input(option.flag + (" (required)" if option.required else "")
+                                  + (" · several: space-separated" if option.many else ""),
+                                  help=option.help, key=key, placeholder=option.metavar or "",
                                   value=ws.path if option.key == "corpus" else "")
             options[option.key] = value.split() if option.many else value.strip()
         if st.button("Import", type="primary", icon=":material/upload:",

@@ -8,7 +8,8 @@ import streamlit as st
 from eval.statistics.significance import CORRECTION_NAMES, CORRECTIONS
 from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS
 from eval.experiments.experiment import ExperimentOptions
-from eval.reports.report import SHORT_NOTE, legend, method_lines, short_notes
+from eval.metrics.judgment_bias import bias_lines
+from eval.reports.report import BIAS_NOTE, SHORT_NOTE, legend, method_lines, short_notes
 from eval.stores import configs as cfg
 from pages import _charts as ch
 from pages import _harness as hx
@@ -86,6 +87,13 @@ with means_col:
                  column_config={"metric": st.column_config.TextColumn("metric", pinned=True)})
     if significance:
         st.caption(md(legend(significance)))
+    if experiment.bias:                 # judged@k, nDCG'@k, bpref (eval.metrics.judgment_bias)
+        header, rows, notes = bias_lines(list(experiment.bias))
+        st.markdown("**Judgment bias** · how much of each top k was never judged")
+        pinned = st.column_config.TextColumn("pipeline", pinned=True)
+        st.dataframe([dict(zip(header, r)) for r in rows], hide_index=True, key="eval_bias",
+                     column_config={"pipeline": pinned})
+        st.caption(md(BIAS_NOTE) + "".join(f"  \n:orange[{md(n)}]" for n in notes))
 with stats_col:
     st.subheader("Statistics")
     if st.session_state.get("eval_stat_metric") not in evaluation.metrics:

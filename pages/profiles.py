@@ -39,13 +39,14 @@ with overview:
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="profiles_presets",
                  column_config={"dense": weight, "sparse": weight, "time": weight, "graph": weight})
     st.markdown("**Seed pipelines**")
-    st.dataframe(pd.DataFrame([{
+    # a static table: the descriptions wrap instead of being cut or scrolled at 1400 px
+    st.table(pd.DataFrame([{k: "" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+                            for k, v in {
         "pipeline": p.name, "fusion": p.fusion, "max results": p.max_results,
         "multiplier": p.candidate_multiplier, "depth": p.depth, "min score": p.min_score,
         "token budget": p.token_budget, "fast/timeline": ("fast " if p.fast_path else "") +
         ("timeline" if p.timeline_path else "") or "—", "description": p.description,
-    } for p in PIPELINES.values()]), hide_index=True, key="profiles_pipelines",
-        column_config={"description": st.column_config.TextColumn(width="large")})
+    }.items()} for p in PIPELINES.values()]).set_index("pipeline"))
     saved = [label[6:] for label in cfg.config_labels() if label.startswith("saved:")]
     st.caption(f"{len(saved)} saved profile(s) under {code(sh.home_dir() / 'profiles')}"
                + (": " + ", ".join(md(n) for n in saved) if saved else "."))

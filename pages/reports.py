@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from eval.stores import configs as cfg
+from pages import _errors as er
 from pages import _harness as hx
 from pages import _state as sh
 from pages import _tune_state as tn
@@ -54,7 +55,7 @@ def compare_snapshots() -> None:
         st.info("Comparing needs a query set.")
         return
     c = sh.require_pool(ws)
-    records = sh.experiments_or_stop()
+    records = er.experiments_or_stop()
     choices = snapshot_choices(records)
     keys = list(choices)
     st.session_state.setdefault("reports_snap_a", "rrf" if "rrf" in keys else keys[0])
@@ -156,7 +157,7 @@ with st.container(border=True):
 compare_snapshots()
 snaps.section(ws)
 st.subheader("Past experiments")
-records = sh.experiments_or_stop()
+records = er.experiments_or_stop()
 experiments = tb.experiments_frame(records)
 if experiments.empty:
     st.info("No experiments yet: use **Log experiment** on Tune, Evaluate or Sweep.", icon=":material/science:")
@@ -176,7 +177,7 @@ if not rows:
     st.stop()
 
 index = int(shown.iloc[rows[0]]["#"])
-record = sh.experiments_or_stop()[index]
+record = er.experiments_or_stop()[index]
 left, right = st.columns([1.2, 1], gap="large")
 with left:
     st.markdown(f"**{md(record.get('name'))}** · {md(record.get('time'))} · from {md(record.get('source'))}")

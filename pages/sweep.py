@@ -22,7 +22,8 @@ ws = sh.workspace()
 c = sh.require_pool(ws)
 st.title("Sweep")
 st.caption(f"**{md(ws.dataset.name)}** · search two knobs of a pipeline over the query set; k-fold cross-validation "
-           "shows how much of the gain survives on held-out queries.")
+           "shows how much of the gain survives on held-out queries · judgments: "
+           f"{md(hx.judgments_label(ws.path, ws.stamp, ws.qrels_rev))}")
 
 options = cfg.config_labels()
 if tn.has_state():
@@ -63,9 +64,25 @@ def on_save_config(config, label: str, name_key: str) -> None:
         st.session_state["sweep_flash"] = f":red[{md(error)}]"
 
 
-page_mode = st.segmented_control("Mode", ["Sweep", "Optimise"], key="sweep_page_mode", required=True,
-                                 default="Sweep", help="Sweep: a grid or random search over two knobs. Optimise: "
-                                 "an Optuna search over many knobs, scored by nested cross-validation.")
+page_mode = st.segmented_control(
+    "Mode", ["Sweep", "Optimise", "Learn"], key="sweep_page_mode", required=True, default="Sweep",
+    help="Sweep: a grid or random search over two knobs. Optimise: an Optuna search over many "
+         "knobs, scored by nested cross-validation. Learn: a fusion learned from the judgments "
+         "(rwb learn), scored the same way.")
+
+
+def flash() -> None:
+    if st.session_state.get("sweep_flash"):
+        st.toast(st.session_state.pop("sweep_flash"))
+
+
+# ---- learn: eval.learning.nested.learn (a fusion learned from the judgments, nested CV) ------
+if page_mode == "Learn":
+    from pages import _learn
+
+    _learn.render(ws, options, fmt, on_apply_config, on_save_config)
+    flash()
+    st.stop()
 
 # ---- optimise: eval.search.tune (Optuna TPE / grid / random, nested cross-validation) -------------------
 if page_mode == "Optimise":
@@ -140,9 +157,7 @@ if page_mode == "Optimise":
     acts[2].download_button("Download TOML", tuned.to_toml(), file_name=f"{tuned.final_config.name}.toml",
                             mime="application/toml", icon=":material/download:", key="opt_download",
                             use_container_width=True)
-    if st.session_state.get("sweep_flash"):
-        st.toast(st.session_state["sweep_flash"])
-        st.session_state["sweep_flash"] = ""
+    flash()
     st.stop()
 
 
@@ -258,8 +273,7 @@ with actions[1].popover("Save as profile", icon=":material/save:", use_container
 if actions[2].button("Log experiment", icon=":material/science:", use_container_width=True):
     ws.log_experiment(best_cfg, best_ev.means, "sweep", base_ev.means)
     st.toast("Logged the winner; see Reports.")
-if st.session_state.get("sweep_flash"):
-    st.toast(st.session_state.pop("sweep_flash"))
+flash()
 
 # ---- charts --------------------------------------------------------------------------------------
 left, right = st.columns([1.25, 1], gap="large")

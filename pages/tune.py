@@ -19,6 +19,7 @@ from pages import _state as s
 from pages import _tables as tb
 from pages import _tune_state as tn
 from pages import _errors as er
+from pages import _queue as qu
 from pages import _tries as tr
 from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
@@ -192,16 +193,22 @@ def query_picker() -> None:
         st.session_state["tune_free_text"] = state.text
         picks[1].text_input("Free-text query", key="tune_free_text", placeholder="ask the memory anything…",
                             on_change=on_pick, args=("text", "tune_free_text"))
-    with picks[2]:
-        st.segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True, disabled=c is None,
-                             help="Grade: one click per result sets its judgment for this query.")
-        st.toggle("Fisher p", key="tune_fisher", disabled=c is None,
-                  help="Fisher's randomization test instead of the paired t-test (10,000 permutations; "
-                       "computed once per configuration).")
-        st.toggle("Query list", key="tune_query_list", disabled=c is None,
-                  help="Every query's score and delta against the baseline (click a header to sort).")
+    picks[2].segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True,
+                               disabled=c is None,
+                               help="Grade: one click per result sets its judgment for this query.")
+    row = st.columns([2.3, 0.75, 0.85, 1.05], vertical_alignment="center")   # one row, no tall column
+    row[1].toggle("Fisher p", key="tune_fisher", disabled=c is None,
+                  help="Fisher's randomization test instead of the paired t-test (10,000 "
+                       "permutations; computed once per configuration).")
+    row[2].toggle("Query list", key="tune_query_list", disabled=c is None,
+                  help="Every query's score and delta against the baseline (click a header to "
+                       "sort).")
+    row[3].toggle("Judging queue", key="tune_queue", disabled=c is None,
+                  help="The unjudged results in this configuration's or the baseline's top 5, "
+                       "by how far one grade could swing the comparison; grade them here.")
     if qi is not None:
-        tr.query_note(store, c.query_ids[qi])
+        with row[0]:
+            tr.query_note(store, c.query_ids[qi])
 
 
 def query_pick(state) -> tuple[int | None, str]:
@@ -276,7 +283,8 @@ def live() -> None:
                 ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, rev, ws.baseline, config)
         view = views.tune_view(
             config, ws.dataset.documents, pool=pool, ev=ev, baseline=ws.baseline, base_ev=base_ev, qrels=qrels,
-            base_pool=s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline) if qi is not None else None,
+            base_pool=(s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline)
+                       if c is not None else None),
             qi=qi, intent=intents.get(c.query_ids[qi], "") if qi is not None else "",
             free_text=ws.free_text(free_text) if qi is None and free_text else None,
             metrics=s.METRICS, primary=s.PRIMARY, fisher=ps)
@@ -287,7 +295,8 @@ def live() -> None:
             summary = (f"Query set · metrics@5 · <code>{h(run_name)}</code> vs baseline "
                        f"<code>{h(ws.baseline.name)}</code> over {view.n_judged} judged queries · p: {test} "
                        "(one configuration vs the baseline: nothing to correct across systems, as in "
-                       "<code>rwb eval</code>)")
+                       f"<code>rwb eval</code>; judged@5: paired t-test) · judgments: "
+                       f"{h(hx.judgments_label(ws.path, ws.stamp, rev))}")
         if view.score is not None:
             summary += "<br>" + tb.query_score_html(view.score, s.metric_label(view.score.metric))
         if qi is None and not free_text:
@@ -344,6 +353,8 @@ def live() -> None:
             st.caption(f"Server: this {'fragment ' if fragment_run else ''}rerun took **{total:.1f} ms** "
                        f"(engine: re-score + rank + metrics over {c.n_queries} queries {ev.seconds * 1000:.2f} ms); "
                        "the browser's own rendering comes on top.")
+    if ev is not None and st.session_state.get("tune_queue"):    # full width, below both columns
+        qu.panel(ws, pool, qrels, ev, base_ev, run_name, on_grade)
 
 
 st.html(tb.CSS)           # once per page, outside the fragment: the live HTML below carries no styles

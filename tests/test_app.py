@@ -107,7 +107,7 @@ def test_each_page_runs(app, page):
 
 def test_tune_shows_ranking_baseline_and_metrics(app):
     at = app
-    assert list(metric_values(at)) == ["nDCG@5", "Recall@5", "MRR@5", "P@5", "Hit@5"]
+    assert list(metric_values(at)) == ["nDCG@5", "Recall@5", "MRR@5", "P@5", "Hit@5", "judged@5"]
     assert shown_docs(at)[0] == "d03"                           # q1 ERR_CONN_REFUSED: the error-fix memory
     assert shown_docs(at, baseline=True)
     assert any("route · hybrid" in t for t in texts(at))
@@ -394,8 +394,7 @@ def test_sweep_optimise_mode_shows_the_held_out_estimate_and_offers_the_toml(app
 
 # ---- Tune's one source of truth (issue 25, item 1) ----------------------------------------------
 
-@pytest.fixture
-def app_through_main(home, monkeypatch):
+def route_through_main(monkeypatch) -> None:
     """Every run goes through app.py (sidebar and navigation), as in a browser once the first page
     has loaded: AppTest otherwise re-enters the legacy pages/ mode and runs the page alone."""
     from streamlit.runtime.pages_manager import PagesManager
@@ -407,6 +406,11 @@ def app_through_main(home, monkeypatch):
         PagesManager.uses_pages_directory = False
 
     monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def app_through_main(home, monkeypatch):
+    route_through_main(monkeypatch)
     yield start(home, monkeypatch)
     st.cache_data.clear()
     st.cache_resource.clear()
@@ -651,3 +655,160 @@ def test_reports_freeze_two_snapshots_and_compare_them_per_query(app):
     at.text_input(key="snap_name").set_value("v-then")            # a taken name is refused, not overwritten
     at = run(at.button(key="snap_freeze").click())
     assert any("exists" in t.value for t in at.toast)
+
+
+# ---- issue 22 on the pages: Learn, the judging queue, judged@5 -----------------------------------
+
+def test_sweep_learn_mode_shows_held_out_figures_applies_to_tune_and_saves_a_profile(app, home):
+    at = goto(app, "pages/sweep.py")
+    at = run(at.segmented_control(key="sweep_page_mode").set_value("Learn"))
+    at = run(at.segmented_control(key="learn_model").set_value("lambdamart"))
+    at = run(at.number_input(key="learn_folds").set_value(2))
+    at = run(at.number_input(key="learn_inner").set_value(2))
+    at = run(at.toggle(key="learn_guard").set_value(False))        # as rwb learn --no-guard
+    at = run(at.button(key="learn_run").click())
+    result = at.session_state["learn_result"][1]
+    labels = [m.label for m in at.metric]
+    assert labels[:3] == ["learned · held-out nDCG@5", "vs default seed-adaptive",
+                          f"vs best single path {result.best_single}"]
+    assert at.metric[0].value == f"{result.held_out_mean:.3f}"
+    compare = frame_with(at, "pipeline", "judged@5", "Δ learned")
+    assert list(compare["judged@5"]) == pytest.approx(
+        [result.judged["held_out"], result.judged["seed-adaptive"], result.judged[result.best_single]])
+    folds = frame_with(at, "fold", "model chosen", "held-out")
+    assert list(folds["model chosen"]) == ["lambdamart", "lambdamart"]   # each outer fold's
+    assert sorted(q for f in result.outer for q in f.test_ids) == ["q1", "q2", "q3", "q4"]
+    at = run(at.button(key="learn_apply").click())
+    state = at.session_state["tune_state"]
+    applied = state.config
+    assert (applied.fusion, applied.params.model) == ("learned", "lambdamart")
+    model_file = Path(applied.params.file)                           # kept under $RWB_HOME/learned/
+    assert model_file.parent == (home / "learned").resolve() and model_file.is_file()
+    assert Path(state.source).parent == (home / "learned").resolve()  # the link names the kept TOML
+    at = run(at.text_input(key="learn_profile_name").set_value("learned-tiny"))
+    at = run(at.button(key="learn_save").click())
+    from eval.stores.configs import resolve_config
+    from pages._state import get_pool
+    from retrieval.pipeline import run_pipeline
+
+    saved = resolve_config("saved:learned-tiny")
+    pool = get_pool(str(TINY), _stamp(), "minilm")
+    rows = run_pipeline(pool, applied).ranking.rows
+    assert (run_pipeline(pool, saved).ranking.rows == rows).all()
+    at = goto(at, "pages/tune.py")                          # Tune ranks with the learned model
+    assert any("Current · learned" in t for t in texts(at))
+
+
+def test_tune_judging_queue_lists_unjudged_pairs_by_swing_and_grades_them(app, home):
+    from eval.experiments.holes import holes
+    from pages._state import get_pool
+    from retrieval.pipeline import run_pipeline
+
+    at = run(app.toggle(key="tune_queue").set_value(True))
+    keys = [p.key for p in at.get("pills") if p.key.startswith("tune_queue_")]
+    pool = get_pool(str(TINY), _stamp(), "minilm")
+    from eval.stores.configs import resolve_config
+    from retrieval.dataset import load_dataset
+
+    qrels = load_dataset(TINY).qrels
+    expected = holes(pool, qrels, run_pipeline(pool, resolve_config("rrf")).ranking,
+                     run_pipeline(pool, resolve_config("vector")).ranking, 5)
+    assert keys == [f"tune_queue_{h.query_id}_{h.doc_id}" for h in expected[:10]]
+    assert any(f"{len(expected)} unjudged pair(s)" in t for t in texts(at))
+    first = expected[0]
+    at = run(at.pills(key=keys[0]).set_value(2))
+    from eval.stores.judgments import JudgmentStore
+
+    assert JudgmentStore(load_dataset(TINY), home).qrels()[first.query_id][first.doc_id] == 2
+    assert keys[0] not in [p.key for p in at.get("pills") if p.key.startswith("tune_queue_")]
+
+
+def test_tune_names_the_run_after_its_fusion_and_shows_judged_at_5(app):
+    at = run(app.selectbox(key="tune_k_fusion").set_value("wsum"))
+    assert any("Current · wsum (tuned)" in t for t in texts(at))
+    assert not any("Current · rrf" in t for t in texts(at))
+    cards = metric_values(at)
+    # tiny: each query has one judged document, so judged@5 is 0.2 × the share of the four queries
+    # whose judged document is in the top 5
+    assert cards["judged@5"] in {f"{0.2 * n / 4:.3f}" for n in range(5)}
+
+
+def test_evaluate_shows_judged_at_5_beside_every_pipeline(app):
+    at = goto(app, "pages/evaluate.py")
+    bias = frame_with(at, "pipeline", "judged@5", "nDCG'@5", "bpref")
+    means = at.dataframe[0].value
+    assert list(bias["pipeline"]) == [c.removesuffix(" (baseline)") for c in means.columns
+                                      if c != "metric"]
+    assert set(bias["judged@5"]) <= {f"{0.2 * n / 4:.3f}" for n in range(5)}
+
+
+# ---- issue 24 on the pages: the judgments every figure uses --------------------------------------
+
+def with_implicit(tmp_path) -> Path:
+    """tiny with click-derived judgments that grade only q1: d05 (so one query counts)."""
+    folder = tmp_path / "tiny-clicks"
+    shutil.copytree(TINY, folder)
+    (folder / "qrels" / "implicit.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td05\t3\n")
+    return folder
+
+
+def test_judgment_source_in_the_sidebar_drives_every_figure_and_is_named(home, monkeypatch,
+                                                                         tmp_path):
+    route_through_main(monkeypatch)
+    at = start(home, monkeypatch, with_implicit(tmp_path))
+    choice = at.sidebar.selectbox(key="rwb_judgments")
+    assert choice.options == ["explicit (qrels + edits)", "implicit (clicks)",
+                              "both (explicit first)"]
+    assert any("over 4 judged queries" in t and "judgments: dataset qrels" in t for t in texts(at))
+    at = run(choice.set_value("implicit"))
+    implicit = "implicit judgments (qrels/implicit.tsv)"
+    assert any("over 1 judged queries" in t and f"judgments: {implicit}" in t for t in texts(at))
+    at = goto(at, "pages/evaluate.py")
+    caption = " ".join(texts(at)).replace("\\", "")
+    assert "1 judged queries" in caption and f"Judgments: {implicit}" in caption
+    at = run(at.sidebar.selectbox(key="rwb_judgments").set_value("both"))
+    caption = " ".join(texts(at)).replace("\\", "")
+    assert "4 judged queries" in caption and "+ implicit judgments" in caption
+    st.cache_resource.clear()
+
+
+def test_judgment_source_offers_implicit_only_where_the_dataset_has_it(app_through_main):
+    choice = app_through_main.sidebar.selectbox(key="rwb_judgments")
+    assert choice.options == ["explicit (qrels + edits)"] and choice.disabled
+
+
+def test_data_import_runs_builds_the_pool_from_the_runs_without_an_index(app, home, tmp_path):
+    runs = ROOT / "tests" / "fixtures" / "runs"
+    at = goto(app, "pages/data.py")
+    at = run(at.selectbox(key="data_import_kind").set_value("runs"))
+    dest = tmp_path / "mine"
+    at = run(at.text_input(key="data_import_dest").set_value(str(dest)))
+    for key, value in (("corpus", runs / "corpus.jsonl"), ("queries", runs / "queries.jsonl"),
+                       ("qrels", runs / "qrels.tsv"),
+                       ("run", f"dense={runs / 'dense.run'} sparse={runs / 'sparse.run'}")):
+        at = run(at.text_input(key=f"data_import_{key}").set_value(str(value)))
+    indexes = set((home / "indexes").glob("*")) if (home / "indexes").is_dir() else set()
+    at = run(at.button(key="data_import").click())
+    assert not at.error, [e.value for e in at.error]
+    assert sorted(p.name for p in (dest / "runs").glob("*.run")) == ["dense.run", "sparse.run"]
+    after = set((home / "indexes").glob("*")) if (home / "indexes").is_dir() else set()
+    assert after == indexes                              # no index built, no model loaded
+    assert at.session_state["data_imported"] == str(dest)
+
+
+def test_data_import_ubi_adds_implicit_judgments_to_a_dataset(app, tmp_path):
+    from tests.test_runs import import_fixture
+    from tests.test_ubi import logs as make_logs
+
+    dest = import_fixture(tmp_path / "mine").dest
+    queries, events = make_logs.__wrapped__(tmp_path)
+    at = goto(app, "pages/data.py")
+    at = run(at.selectbox(key="data_import_kind").set_value("ubi"))
+    field = at.text_input(key="data_import_dest_existing")           # a dataset to add to, not new
+    assert field.label == "Dataset folder"
+    at = run(field.set_value(str(dest)))
+    at = run(at.text_input(key="data_import_queries").set_value(str(queries)))
+    at = run(at.text_input(key="data_import_events").set_value(str(events)))
+    at = run(at.button(key="data_import").click())
+    assert not at.error, [e.value for e in at.error]
+    assert (dest / "qrels" / "implicit.tsv").is_file()

@@ -1,6 +1,7 @@
 """AppTest: what a page's inputs and stores can hold ends in ONE clear message, never a
-traceback (pages/_state.py: ``workspace``, ``config_or_stop``, ``experiments_or_stop``; the
-stores name a damaged file and turn a failed write into a ``ValueError``)."""
+traceback (pages/_state.py: ``workspace``, ``config_or_stop``; pages/_errors.py:
+``experiments_or_stop``; the stores name a damaged file and turn a failed write into a
+``ValueError``)."""
 
 from __future__ import annotations
 

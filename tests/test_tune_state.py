@@ -20,6 +20,13 @@ def test_knob_move_sets_the_value_and_keeps_the_rest():
     assert new.config.params.w_dense == 1.0 and new.source == "rrf"
 
 
+def test_a_fusion_switch_names_the_configuration_after_its_fusion():
+    new, refusal = update(state(), ("knob", "fusion", "wsum"), resolve_config)
+    assert refusal is None and (new.config.name, new.config.fusion) == ("wsum", "wsum")
+    back, _ = update(new, ("knob", "fusion", "rrf"), resolve_config)
+    assert back.config.name == "rrf"
+
+
 def test_knob_of_another_fusion_is_refused_not_raised():
     before = state("seed-adaptive")
     after, refusal = update(before, ("knob", "rrf.rrf_k", 10.0), resolve_config)

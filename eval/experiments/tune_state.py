@@ -61,7 +61,8 @@ def set_knob(config: PipelineConfig, path: str, value,
     if path == FUSION_PATH:
         if value == config.fusion:
             return config
-        new = dataclasses.replace(config, fusion=value, params=None)
+        # named after what it now is: an "rrf" switched to wsum is a wsum
+        new = dataclasses.replace(config, name=str(value), fusion=value, params=None)
     else:
         new = with_params(config, {path: value})
     if new.path_depth > pool_depth:

@@ -4,6 +4,8 @@
 metrics against the baseline, both rankings with their score components, the grades, the
 judged-relevant documents that were not returned, the badges, and the chosen query's own
 score and its delta against the baseline. It reuses the runs it is given (no extra scoring).
+``judged_row`` is the judged@k card beside the metric cards (``eval.metrics.judgment_bias``);
+``queue`` is Tune's judging queue (``eval.experiments.holes``) with the texts a page shows.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Sequence
 
 import numpy as np
 
+from eval.experiments.holes import Hole, holes
 from eval.experiments.live import LiveRun
+from eval.metrics.judgment_bias import label as bias_label, per_query_bias
 from eval.reports.report import fmt_p
 from eval.statistics.significance import compare_pair
 from retrieval.candidates import Candidates
@@ -23,6 +27,7 @@ from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipel
 METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P",
                  "hit_rate": "Hit", "map": "MAP"}
 PERMUTATIONS = 10_000
+JUDGED_K = 5              # the judged@k card beside the metric cards
 
 
 def metric_label(name: str) -> str:
@@ -109,6 +114,8 @@ def tune_view(config: PipelineConfig, documents, *, pool: Candidates | None = No
             row["help"] = (f"{row['label']}: {row['value']:.4f} vs baseline {row['baseline']:.4f} "
                            f"over {row['n']} queries")
         n_judged = int(ev.judged.n_judged)
+        if pool is not None and qrels is not None:
+            rows.append(judged_row(pool, qrels, ev, base_ev, JUDGED_K, base_pool))
     response = base = None
     judgments: dict[str, int] = {}
     missed: list[tuple[str, int, str]] = []
@@ -164,3 +171,45 @@ def band_warnings(quality) -> list[str]:
         if l_ > m_:
             out.append(f"{factor} low ({l_:g}) is above {factor} mid ({m_:g})")
     return out
+
+
+def judged_row(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, k: int = 5,
+               base_pool: Candidates | None = None) -> dict:
+    """judged@k of the current run and the baseline's, as a metric card's row: the share of each
+    counted query's top ``k`` that carries any judgment (``per_query_bias``), its mean over the
+    counted queries (those the table lacks add 0), and the paired t-test's p over them."""
+    cur = per_query_bias(pool, qrels, ev.run.ranking, k)["judged"]
+    base = per_query_bias(pool if base_pool is None else base_pool, qrels, base_ev.run.ranking,
+                          k)["judged"]
+    a, b = ev.judged.counted(cur), base_ev.judged.counted(base)
+    value, baseline = (float(a.mean()), float(b.mean())) if len(a) else (0.0, 0.0)
+    name = bias_label("judged", k)
+    p = compare_pair({name: b}, {name: a}, "t")[name] if len(a) else float("nan")
+    return {"metric": name, "label": name, "value": value, "baseline": baseline,
+            "delta": value - baseline, "n": len(a), "p": p,
+            "p_text": fmt_p(p) if np.isfinite(p) else "n/a",
+            "help": (f"{name}: the share of the top {k} with any judgment, {value:.4f} vs baseline "
+                     f"{baseline:.4f} over {len(a)} queries; unjudged documents count as "
+                     "non-relevant in every other figure")}
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One unjudged (query, document) pair of the judging queue, with what a page shows."""
+
+    hole: Hole
+    query_text: str
+    doc_text: str
+
+
+def queue(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, documents, k: int = 5,
+          limit: int = 10) -> tuple[list[QueueRow], int]:
+    """The first ``limit`` unjudged pairs in the current run's or the baseline's top ``k``, by how
+    far one grade could swing their nDCG@k comparison (``eval.experiments.holes``), and how many
+    there are in all. Both rankings are read on ``pool`` (the same query set and rows)."""
+    found = holes(pool, qrels, ev.run.ranking, base_ev.run.ranking, k)
+    texts = {d.id: d.text for d in documents}
+    query_text = dict(zip(pool.query_ids, pool.query_texts))
+    rows = [QueueRow(h, " ".join(query_text.get(h.query_id, "").split()),
+                     " ".join(texts.get(h.doc_id, "").split())) for h in found[:limit]]
+    return rows, len(found)

@@ -72,6 +72,7 @@ class Importer:
     source: str | None = "a file or folder to import"
     dest: str = "the dataset folder to write"
     options: tuple[Option, ...] = ()
+    existing: bool = False  # DEST is a dataset already, added to (not a new folder written)
 
     def __call__(
         self,

@@ -270,6 +270,7 @@ IMPORTER = Importer(
     _run,
     source=None,
     dest="the dataset folder to add qrels/implicit.tsv to",
+    existing=True,
     options=(
         Option(
             "--queries",

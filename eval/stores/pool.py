@@ -103,11 +103,17 @@ STEP_NAMES = {"bm25": "Indexing keywords (BM25)", "embed": "Embedding documents"
 
 def prepare(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER,
             progress: Callable[[str, int, int], None] | None = None, rebuild: bool = False,
-            on_notice: Callable[[str], None] | None = _stderr_notice, analyzer: str = DEFAULT_ANALYZER):
-    """Build (or open) ``dataset``'s indexes and, when it has queries, its default candidate pool —
-    everything the workbench's first page needs. Returns the index handle and the pool (or ``None``)."""
-    handle = open_index(dataset, embedder, progress=progress, rebuild=rebuild, on_notice=on_notice,
-                        analyzer=analyzer)
+            on_notice: Callable[[str], None] | None = _stderr_notice,
+            analyzer: str = DEFAULT_ANALYZER, needed_only: bool = False):
+    """Build (or open) ``dataset``'s indexes and, when it has queries, its default candidate
+    pool — everything the workbench's first page needs. Returns the index handle and the pool
+    (or ``None``). ``needed_only``: a dataset whose pool comes from its runs
+    (``eval.importers.runs``) needs no index for it, so none is built (handle ``None``;
+    free-text search builds it when asked)."""
+    handle = None
+    if not (needed_only and has_runs(dataset.root) and dataset.queries):
+        handle = open_index(dataset, embedder, progress=progress, rebuild=rebuild,
+                            on_notice=on_notice, analyzer=analyzer)
     pool = None
     if dataset.queries:
         pool = load_pool(dataset, embedder, DEFAULT_POOL_DEPTH, progress=progress, refresh=rebuild,

@@ -1,0 +1,148 @@
+"""The Sweep page's Learn mode: ``rwb learn`` (``eval.learning.nested.learn``) on the page's pool
+and judgments — a fusion learned from the judgments, its nested-CV held-out score against the
+default and the better single path, judged@5 beside each, the model each outer fold chose —
+and the learned pipeline applied to Tune, saved as a profile or downloaded."""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+import streamlit as st
+
+from eval.learning.fit import MODELS
+from eval.learning.nested import DEFAULT_INNER_FOLDS, DEFAULT_PIPELINE, LearnResult, learn
+from eval.stores.learned import keep
+from pages import _harness as hx
+from pages import _state as sh
+from pages._markup import code, md
+from retrieval.learned_model import model_to_json
+
+RESULT = "learn_result"          # (what it was learned on, LearnResult)
+MODEL_HELP = ("auto: chosen in the inner folds among all · linear: one weight per feature "
+              "(knobs on Tune) · lambdamart: LightGBM's lambdarank · moe: seed 001 §6, query "
+              "features → the profile's weights per query")
+
+
+def _key(ws: sh.Workspace, default_label: str) -> tuple:
+    return (ws.path, ws.stamp, ws.embedder, ws.qrels_rev, default_label)
+
+
+def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
+           on_apply: Callable, on_save: Callable) -> None:
+    """The controls, the run (named progress) and the result with its actions."""
+    qrels, judged = ws.judged()
+    n_judged = judged.n_judged
+    labels = [x for x in options if x != "tune:current"]
+    with st.container(border=True):
+        row = st.columns([1.9, 1.4, 0.75, 0.75, 0.75], vertical_alignment="bottom")
+        model = row[0].segmented_control("Model", ["auto", *MODELS], key="learn_model",
+                                         required=True, default="auto", help=MODEL_HELP)
+        default_label = row[1].selectbox(
+            "Default (the guard keeps it)", labels, key="learn_default", format_func=fmt,
+            index=labels.index(DEFAULT_PIPELINE) if DEFAULT_PIPELINE in labels else 0)
+        top = max(2, min(10, n_judged))
+        folds = row[2].number_input("Outer folds", 2, top, value=min(5, top), key="learn_folds")
+        inner = row[3].number_input("Inner folds", 2, 10, value=DEFAULT_INNER_FOLDS,
+                                    key="learn_inner", help="Inside each outer training part: "
+                                    "they choose the model and guard the default.")
+        seed = row[4].number_input("Seed", 0, 1_000_000, value=0, key="learn_seed")
+        row = st.columns([3.2, 1.0, 1.3], vertical_alignment="center")
+        row[0].caption(f"{int(folds)} outer folds × {int(inner)} inner · {n_judged} judged "
+                       "queries · features from the candidate table, labels from the judgments "
+                       "every figure uses")
+        guard = row[1].toggle("Guard", value=True, key="learn_guard",
+                              help="Keep the default unless a model beats it in the inner "
+                                   "folds (off: rwb learn --no-guard).")
+        clicked = row[2].button("Learn", type="primary", icon=":material/model_training:",
+                                key="learn_run", use_container_width=True, disabled=n_judged < 2)
+    default = sh.config_or_stop(default_label)
+    if clicked:
+        asked = f"{model} · {int(folds)} outer folds × {int(inner)} inner"
+        bar = st.progress(0.0, text=f"Learning ({asked}): fitting…")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(min(1.0, done / max(1, total)),
+                         text=f"Learning ({asked}): fit {done}/{total}")
+
+        try:
+            result = learn(sh.pool_for(ws.path, ws.stamp, ws.embedder, default), qrels, model,
+                           folds=int(folds), seed=int(seed), inner_folds=int(inner), guard=guard,
+                           default=default, progress=progress)
+            st.session_state[RESULT] = (_key(ws, default_label), result)
+        except ValueError as error:
+            st.error(f"Nothing learned: {md(error)}", icon=":material/error:")
+        bar.empty()
+    stored = st.session_state.get(RESULT)
+    if stored is not None and stored[0] != _key(ws, default_label):   # other data: stale
+        st.session_state[RESULT] = stored = None
+    if stored is None:
+        st.info("Choose the model and learn: every figure below is held out (nested "
+                "cross-validation).", icon=":material/model_training:")
+        return
+    show(stored[1], default_label, on_apply, on_save)
+
+
+def show(r: LearnResult, default_label: str, on_apply: Callable, on_save: Callable) -> None:
+    st.subheader("Held-out estimate (nested cross-validation)")
+    metric = sh.metric_label(r.metric)
+    cols = st.columns(4)
+    cols[0].metric(f"learned · held-out {metric}", f"{r.held_out_mean:.3f}", border=True,
+                   help="Each query scored by the model a learning run that never saw it chose "
+                        "and fitted.")
+    for col, comp in zip(cols[1:3], r.comparisons):
+        col.metric(f"vs {comp.name}", f"{comp.mean:.3f}", delta=f"{comp.delta:+.3f}",
+                   delta_description=f"p {hx.fmt_p(comp.p_fisher)}", border=True,
+                   help=f"Fisher's randomization test, paired over the same {r.n_queries} "
+                        f"held-out queries (Holm over the two comparisons: "
+                        f"{hx.fmt_p(comp.p_fisher_holm)}); W/T/L "
+                        f"{comp.wins}/{comp.ties}/{comp.losses}.")
+    cols[3].metric("final · in-sample", f"{r.final_score:.3f}", border=True,
+                   help="The procedure run on all queries; its score on them is optimistic.")
+    table = [{"pipeline": "learned (held out)", metric: r.held_out_mean,
+              "judged@5": r.judged["held_out"], "Δ learned": None, "p Fisher": "",
+              "p Holm": "", "W/T/L": ""}]
+    table += [{"pipeline": comp.name, metric: comp.mean,
+               "judged@5": r.judged.get(comp.pipeline, float("nan")), "Δ learned": comp.delta,
+               "p Fisher": hx.fmt_p(comp.p_fisher), "p Holm": hx.fmt_p(comp.p_fisher_holm),
+               "W/T/L": f"{comp.wins}/{comp.ties}/{comp.losses}"} for comp in r.comparisons]
+    st.dataframe(table, hide_index=True, key="learn_compare", use_container_width=True,
+                 column_config={metric: st.column_config.NumberColumn(format="%.4f"),
+                                "judged@5": st.column_config.NumberColumn(
+                                    format="%.3f", help="share of the top 5 with any judgment"),
+                                "Δ learned": st.column_config.NumberColumn(format="%+.4f")})
+    chosen = (code(str(r.final.spec)) if r.final.kind == "learned"
+              else f"default {code(r.default.name)} kept (no model beat it in the inner folds)")
+    st.markdown(f"**Final model** {chosen}  \n{len(r.feature_names)} features at depth "
+                f"{r.depth} · {r.n_fits} fits in {r.seconds:.1f} s · {md(r.model)}, {r.folds} "
+                f"folds, seed {r.seed}")
+    st.dataframe([{"fold": f.fold, "held out": len(f.test_ids), "model chosen": f.model,
+                   "default (inner)": f.inner_default, "held-out": f.test_mean} for f in r.outer],
+                 hide_index=True, key="learn_folds_table", use_container_width=True,
+                 column_config={
+                     "held-out": st.column_config.NumberColumn(f"held-out {metric}", format="%.4f"),
+                     "default (inner)": st.column_config.NumberColumn(format="%.4f")})
+    try:                                         # kept under $RWB_HOME/learned/: a link restores it
+        label, config = keep(r)
+    except (ValueError, OSError) as error:
+        st.error(f"The learned model cannot be kept: {md(error)}", icon=":material/error:")
+        return
+    source = label or default_label
+    acts = st.columns([1, 1, 1, 1])
+    acts[0].button("Apply to Tune", icon=":material/tune:", key="learn_apply",
+                   use_container_width=True, on_click=on_apply,
+                   args=(config, source, "Learned pipeline"))
+    with acts[1].popover("Save as profile", icon=":material/save:", use_container_width=True):
+        st.text_input("Profile name", key="learn_profile_name", placeholder="e.g. learned-devmem")
+        st.button("Save", type="primary", key="learn_save", on_click=on_save,
+                  args=(config, source, "learn_profile_name"))
+    model_name = "learned.model.json" if r.stored_model is not None else ""
+    acts[2].download_button("Download TOML", r.to_toml(model_name), file_name="learned.toml",
+                            mime="application/toml", icon=":material/download:",
+                            key="learn_download", use_container_width=True)
+    if r.stored_model is not None:
+        acts[3].download_button("Download model", json.dumps(model_to_json(r.stored_model)) + "\n",
+                                file_name=model_name, mime="application/json",
+                                icon=":material/download:", key="learn_download_model",
+                                use_container_width=True,
+                                help="Keep it beside learned.toml: the TOML names it.")
