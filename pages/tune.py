@@ -216,6 +216,44 @@ def query_pick(state) -> tuple[int | None, str]:
     return qi, ("" if qi is not None else state.text.strip())
 
 
+def actions() -> None:
+    """Save, log, export and tries, outside the live fragment: a knob move does not redraw them,
+    and each reads the knobs when it is pressed."""
+    b = st.columns(4)
+    with b[0].popover("Save…", use_container_width=True):
+        st.text_input("Profile name", key="tune_profile_name", placeholder="e.g. debug-heavier-bm25")
+        st.button("Save", on_click=on_save_profile, type="primary", key="tune_save_profile")
+        pending = st.session_state["tune_overwrite"]
+        if pending and pending == st.session_state.get("tune_profile_name", "").strip():
+            st.warning(f"A profile named **{md(pending)}** exists.")
+            st.button(f"Overwrite {pending}", on_click=on_save_profile, args=(True,),
+                      key="tune_overwrite_yes")
+    if b[1].button("Log experiment", use_container_width=True, disabled=c is None,
+                   help="Store config, dataset fingerprint and metrics."):
+        scored = st.session_state.get(tn.SCORED)
+        if scored is not None and scored[0] == tn.config():   # the scores of the knobs shown
+            config, means, _, baseline_means = scored
+            entry = ws.log_experiment(config, means, "tune", baseline_means)
+            st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
+    with b[2].popover("Export…", use_container_width=True):  # the engine's own configuration
+        from eval.export import EXPORTERS, export_config
+
+        engine = st.selectbox("Engine", list(EXPORTERS), key="tune_export_engine",
+                              format_func=lambda e: f"{e} — {EXPORTERS[e].summary}")
+        if st.button("Export the current knobs", key="tune_export_go"):
+            try:
+                text = export_config(tn.config(), engine)
+                st.code(text, language="python" if EXPORTERS[engine].suffix == ".py" else "json")
+                st.download_button("Download", text, key="tune_export_download",
+                                   file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",
+                                   icon=":material/download:")
+            except ValueError as error:  # what the engine cannot express, named (not a fault)
+                st.info(md(str(error)))
+    if c is not None:
+        with b[3]:
+            tr.panel(store, s.PRIMARY, s.metric_label(s.PRIMARY))
+
+
 @st.fragment
 def live() -> None:
     started = time.perf_counter()
@@ -239,31 +277,6 @@ def live() -> None:
         refusal = tn.take_refusal()
         if refusal is not None:             # shown once, right after the refused action
             er.refused(refusal.label, refusal.message)
-        b = st.columns(2)
-        with b[0].popover("Save…", use_container_width=True):
-            st.text_input("Profile name", key="tune_profile_name", placeholder="e.g. debug-heavier-bm25")
-            st.button("Save", on_click=on_save_profile, type="primary", key="tune_save_profile")
-            pending = st.session_state["tune_overwrite"]
-            if pending and pending == st.session_state.get("tune_profile_name", "").strip():
-                st.warning(f"A profile named **{md(pending)}** exists.")
-                st.button(f"Overwrite {pending}", on_click=on_save_profile, args=(True,), key="tune_overwrite_yes")
-        log_clicked = b[1].button("Log experiment", use_container_width=True, disabled=c is None,
-                                  help="Store config, dataset fingerprint and metrics.")
-        with st.popover("Export…", use_container_width=True):  # the engine's own configuration
-            from eval.export import EXPORTERS, export_config
-
-            engine = st.selectbox("Engine", list(EXPORTERS), key="tune_export_engine",
-                                  format_func=lambda e: f"{e} — {EXPORTERS[e].summary}")
-            try:
-                text = export_config(config, engine)
-                st.code(text, language="python" if EXPORTERS[engine].suffix == ".py" else "json")
-                st.download_button("Download", text, key="tune_export_download",
-                                   file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",
-                                   icon=":material/download:")
-            except ValueError as error:  # what the engine cannot express, named (not a fault)
-                st.info(md(str(error)))
-        if c is not None:
-            tr.panel(store, s.PRIMARY, s.metric_label(s.PRIMARY))
 
     ev = None
     rev = ws.qrels_rev
@@ -340,9 +353,6 @@ def live() -> None:
                              "score": st.column_config.NumberColumn(label, format="%.4f"),
                              "baseline": st.column_config.NumberColumn(f"baseline {label}", format="%.4f"),
                              "delta": st.column_config.NumberColumn("Δ", format="%+.4f")})
-        if log_clicked and ev is not None:
-            entry = ws.log_experiment(config, ev.means, "tune", base_ev.means)
-            st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
         if st.session_state["tune_flash"]:
             st.toast(st.session_state["tune_flash"])
             st.session_state["tune_flash"] = ""
@@ -362,4 +372,5 @@ st.title("Tune")
 st.caption(f"**{md(ws.dataset.name)}** · every knob re-scores the whole query set from its candidate table — "
            "no index is touched.")
 query_picker()
+actions()
 live()
