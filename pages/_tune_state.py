@@ -12,7 +12,7 @@ import streamlit as st
 
 from eval.experiments.tune_state import (TuneState, Refusal, changed_params, decode_changes,
                                          encode_changes, update as _update, with_changes)
-from eval.stores.configs import resolve_config
+from eval.stores.configs import resolve_config, resolve_linked
 from pages import _state as s
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.pipeline import PipelineConfig
@@ -29,7 +29,7 @@ def _from_url() -> TuneState:
     source = params.get("from") or DEFAULT_SOURCE
     problems = []
     try:
-        start = resolve_config(source)
+        start = resolve_linked(source)     # a link never names another file on the server
     except (ValueError, OSError) as error:
         problems.append(f"starting point {source}: {error}")
         source, start = DEFAULT_SOURCE, resolve_config(DEFAULT_SOURCE)

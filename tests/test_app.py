@@ -508,6 +508,18 @@ def test_tune_bad_link_is_reported_and_the_rest_kept(app_through_main):
     assert_knobs_rank(fresh)
 
 
+def test_tune_link_never_reads_a_file_outside_the_learned_pipelines(app_through_main, tmp_path):
+    outside = tmp_path / "elsewhere.toml"
+    outside.write_text('base = "rrf"\n[rrf]\nrrf_k = 7\n')     # a valid pipeline, but not ours
+    fresh = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    fresh.query_params.update({"from": str(outside)})
+    fresh.run()
+    assert not fresh.exception
+    assert any("not another file" in w.value for w in fresh.warning)
+    assert fresh.session_state["tune_state"].source == "rrf"          # the default, not the file
+    assert fresh.session_state["tune_state"].config.params.rrf_k == 60
+
+
 PRESETS = ("rrf", "weighted", "seed-adaptive", "profile:debug")
 
 

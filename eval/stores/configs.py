@@ -17,6 +17,7 @@ from pathlib import Path
 from eval.stores.files import check_name
 from eval.stores.profiles import ProfileStore
 from retrieval.fusion import get_fusion
+from retrieval.index import rwb_home
 from retrieval.pipeline import PIPELINES, PipelineConfig, get_pipeline
 from retrieval.profiles import PRESETS
 
@@ -55,6 +56,27 @@ def resolve_config(label: str | PipelineConfig) -> PipelineConfig:
             raise ValueError(f"{error}, profile:<preset> ({', '.join(p.name for p in PRESETS)}) "
                              "or saved:<name>") from None
         raise
+
+
+def learned_root(home: Path | None = None) -> Path:
+    """Where the workbench keeps the pipelines it learned (``eval.stores.learned``)."""
+    return (home or rwb_home()) / "learned"
+
+
+def resolve_linked(label: str) -> PipelineConfig:
+    """The configuration a label from a shared link names: a pipeline, ``profile:<preset>``,
+    ``saved:<name>`` or a pipeline learned in the workbench (a TOML under ``learned_root``) —
+    never another file on the server, whatever path the link holds."""
+    if not isinstance(label, str):
+        raise ValueError(f"a pipeline is named by a string, got {label!r}")
+    if label in PIPELINES or label.startswith(("profile:", "saved:")):
+        return resolve_config(label)
+    root = learned_root().resolve()
+    path = Path(label).resolve()
+    if path.suffix != ".toml" or not path.is_relative_to(root):
+        raise ValueError("a link names a pipeline, profile:<preset>, saved:<name> or a pipeline "
+                         "learned in the workbench, not another file")
+    return resolve_config(str(path))
 
 
 def origin_of(config: PipelineConfig) -> str | None:

@@ -16,15 +16,11 @@ import json
 from pathlib import Path
 
 from eval.learning.nested import LearnResult
+from eval.stores.configs import learned_root
 from eval.stores.files import locked
 from retrieval.files import atomic_write_text
-from retrieval.index import rwb_home
 from retrieval.learned_model import model_to_json, save_model
 from retrieval.pipeline import PipelineConfig, get_pipeline
-
-
-def learned_root(home: Path | None = None) -> Path:
-    return (home or rwb_home()) / "learned"
 
 
 def _digest(text: str) -> str:
