@@ -52,10 +52,17 @@ def test_a_write_back_adds_one_to_each_returned_memory_and_the_next_search_reads
     assert store.added() == {doc_id: 1 for doc_id in returned}
     assert (tiny_copy / "corpus.jsonl").read_bytes() == corpus   # the dataset folder is untouched
 
-    second = search(home, tiny_copy)                                # reads, writes nothing
+    second = search(home, tiny_copy, "--no-write-back")             # reads, writes nothing
     d03 = next(r for r in second["results"] if r["id"] == "d03")
     assert d03["components"]["access"] == pytest.approx(0.10 * math.log(9) / math.log(15), abs=1e-6)
     assert "write_back" not in second and store.added() == {doc_id: 1 for doc_id in returned}
+
+    third = search(home, tiny_copy)    # seed 000's own pipeline writes back on every search
+    assert third["write_back"]["memories"] == 10
+    assert store.added() == {doc_id: 2 for doc_id in returned}
+    proc = rwb(home, "search", str(tiny_copy), QUERY, "--pipeline", "rrf", "--json")
+    assert "write_back" not in json.loads(proc.stdout)              # other pipelines: only when asked
+    assert store.added() == {doc_id: 2 for doc_id in returned}
 
 
 def test_access_counts_are_the_corpus_plus_the_increments(tiny, tmp_path):

@@ -147,7 +147,9 @@ def test_search_text_output(tiny_index, capsys):
     rank, _score, doc_id, path = out[1].split()[:4]
     # seed 000's fast path: one result, the whole file, then the memories it holds (lines 3, 5)
     assert (rank, doc_id, path) == ("1.", "user/preferences.md", "user/preferences.md")
-    assert out[2:] == ["    memories: d01, d02"]
+    assert out[2] == "    memories: d01, d02"
+    # seed 000's pipeline writes back on every search: the file's two memories, once each
+    assert out[3].startswith("write-back: access_count + 1 on 2 memories (") and len(out) == 4
 
 
 def test_validate_is_the_loader(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import sys
 from collections import Counter
@@ -65,8 +67,11 @@ def cmd_search(args) -> int:
     handle = replace(handle, dataset=with_access_counts(dataset, access.added()))
     response = search(handle, args.query, config, scope=args.scope or "", group=args.group or "",
                       project=args.project or "")
+    # seed 000 (§4 访问频率): every result a search returns gets access_count + 1 — automatic for
+    # its own pipeline (the salience fusion), asked for with --write-back by any other
+    write_back = args.write_back if args.write_back is not None else config.fusion == "salience"
     written = access.write_back(m for r in response.results for m in (r.members or (r.id,))) \
-        if args.write_back else None
+        if write_back else None
     if args.json:
         data = response.to_json()
         if written is not None:
@@ -297,9 +302,11 @@ def register(sub) -> None:
     p.add_argument("--project")
     add_embedder(p)
     add_analyzer(p)
-    p.add_argument("--write-back", action="store_true",
+    p.add_argument("--write-back", action=argparse.BooleanOptionalAction, default=None,
                    help="add 1 to the access count of every memory returned (seed 000), kept "
-                        "under $RWB_HOME beside the dataset's judgments; every rwb search reads it")
+                        "under $RWB_HOME beside the dataset's judgments; every rwb search reads it. "
+                        "Default: on for seed 000's own pipeline (salience fusion, as the seed "
+                        "writes back on every search), off for the others")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
