@@ -74,9 +74,25 @@ def set_config(config: PipelineConfig, source: str | None = None) -> None:
     update(("config", config, source))
 
 
+START = "tune_start"             # (source, its configuration): resolved once per source
+
+
+def start_config(source: str) -> PipelineConfig:
+    """The configuration ``source`` names, resolved once per source rather than on every knob
+    move (a saved profile is a file read); ``forget_start`` after the profile is rewritten."""
+    cached = st.session_state.get(START)
+    if cached is None or cached[0] != source:
+        cached = st.session_state[START] = (source, resolve_config(source))
+    return cached[1]
+
+
+def forget_start() -> None:
+    st.session_state.pop(START, None)
+
+
 def is_tuned(current: TuneState) -> bool:
     try:
-        return current.config != resolve_config(current.source)
+        return current.config != start_config(current.source)
     except (ValueError, OSError):
         return True
 
@@ -107,7 +123,7 @@ def sync_url(current: TuneState, query_ids: tuple[str, ...]) -> None:
     elif current.text:
         wanted["text"] = current.text
     try:
-        changes = changed_params(current.config, resolve_config(current.source))
+        changes = changed_params(current.config, start_config(current.source))
     except (ValueError, OSError):
         changes = {}
     if changes:
@@ -139,7 +155,7 @@ def keep_try(store, reason: str = "", force: bool = False) -> dict | None:
     if scored is None or scored[0] != current.config or not (force or is_tuned(current)):
         return None
     try:
-        changes = changed_params(current.config, resolve_config(current.source))
+        changes = changed_params(current.config, start_config(current.source))
     except (ValueError, OSError):
         changes = {}
     _, means, baseline, baseline_means = scored

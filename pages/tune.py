@@ -75,6 +75,7 @@ def on_save_profile(overwrite: bool = False) -> None:
         st.session_state["tune_flash"] = f":red[{md(error)}]"
         return
     st.session_state["tune_overwrite"] = ""
+    tn.forget_start()                  # the profile just written may be the one started from
     tn.update(("source", f"saved:{name}"))
     st.session_state["tune_flash"] = f"Saved profile **{md(name)}**."
 

@@ -42,7 +42,7 @@ from eval.learning.fit import Spec, Training, fit, scores, specs
 from eval.metrics.judgment_bias import judged_at
 from eval.metrics.measure import config_values, judge, parse_metric
 from eval.search.sweep import make_folds
-from eval.search.tune import SINGLE_PATHS, Comparison, _compare, counted_ids
+from eval.search.tune import SINGLE_PATHS, Comparison, compare_procedures, counted_ids
 from eval.statistics.significance import holm
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
@@ -363,8 +363,8 @@ def learn(
         SINGLE_PATHS, key=lambda name: (singles[name].mean(), -SINGLE_PATHS.index(name))
     )
     raw = [
-        _compare(f"default {default.name}", default.name, held, default_values, seed),
-        _compare(f"best single path {best_single}", best_single, held, singles[best_single], seed),
+        compare_procedures(f"default {default.name}", default.name, held, default_values, seed),
+        compare_procedures(f"best single path {best_single}", best_single, held, singles[best_single], seed),
     ]
     fisher_holm = holm([r["p_fisher"] for r in raw])
     student_holm = holm([r["p_student"] for r in raw])

@@ -365,7 +365,9 @@ def counted_ids(c: Candidates, qrels, judged) -> tuple[str, ...]:
     return tuple(q for q, m in zip(c.query_ids, judged.judged) if m) + tuple(missing)
 
 
-def _compare(name: str, pipeline: str, tuned: np.ndarray, other: np.ndarray, seed: int) -> dict:
+def compare_procedures(name: str, pipeline: str, tuned: np.ndarray, other: np.ndarray, seed: int) -> dict:
+    """A procedure's held-out per-query values against another's on the same queries: the mean
+    difference, paired t and Fisher randomization p (also used by ``rwb learn``)."""
     from scipy.stats import ttest_rel
 
     diff = tuned - other
@@ -484,8 +486,8 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
     final = choices[folds]
     singles = {name: scorer.pipeline(get_pipeline(name)) for name in SINGLE_PATHS}
     best_single = max(SINGLE_PATHS, key=lambda name: (singles[name].mean(), -SINGLE_PATHS.index(name)))
-    raw = [_compare(f"default {base.name}", base.name, held, default, seed),
-           _compare(f"best single path {best_single}", best_single, held, singles[best_single], seed)]
+    raw = [compare_procedures(f"default {base.name}", base.name, held, default, seed),
+           compare_procedures(f"best single path {best_single}", best_single, held, singles[best_single], seed)]
     fisher_holm = holm([r["p_fisher"] for r in raw])
     student_holm = holm([r["p_student"] for r in raw])
     comparisons = tuple(Comparison(**r, p_fisher_holm=f, p_student_holm=s)
