@@ -89,6 +89,36 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+_swallowed: list[int] = []
+"""Signals whose exception a finaliser swallowed (see ``_unraisable``), not yet reported."""
+_again: list[threading.Timer] = []
+_hooks: list = [sys.__unraisablehook__]
+"""The hooks ``main`` replaced (the innermost last): they report every other unraisable error."""
+
+
+def _unraisable(hook_args) -> None:
+    """An interrupt that lands in a ``__del__`` or a weakref callback is "ignored" by Python: it
+    would print a traceback and let the command run on. Instead it is kept quiet, delivered again
+    once the finaliser has returned, and reported by ``_main`` if the command ends first."""
+    error = hook_args.exc_value
+    if not isinstance(error, (KeyboardInterrupt, Terminated)):
+        _hooks[-1](hook_args)
+        return
+    signum = signal.SIGTERM if isinstance(error, Terminated) else signal.SIGINT
+    _swallowed.append(signum)
+    again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+    again.daemon = True
+    _again.append(again)
+    again.start()
+
+
+def _felt() -> None:
+    """The interrupt was reported: forget the swallowed ones, deliver nothing again."""
+    _swallowed.clear()
+    while _again:
+        _again.pop().cancel()
+
+
 def _interrupted(status: int, message: str, standalone: bool) -> int:
     """One line for an interrupt; a second signal during shutdown is ignored (no traceback
     from an interpreter's exit) when ``rwb`` runs as its own process."""
@@ -96,6 +126,11 @@ def _interrupted(status: int, message: str, standalone: bool) -> int:
     if standalone:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_IGN)
+        # CPython marks a KeyboardInterrupt that leaves an exec() of source text (dataclasses and
+        # namedtuple build their methods that way) as unhandled, and at exit kills the process with
+        # SIGINT instead of returning our status, even though we caught it. Running source text
+        # again clears that mark.
+        exec("None", {})
     return status
 
 
@@ -107,7 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     if previous[0] in (signal.SIG_DFL, None):  # a parent or a library reset it
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    status = _main(argv, argv is None)
+    _hooks.append(sys.unraisablehook)
+    sys.unraisablehook = _unraisable
+    try:
+        status = _main(argv, argv is None)
+    finally:
+        sys.unraisablehook = _hooks.pop()
     if argv is not None:  # called in-process: leave the caller's handlers as they were
         signal.signal(signal.SIGINT, previous[0] if previous[0] is not None else signal.SIG_DFL)
         signal.signal(signal.SIGTERM, previous[1] if previous[1] is not None else signal.SIG_DFL)
@@ -119,7 +159,10 @@ def _main(argv: list[str] | None, standalone: bool) -> int:
         _first_step(argv)
         args = build_parser().parse_args(argv)
         progress.set_quiet(getattr(args, "quiet", False))
-        return args.func(args)
+        status = args.func(args)
+        if _swallowed:  # interrupted inside a finaliser, and the command ended before it was felt
+            raise (Terminated() if _swallowed[-1] == signal.SIGTERM else KeyboardInterrupt())
+        return status
     except UsageError as error:
         return fail(_one_line(error))
     except DatasetError as error:
@@ -130,8 +173,10 @@ def _main(argv: list[str] | None, standalone: bool) -> int:
             return 1
         return fail(_one_line(error) or type(error).__name__)
     except KeyboardInterrupt:
+        _felt()
         return _interrupted(130, "rwb: interrupted", standalone)
     except Terminated:
+        _felt()
         return _interrupted(143, "rwb: terminated", standalone)
     except Exception as error:  # last resort: a bug, still one line
         if os.environ.get("RWB_DEBUG"):

@@ -290,6 +290,52 @@ def test_an_interrupt_ends_in_one_line(argv, sig, delay, tmp_path, rwb_home):
     assert debris == []
 
 
+FINALISER = """
+import os, signal, sys, time
+import eval.cli as cli
+
+class Finalised:
+    def __del__(self):  # the signal lands here, where Python would swallow it
+        os.kill(os.getpid(), signal.SIG{name})
+        time.sleep(0.3)
+
+def command(args):
+    if {in_exec}:  # as dataclasses builds a class's methods: source text run by exec()
+        exec("import os, signal, time\\nos.kill(os.getpid(), signal.SIG{name})\\ntime.sleep(5)", {{}})
+    Finalised()
+    time.sleep({after})
+    return 0
+
+def parser():
+    p = cli.Parser(prog="rwb")
+    p.add_subparsers(dest="command").add_parser("work").set_defaults(func=command)
+    return p
+
+cli.build_parser = parser
+sys.exit(cli.main())
+"""
+
+
+@pytest.mark.parametrize("name,after,in_exec,expected", [
+    ("INT", 0.0, False, (130, "rwb: interrupted")),  # the command ends before it is felt again
+    ("INT", 5.0, False, (130, "rwb: interrupted")),  # felt again while the command still runs
+    ("TERM", 5.0, False, (143, "rwb: terminated")),
+    ("INT", 0.0, True, (130, "rwb: interrupted")),   # CPython would exit by SIGINT, not 130
+])
+def test_an_interrupt_inside_a_finaliser_or_exec_is_not_lost(name, after, in_exec, expected, tmp_path):
+    # Python "ignores" an exception raised in __del__ (it prints a traceback and goes on): CI once
+    # sent Ctrl-C while a library's object was being finalised, and rwb index ran to the end with 0.
+    # A Ctrl-C inside exec()'d source text made the process die by SIGINT after "rwb: interrupted"
+    script = tmp_path / "finaliser.py"
+    script.write_text(FINALISER.format(name=name, after=after, in_exec=in_exec))
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "finaliser", "work"], capture_output=True,
+                          text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          timeout=60)  # run as `python -m eval.cli` and the rwb script run it
+    assert (done.returncode, done.stderr.strip()) == expected
+    assert time.monotonic() - started < 4.5  # the 5 s command did not run on
+
+
 # ---- 5. user text is text: report.md carries no live markup from data --------------------------
 
 EVIL = ["![beacon](http://127.0.0.1:9/b.png)", "<img src=x onerror=alert(1)>",
