@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from eval.metrics.judgment_bias import bias_lines, bias_means, bias_table, per_query_bias
+from eval.metrics.judgment_bias import (bias_lines, bias_means, bias_table, judged_per_query,
+                                         per_query_bias)
 from retrieval.ranking import rank_rows
 from tests.conftest import make_candidates
 
@@ -47,6 +48,9 @@ def test_three_queries_by_hand():
     assert values["bpref"] == pytest.approx([2 / 9, 1.0, 0.0])
     means = bias_means(c, QRELS, ranking, 5)
     assert means["judged"] == pytest.approx((0.8 + 0.2 + 0.2) / 3)
+    # judged@k alone (Tune's card, every knob move); at k = 6, q2's u is in: p and u of 6
+    assert judged_per_query(c, QRELS, ranking, 5) == pytest.approx([4 / 5, 1 / 5, 1 / 5])
+    assert judged_per_query(c, QRELS, ranking, 6) == pytest.approx([4 / 6, 1 / 6, 2 / 6])
 
 
 def test_bpref_equals_ranx_where_ranx_defines_it():

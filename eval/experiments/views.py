@@ -18,10 +18,11 @@ import numpy as np
 
 from eval.experiments.holes import Hole, holes
 from eval.experiments.live import LiveRun
-from eval.metrics.judgment_bias import label as bias_label, per_query_bias
+from eval.metrics.judgment_bias import judged_per_query, label as bias_label
 from eval.reports.report import fmt_p
 from eval.statistics.significance import compare_pair
 from retrieval.candidates import Candidates
+from retrieval.memo import memo
 from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline
 
 METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P",
@@ -176,11 +177,13 @@ def band_warnings(quality) -> list[str]:
 def judged_row(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, k: int = 5,
                base_pool: Candidates | None = None) -> dict:
     """judged@k of the current run and the baseline's, as a metric card's row: the share of each
-    counted query's top ``k`` that carries any judgment (``per_query_bias``), its mean over the
-    counted queries (those the table lacks add 0), and the paired t-test's p over them."""
-    cur = per_query_bias(pool, qrels, ev.run.ranking, k)["judged"]
-    base = per_query_bias(pool if base_pool is None else base_pool, qrels, base_ev.run.ranking,
-                          k)["judged"]
+    counted query's top ``k`` that carries any judgment (``judged_per_query``), its mean over the
+    counted queries (those the table lacks add 0), and the paired t-test's p over them. The
+    baseline's values are kept with ``base_ev``, which was judged against these ``qrels`` (a
+    changed judgment makes a new baseline run)."""
+    cur = judged_per_query(pool, qrels, ev.run.ranking, k)
+    base = memo(base_ev, ("judged", k), lambda: judged_per_query(  # the same on every knob move
+        pool if base_pool is None else base_pool, qrels, base_ev.run.ranking, k))
     a, b = ev.judged.counted(cur), base_ev.judged.counted(base)
     value, baseline = (float(a.mean()), float(b.mean())) if len(a) else (0.0, 0.0)
     name = bias_label("judged", k)

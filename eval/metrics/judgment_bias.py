@@ -75,6 +75,25 @@ def non_relevant_counts(c: Candidates, qrels: dict[str, dict[str, int]]) -> np.n
     )
 
 
+def _judged_share(is_judged: np.ndarray, q: np.ndarray, rank: np.ndarray, k: int,
+                  n_q: int) -> np.ndarray:
+    top = rank < k
+    return np.bincount(q[top], weights=is_judged[top].astype(np.float64), minlength=n_q) / k
+
+
+def judged_per_query(
+    c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ranking, k: int = 5
+) -> np.ndarray:
+    """``judged@k`` alone per query of the table (NaN where it does not count): what
+    ``per_query_bias`` gives as ``"judged"``, without the other two."""
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    rows = np.asarray(ranking.rows, dtype=np.int64)
+    q = np.asarray(ranking.query_idx, dtype=np.int64)
+    share = _judged_share(judged_rows(c, qrels)[rows], q, np.asarray(ranking.rank), k, c.n_queries)
+    return np.where(judge(c, qrels).judged, share, np.nan)
+
+
 def per_query_bias(
     c: Candidates, qrels: dict[str, dict[str, int]], ranking: Ranking, k: int = 5
 ) -> dict[str, np.ndarray]:
@@ -83,15 +102,13 @@ def per_query_bias(
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     judged = judge(c, qrels)
-    row_judged = judged_rows(c, qrels)
     n_q = c.n_queries
     rows = np.asarray(ranking.rows, dtype=np.int64)
     q = np.asarray(ranking.query_idx, dtype=np.int64)
     rank = np.asarray(ranking.rank, dtype=np.int64)
-    is_judged = row_judged[rows]
+    is_judged = judged_rows(c, qrels)[rows]
     grade = judged.grade[rows]
-    top = rank < k
-    judged_k = np.bincount(q[top], weights=is_judged[top].astype(np.float64), minlength=n_q) / k
+    judged_k = _judged_share(is_judged, q, rank, k, n_q)
     # condensed list: each judged result's rank among the judged results of its query
     order = np.lexsort((rank, q))
     q_s, judged_s, grade_s = q[order], is_judged[order], grade[order]
@@ -144,7 +161,7 @@ def judged_at(
     queries: Sequence[int] | np.ndarray | None = None,
 ) -> float:
     """Mean ``judged@k`` over the pool queries ``queries`` (default: the counted ones)."""
-    values = per_query_bias(c, qrels, ranking, k)["judged"]
+    values = judged_per_query(c, qrels, ranking, k)
     picked = (
         values[np.asarray(queries, dtype=np.int64)]
         if queries is not None
