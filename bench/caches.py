@@ -215,6 +215,7 @@ def memos() -> list[Memo]:
         ("metric plan", "measure._plan", "plan"),
         ("judged qrels", "measure.judge", "judged"),
         ("document table", "candidates.doc_table", "doc table"),
+        ("learned routes", "learning.router.cross_val_routes", "learned routes"),
     ]
     keys = _Keys()
     out = [_keyed(keys, *row) for row in keyed]

@@ -25,6 +25,7 @@ pipeline with ``router = "learned"`` follows.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -34,6 +35,7 @@ import numpy as np
 from eval.experiments.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_routes
 from eval.search.sweep import make_folds
 from retrieval.candidates import Candidates
+from retrieval.memo import memo
 from retrieval.learned_router import FEATURES, RouterModel, apply_router, design
 from retrieval.pipeline import PIPELINES, PipelineConfig
 
@@ -124,8 +126,17 @@ class LearnedRoutes:
 
 def cross_val_routes(c: Candidates, labels: Mapping[str, str], vectors: np.ndarray | None = None,
                      folds: int = DEFAULT_FOLDS, seed: int = 0) -> LearnedRoutes:
-    """Honest learned routes for every pool query; see the module docstring."""
+    """Honest learned routes for every pool query; see the module docstring. Kept with the
+    table per labels, vectors, folds and seed (``rwb eval`` and the Evaluate page evaluate the
+    router once per set of pipelines compared, and its fits do not depend on them)."""
     y = targets(c, labels)
+    key = ("learned routes", tuple(y), folds, seed, None if vectors is None else
+           hashlib.blake2b(np.ascontiguousarray(vectors).tobytes(), digest_size=16).digest())
+    return memo(c, key, lambda: _cross_val_routes(c, y, vectors, folds, seed))
+
+
+def _cross_val_routes(c: Candidates, y: list[str | None], vectors: np.ndarray | None, folds: int,
+                      seed: int) -> LearnedRoutes:
     labelled = np.array([t is not None for t in y])
     n = int(labelled.sum())
     texts = list(c.query_texts)

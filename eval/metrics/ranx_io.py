@@ -35,14 +35,18 @@ if TYPE_CHECKING:  # ranx (numba, scipy) takes seconds to import: only the funct
 # warm-up thread and a page). Every ranx call goes through this lock.
 RANX_LOCK = threading.RLock()
 
+WARM_METRICS = ("ndcg@5", "ndcg_burges@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5", "map")
+"""One of each metric family an evaluation asks ranx for (numba compiles per family, not per k)."""
 
-def warm_up() -> None:
-    """Compile ranx's numba metrics now (seconds on first use in a process)."""
-    from ranx import Qrels, Run, evaluate
 
-    with RANX_LOCK:
-        evaluate(Qrels({"q": {"d": 1}}), Run({"q": {"d": 1.0, "e": 0.5}}),
-                 ["ndcg@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5", "map@5"], save_results_in_run=False)
+def warm_up(metrics: Sequence[str] = WARM_METRICS) -> None:
+    """Compile ranx's numba code now, as an evaluation goes through it (``to_qrels``, a ``Run``,
+    ``ranx_per_query``): seconds on first use in a process, a part of it not kept on disk (numba's
+    typed dictionaries and lists are compiled again in every process)."""
+    from ranx import Run
+
+    qrels = to_qrels({"q": {"d": 1, "e": 0}, "r": {"f": 2}})
+    ranx_per_query(qrels, Run({"q": {"d": 2.0, "e": 1.0}, "r": {"g": 1.0}}, name="warm-up"), metrics)
 
 
 def judged_query_ids(qrels: dict[str, dict[str, int]], query_ids: Iterable[str] | None = None) -> list[str]:
