@@ -89,6 +89,7 @@ try:  # the last guard: what a page's inputs or stores hold (a damaged profile, 
     sidebar()
     hx.warm_harness()
     st.navigation(PAGES).run()
+    hx.warm_in_server()              # after the page: its first drawing does not wait for it
 except (ValueError, OSError, KeyError, TypeError, RecursionError) as error:
     reason = str(error).splitlines()[0][:300] if str(error).strip() else type(error).__name__
     st.error(f"This page cannot be shown: {md(reason)}", icon=":material/error:")

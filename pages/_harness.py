@@ -53,6 +53,33 @@ def warm_harness() -> object:
         return None
 
 
+@st.cache_resource(show_spinner=False)
+def warm_in_server() -> object:
+    """Compile, in this server process, what numba keeps nowhere on disk (ranx's typed
+    dictionaries and lists: seconds on the first Evaluate otherwise), on a daemon thread started
+    once, after the first page has been drawn; ranx calls take ``RANX_LOCK``, so an Evaluate that
+    comes first waits for it rather than compiling twice. Skipped under AppTest."""
+    import threading
+
+    from streamlit import config
+
+    if config.get_option("global.appTest"):
+        return None
+
+    def warm() -> None:
+        try:
+            from eval.experiments import experiment  # noqa: F401 (scipy, statsmodels: imported once)
+            from eval.metrics.ranx_io import warm_up
+
+            warm_up()
+        except Exception:  # a warm-up only; the real evaluation reports its own errors
+            pass
+
+    thread = threading.Thread(target=warm, name="rwb-warm-ranx", daemon=True)
+    thread.start()
+    return thread
+
+
 # ---- live significance (Tune, Sweep) ------------------------------------------------------------
 
 def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str] = METRICS, test: str = "t") -> list[dict]:
