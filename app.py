@@ -77,9 +77,10 @@ def sidebar() -> None:
                          help="What every figure is computed with. implicit: click-derived "
                               "judgments (qrels/implicit.tsv, `rwb import ubi`); both: explicit "
                               "ones, implicit ones where nobody judged.")
-            judged = sum(len(v) for v in dataset.qrels.values())
+            source = st.session_state[sh.K_JUDGMENTS]
+            judged = sh.judgment_count(path, sh.dataset_stamp(path), sh.qrels_rev(dataset, source))
             st.caption(f"**{md(dataset.name)}** · {len(dataset.documents)} docs · {len(dataset.queries)} queries · "
-                       f"{judged} judgments")
+                       f"{judged} judgments ({source})")
         except Exception as error:  # the page itself shows the full problem list
             st.caption(f":red[dataset not loadable: {md(str(error).splitlines()[0][:120])}]")
 

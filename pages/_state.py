@@ -180,6 +180,12 @@ def get_judged(path: str, stamp: tuple, embedder: str, qrels_rev: tuple) -> tupl
     return qrels, judge(get_pool(path, stamp, embedder), qrels)
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def judgment_count(path: str, stamp: tuple, qrels_rev: tuple) -> int:
+    """How many judgments the figures use (the source ``qrels_rev`` names), for the sidebar."""
+    return sum(len(v) for v in effective_qrels(get_dataset(path, stamp), source=qrels_rev[0]).qrels.values())
+
+
 @st.cache_resource(max_entries=32, show_spinner="Retrieving candidates for the free-text query…")
 def free_text_candidates(path: str, stamp: tuple, embedder: str, text: str) -> Candidates:
     handle = get_index(path, stamp, embedder)
@@ -222,6 +228,11 @@ def live_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, co
 
 # ---- the workspace: what a page works on ----------------------------------------------------
 
+def qrels_rev(dataset: Dataset, source: str) -> tuple:
+    """The judgments' version, a cache key: (source, the store's and implicit.tsv's stamps)."""
+    return (source, file_stamp(JudgmentStore(dataset).path), file_stamp(dataset.root / IMPLICIT_QRELS))
+
+
 @dataclass(frozen=True, eq=False)
 class Workspace:
     path: str
@@ -238,9 +249,7 @@ class Workspace:
 
     @property
     def qrels_rev(self) -> tuple:
-        """The judgments' version, a cache key: (source, the store's and implicit.tsv's stamps)."""
-        return (self.source, file_stamp(self.judgments.path),
-                file_stamp(self.dataset.root / IMPLICIT_QRELS))
+        return qrels_rev(self.dataset, self.source)
 
     def judgments_used(self) -> Judgments:
         """The judgments every figure uses; ``.label`` says which they are."""

@@ -772,15 +772,22 @@ def test_judgment_source_in_the_sidebar_drives_every_figure_and_is_named(home, m
     assert choice.options == ["explicit (qrels + edits)", "implicit (clicks)",
                               "both (explicit first)"]
     assert any("over 4 judged queries" in t and "judgments: dataset qrels" in t for t in texts(at))
+
+    def sidebar_count():  # the sidebar names how many judgments the chosen source holds
+        return next(c.value for c in at.sidebar.caption if "judgments" in c.value).split(" · ")[-1]
+
+    assert sidebar_count() == "4 judgments (explicit)"    # tiny's qrels: 4 lines
     at = run(choice.set_value("implicit"))
     implicit = "implicit judgments (qrels/implicit.tsv)"
     assert any("over 1 judged queries" in t and f"judgments: {implicit}" in t for t in texts(at))
+    assert sidebar_count() == "1 judgments (implicit)"    # implicit.tsv: q1 d05
     at = goto(at, "pages/evaluate.py")
     caption = " ".join(texts(at)).replace("\\", "")
     assert "1 judged queries" in caption and f"Judgments: {implicit}" in caption
     at = run(at.sidebar.selectbox(key="rwb_judgments").set_value("both"))
     caption = " ".join(texts(at)).replace("\\", "")
     assert "4 judged queries" in caption and "+ implicit judgments" in caption
+    assert sidebar_count() == "5 judgments (both)"        # the 4, and q1 d05 nobody judged
     st.cache_resource.clear()
 
 
