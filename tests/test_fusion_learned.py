@@ -161,6 +161,23 @@ def test_a_lambdamart_model_beside_the_toml_scores_as_lightgbm_predicts(tmp_path
     assert isinstance(load_model(tmp_path / "m.model.json"), TreeModel)
 
 
+def test_a_saved_profile_reads_its_model_beside_it(tmp_path, monkeypatch):
+    from eval.stores.profiles import ProfileStore
+
+    monkeypatch.chdir(tmp_path)  # not the profiles folder: a relative file was read from here
+    c = table()
+    model, x, ranker = _tree_model(c)
+    store = ProfileStore(tmp_path / "home")
+    store.root.mkdir(parents=True)
+    save_model(model, store.root / "m.model.json")
+    (store.root / "mine.toml").write_text(
+        'fusion = "learned"\ndepth = 20\n[learned]\nmodel = "lambdamart"\nfile = "m.model.json"\n',
+        "utf-8",
+    )
+    run = run_pipeline(c, store.load("mine"))
+    assert np.allclose(run.scored.score, ranker.predict(x))
+
+
 def test_a_model_file_may_not_leave_the_toml_folder(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "m.toml").write_text(

@@ -11,7 +11,7 @@ from pathlib import Path
 from eval.stores.files import check_name, locked
 from retrieval.files import atomic_write_text
 from retrieval.index import rwb_home
-from retrieval.pipeline import PipelineConfig, from_toml, to_toml
+from retrieval.pipeline import PipelineConfig, from_toml, read_beside, to_toml
 
 MAX_BASE_CHAIN = 8
 
@@ -57,7 +57,7 @@ class ProfileStore:
             raise ValueError(f"{path}: cannot be read ({error}); move it aside") from None
         if not text.strip():
             raise ValueError(f"{path}: is empty (damaged); save the profile again or delete the file")
-        return from_toml(text, str(path), self.base_of((*_chain, name)))
+        return read_beside(from_toml(text, str(path), self.base_of((*_chain, name))), path)
 
     def names(self) -> list[str]:
         return sorted(p.stem for p in self.root.glob("*.toml")) if self.root.is_dir() else []

@@ -18,10 +18,10 @@ from retrieval.pipeline.config import (ParamError, PipelineConfig, describe, get
 from retrieval.pipeline.presets import PIPELINES
 from retrieval.pipeline.scoring import ROUTES, Fused, PipelineRun, all_hybrid, created_age, fuse, ranked, run_pipeline
 from retrieval.pipeline.search import Response, Result, response_for, search, whole_file
-from retrieval.pipeline.toml_form import from_dict, from_toml, get_pipeline, to_dict, to_toml
+from retrieval.pipeline.toml_form import from_dict, from_toml, get_pipeline, read_beside, to_dict, to_toml
 
 __all__ = ["PIPELINES", "ROUTES", "Fused", "ParamError", "PipelineConfig", "PipelineRun",
            "Response", "Result", "all_hybrid", "created_age", "describe", "from_dict", "from_toml",
            "fuse", "get_param", "get_pipeline", "knobs", "params_setter", "ranked", "response_for",
-           "run_pipeline", "search", "sweepable_params", "to_dict", "to_toml", "whole_file",
+           "read_beside", "run_pipeline", "search", "sweepable_params", "to_dict", "to_toml", "whole_file",
            "with_param", "with_params"]

@@ -201,6 +201,14 @@ def from_toml(text: str, where: str = "pipeline", base_of: BaseOf | None = None)
     return from_dict(data, where, base_of)
 
 
+def read_beside(config: PipelineConfig, path: Path) -> PipelineConfig:
+    """``config``, read from the TOML file ``path``: a model file it names is read beside it."""
+    in_folder = getattr(config.params, "in_folder", None)
+    if in_folder is not None:
+        in_folder(path.resolve().parent)
+    return config
+
+
 def get_pipeline(name_or_path: str | PipelineConfig,
                  base_of: BaseOf | None = None) -> PipelineConfig:
     """A registered pipeline by name, or a TOML file path (its ``base`` resolved by ``base_of``)."""
@@ -218,9 +226,5 @@ def get_pipeline(name_or_path: str | PipelineConfig,
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise ValueError(f"pipeline file {name_or_path!r} cannot be read: {error}") from None
-        config = from_toml(text, str(path), base_of)
-        in_folder = getattr(config.params, "in_folder", None)
-        if in_folder is not None:  # a model file named in the TOML is read beside it
-            in_folder(path.resolve().parent)
-        return config
+        return read_beside(from_toml(text, str(path), base_of), path)
     raise ValueError(f"unknown pipeline {name_or_path!r}; choose from {sorted(PIPELINES)} or give a .toml file")
