@@ -1,4 +1,8 @@
-"""Plotly figures of the Evaluate and Sweep pages (Tune draws none: its score bars are HTML)."""
+"""Plotly figures of the Evaluate and Sweep pages (Tune draws none: its score bars are HTML).
+
+Text from data (query ids and texts, intents, pipeline and profile names) is shown as text:
+plotly reads ``<b>``, ``<br>``, ``<a href>``… in labels and hovers as markup, so ``plain``
+escapes it (plotly decodes ``&lt;`` back to ``<`` on screen)."""
 
 from __future__ import annotations
 
@@ -14,7 +18,20 @@ from pages._state import PRIMARY, metric_label
 CONFIG = {"displayModeBar": False}
 
 
+def plain(text) -> str:
+    """``text`` as plotly shows it literally: ``&``, ``<`` and ``>`` escaped."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _plain_columns(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in columns:
+        frame[column] = frame[column].map(plain)
+    return frame
+
+
 def intents_figure(intents: pd.DataFrame, metric: str) -> go.Figure:
+    intents = _plain_columns(intents, ["intent", "pipeline"])
     fig = px.bar(intents, x="intent", y=metric, color="pipeline", barmode="group", hover_data=["queries"],
                  labels={metric: metric_label(metric)})
     fig.update_layout(height=420, margin=dict(l=8, r=8, t=8, b=8), legend=dict(orientation="h", y=-0.25),
@@ -23,10 +40,12 @@ def intents_figure(intents: pd.DataFrame, metric: str) -> go.Figure:
 
 
 def per_query_figure(points: pd.DataFrame, base_label: str, cand_label: str, metric: str = PRIMARY) -> go.Figure:
+    # the raw id travels as custom data (a click selects that query); hovers show it as text
+    points = _plain_columns(points.assign(shown=points["query"]), ["shown", "text", "intent"])
     fig = px.scatter(points, x="baseline", y="candidate", color="intent", custom_data=["query"],
-                     hover_data={"query": True, "text": True, "delta": ":+.3f"},
-                     labels={"baseline": f"{base_label} {metric_label(metric)}",
-                             "candidate": f"{cand_label} {metric_label(metric)}"})
+                     hover_data={"query": False, "shown": True, "text": True, "delta": ":+.3f"},
+                     labels={"shown": "query", "baseline": f"{plain(base_label)} {metric_label(metric)}",
+                             "candidate": f"{plain(cand_label)} {metric_label(metric)}"})
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#8c959f", dash="dot"),
                              hoverinfo="skip", showlegend=False))
     fig.update_traces(marker=dict(size=11, opacity=0.75, line=dict(width=1, color="white")),
