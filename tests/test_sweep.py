@@ -125,3 +125,18 @@ def test_a_range_needing_a_deeper_pool_is_refused_up_front(pool, tiny):
     # max_results 10 × multiplier 40 = 400 candidates per path; the pool holds 50
     with pytest.raises(ValueError, match="candidate_multiplier=40 takes 400 candidates per path.*--pool-depth 400"):
         sweep(pool, tiny.qrels, RRF, space, folds=2)
+
+
+def test_make_folds_by_group_keeps_groups_whole_and_balances_sizes():
+    from eval.search.sweep import make_folds
+
+    labels = ["a"] * 4 + ["b"] * 3 + ["c"] * 2 + ["d"] * 2 + ["e"]
+    for seed in range(5):
+        fold_of = make_folds(len(labels), 2, seed, labels)
+        by_group = {g: {int(f) for f, x in zip(fold_of, labels) if x == g} for g in set(labels)}
+        assert all(len(folds) == 1 for folds in by_group.values())    # no group split
+        sizes = sorted(int((fold_of == f).sum()) for f in range(2))
+        assert sizes[0] >= 4 and sum(sizes) == 12                     # greedy: never 1 vs 11
+    assert list(make_folds(4, 2, 0, ["x", "x", "y", "y"])) in ([0, 0, 1, 1], [1, 1, 0, 0])
+    with pytest.raises(ValueError, match="exceeds the number of groups"):
+        make_folds(4, 3, 0, ["x", "x", "y", "y"])

@@ -150,3 +150,24 @@ def test_cli_tune_writes_the_toml_and_refuses_bad_sizes(tmp_path, rwb_home, pool
     assert get_pipeline(str(out)).fusion == "rrf" and tuning_table(out)["trials"] == 4
     assert rwb_main(["tune", str(TINY), "--pipeline", "rrf", "--trials", "100000"]) == 2
     assert capsys.readouterr().err.strip() == "rwb: error: --trials must be ≤ 10,000, got 100,000"
+
+
+def test_fold_by_keeps_each_group_of_queries_in_one_fold(pool, tiny):
+    # q1, q2 one conversation, q3, q4 another: the two outer folds are exactly the two groups
+    groups = {"q1": "conv-a", "q2": "conv-a", "q3": "conv-b", "q4": "conv-b"}
+    grouped = tune(pool, tiny.qrels, "rrf", SPACE, trials=4, folds=2, seed=7, fold_by=groups)
+    assert sorted(sorted(f.test_ids) for f in grouped.outer) == [["q1", "q2"], ["q3", "q4"]]
+    assert grouped.n_groups == 2 and grouped.tuning_table()["fold_groups"] == 2
+    with pytest.raises(ValueError, match="exceeds the number of groups"):
+        tune(pool, tiny.qrels, "rrf", SPACE, trials=4, folds=3, fold_by=groups)
+
+
+def test_cli_tune_fold_by_a_query_field(tmp_path, rwb_home, pool, capsys):
+    # tiny's queries carry no sample_id: a field no query has is one clear error
+    assert rwb_main(["tune", str(TINY), "--pipeline", "rrf", "--trials", "2", "--folds", "2",
+                     "--fold-by", "sample_id", "--quiet"]) == 2
+    assert "--fold-by sample_id: no query has a value for it" in capsys.readouterr().err
+    # by intent (tiny labels every query): folds keep each intent's queries together
+    assert rwb_main(["tune", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10",
+                     "--trials", "2", "--folds", "2", "--fold-by", "intent", "--quiet"]) == 0
+    assert "folds keep each of 3 query groups whole" in capsys.readouterr().out  # debug, preference, timeline

@@ -13,7 +13,7 @@ from eval.learning.router import prepare_pool
 from eval.progress import Progress, step
 from eval.reports.report import SWEEP_HEADER, sweep_rows, text_table
 from eval.search.space import Space, parse_param, parse_sum
-from eval.search.sweep import MAX_POINTS, SweepResult, sweep
+from eval.search.sweep import MAX_POINTS, SweepResult, query_groups, sweep
 from eval.search.tune import (DEFAULT_INNER_FOLDS, DEFAULT_TRIALS, SAMPLERS, TuneResult, check_sizes, check_space,
                        default_space, parse_tune_param, tune)
 from eval.stores.configs import resolve_config
@@ -133,6 +133,8 @@ def print_tune(result: TuneResult) -> None:
              f"{f.test_mean:.4f}"] for f in r.outer]
     print(text_table(["fold", "held out", "chosen", "search winner or default", "train", "inner CV",
                       "default", "held-out"], rows))
+    if r.n_groups:
+        print(f"folds keep each of {r.n_groups} query groups whole (--fold-by)")
     print(f"held-out {r.metric} (each query held out once, {r.n_queries} queries): tuned procedure "
           f"{r.held_out_mean:.4f}")
     for c in r.comparisons:
@@ -158,10 +160,18 @@ def cmd_tune(args) -> int:
         result = tune(pool, used.qrels, base, space, trials=args.trials, folds=args.folds,
                       seed=args.seed, sampler=args.sampler, metric=args.metric,
                       inner_folds=args.inner_folds, guard=not args.no_guard,
-                      progress=progress.stage("trials"), executor=executor)
+                      progress=progress.stage("trials"), executor=executor,
+                      fold_by=query_groups(dataset.queries, args.fold_by) if args.fold_by else None)
     print_tune(result)
     write_outputs(args, result.to_toml, lambda: {**result.to_json(), "judgments": used.to_json()})
     return 0
+
+
+def add_fold_by(p) -> None:
+    p.add_argument("--fold-by", metavar="FIELD",
+                   help="keep the queries that share this field's value in one fold, outer and inner "
+                        "(group, scope, intent, lang or a key of queries.jsonl, e.g. sample_id: one "
+                        "LoCoMo conversation); default: folds by query")
 
 
 def add_executor_options(p, what: str) -> None:
@@ -194,6 +204,7 @@ def register(sub) -> None:
     p.add_argument("--folds", type=int, default=5, help="outer cross-validation folds by query (default 5)")
     p.add_argument("--inner-folds", type=int, default=DEFAULT_INNER_FOLDS,
                    help=f"inner folds of the guard against the default (default {DEFAULT_INNER_FOLDS})")
+    add_fold_by(p)
     p.add_argument("--no-guard", action="store_true", help="always take the search winner (no inner CV guard)")
     p.add_argument("--sampler", choices=SAMPLERS, default="tpe", help="tpe (default), grid or random")
     p.add_argument("--seed", type=int, default=0, help="seed of the folds and the samplers (default 0)")

@@ -27,7 +27,7 @@ import functools
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -41,14 +41,73 @@ if TYPE_CHECKING:
 
 
 
-def make_folds(n_queries: int, folds: int, seed: int) -> np.ndarray:
+def make_folds(n_queries: int, folds: int, seed: int,
+               groups: "Sequence[str] | np.ndarray | None" = None) -> np.ndarray:
     """Fold index of each query: a seeded shuffle split into ``folds`` near-equal parts
-    (read-only; the same arguments give the same array)."""
+    (read-only; the same arguments give the same array).
+
+    ``groups`` (one label per query): queries that share a label share a fold, so a held-out
+    fold holds whole groups (conversations, passages, users) and nothing learned from a group
+    is scored on it. The groups, in a seeded shuffle, each go to the fold with the fewest
+    queries so far (the lowest-numbered on a tie)."""
     if not isinstance(folds, int) or folds < 2:
         raise ValueError(f"--folds must be ≥ 2, got {folds}")
     if folds > n_queries:
         raise ValueError(f"--folds {folds} exceeds the number of judged queries ({n_queries})")
-    return _folds(int(n_queries), folds, int(seed))
+    if groups is None:
+        return _folds(int(n_queries), folds, int(seed))
+    labels = tuple(str(g) for g in groups)
+    if len(labels) != n_queries:
+        raise ValueError(f"{len(labels)} group labels for {n_queries} queries")
+    n_groups = len(set(labels))
+    if folds > n_groups:
+        raise ValueError(f"--folds {folds} exceeds the number of groups ({n_groups})")
+    return _group_folds(labels, folds, int(seed))
+
+
+QUERY_FIELDS = ("group", "scope", "intent", "lang")
+"""Query fields ``query_groups`` reads by name; any other name is looked up in the query's own
+extra fields (``sample_id``, ``conversation``…: what its queries.jsonl line carries)."""
+
+
+def query_groups(queries, field: str) -> dict[str, str]:
+    """Query id → the value of ``field``, for folds that keep each value's queries together
+    (``--fold-by``); a query without a value is a group of its own."""
+    field = (field or "").strip()
+    if not field:
+        raise ValueError("--fold-by needs a query field name, e.g. --fold-by sample_id")
+    out = {}
+    for q in queries:
+        value = getattr(q, field) if field in QUERY_FIELDS else (q.extra or {}).get(field)
+        if value not in (None, ""):
+            out[q.id] = f"{field}={value}"
+    if not out:
+        raise ValueError(f"--fold-by {field}: no query has a value for it (fields: "
+                         f"{', '.join(QUERY_FIELDS)} or a key of the queries' JSON lines)")
+    return out
+
+
+def group_count(groups: "Sequence[str] | np.ndarray | None", n_queries: int) -> int:
+    """How many folds the queries can make at most: their groups, or the queries themselves."""
+    return n_queries if groups is None else len(set(str(g) for g in groups))
+
+
+@functools.lru_cache(maxsize=64)
+def _group_folds(labels: tuple[str, ...], folds: int, seed: int) -> np.ndarray:
+    unique = list(dict.fromkeys(labels))
+    size = {g: 0 for g in unique}
+    for g in labels:
+        size[g] += 1
+    fold_of_group: dict[str, int] = {}
+    filled = np.zeros(folds, dtype=np.int64)
+    for i in np.random.default_rng([seed, 1]).permutation(len(unique)):
+        g = unique[int(i)]
+        f = int(np.argmin(filled))
+        fold_of_group[g] = f
+        filled[f] += size[g]
+    fold_of = np.array([fold_of_group[g] for g in labels], dtype=np.int64)
+    fold_of.flags.writeable = False
+    return fold_of
 
 
 @functools.lru_cache(maxsize=64)

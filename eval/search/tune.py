@@ -48,7 +48,7 @@ import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 import tomli_w
@@ -57,7 +57,7 @@ from eval.statistics.significance import holm, randomization_test
 from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
 from eval.search.space import ParamSpec, apply_point, knob_space, parse_param, tunable
-from eval.search.sweep import make_folds
+from eval.search.sweep import group_count, make_folds
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.pipeline import (PipelineConfig, get_param, get_pipeline, sweepable_params, to_dict,
@@ -226,13 +226,16 @@ class Choice:
 
 def procedure(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampler: str,
               trials: int, seed: int, inner_folds: int, guard: bool, default: np.ndarray,
-              where: tuple, on_trial: Callable[[], None] | None = None) -> Choice:
-    """The tuning procedure (search + guard) on the queries ``idx``; see the module docstring."""
+              where: tuple, on_trial: Callable[[], None] | None = None,
+              groups: np.ndarray | None = None) -> Choice:
+    """The tuning procedure (search + guard) on the queries ``idx``; see the module docstring.
+    ``groups`` (per counted query): the inner folds keep each group whole, as the outer ones do."""
     found = search(scorer, space, idx, sampler, trials, _seed(seed, *where, -1), on_trial)
     default_mean = float(default[idx].mean())
-    if not guard or len(idx) < 2:
+    part = None if groups is None else groups[idx]
+    if not guard or group_count(part, len(idx)) < 2:   # no inner split possible
         return Choice("tuned", found.params, found.score, math.nan, default_mean)
-    inner = make_folds(len(idx), min(inner_folds, len(idx)), _seed(seed, *where, -2))
+    inner = make_folds(len(idx), min(inner_folds, group_count(part, len(idx))), _seed(seed, *where, -2), part)
     held = np.empty(len(idx))
     for j in range(int(inner.max()) + 1):
         train, test = idx[inner != j], inner == j
@@ -300,6 +303,7 @@ class TuneResult:
     final_score: float                   # in-sample: the final configuration on all counted queries
     n_configs: int                       # distinct configurations scored
     seconds: float
+    n_groups: int = 0                    # folds kept these groups whole (0: folds by query)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -326,7 +330,8 @@ class TuneResult:
             "embedder": self.embedder, "pool_depth": self.pool_depth, "pipeline": self.base.name,
             "metric": self.metric, "space": [str(p) for p in self.space], "sampler": self.sampler,
             "trials": self.trials, "folds": self.folds, "inner_folds": self.inner_folds, "guard": self.guard,
-            "seed": self.seed, "n_queries": self.n_queries, "chosen": self.final.kind,
+            "seed": self.seed, "n_queries": self.n_queries, "fold_groups": self.n_groups,
+            "chosen": self.final.kind,
             "held_out": round(self.held_out_mean, 6), "held_out_default": round(d.mean, 6),
             "best_single_path": self.best_single, "held_out_best_single_path": round(s.mean, 6),
             "p_vs_default": round(d.p_fisher, 6), "p_vs_best_single_path": round(s.p_fisher, 6),
@@ -413,6 +418,7 @@ class _Job:
     seed: int
     inner_folds: int
     guard: bool
+    groups: np.ndarray | None = None
 
 
 def _run_search(job: _Job, search: tuple) -> tuple["Choice", set]:
@@ -421,7 +427,7 @@ def _run_search(job: _Job, search: tuple) -> tuple["Choice", set]:
     idx, where = search
     scorer = _Scorer(job.c, job.qrels, job.base, job.metric)
     choice = procedure(scorer, job.space, idx, job.sampler, job.trials, job.seed, job.inner_folds, job.guard,
-                       scorer.pipeline(job.base), where, lambda: None)
+                       scorer.pipeline(job.base), where, lambda: None, job.groups)
     return choice, scorer.scored()
 
 
@@ -430,10 +436,11 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
          folds: int = 5, seed: int = 0, sampler: str = "tpe", metric: str = "ndcg@5",
          inner_folds: int = DEFAULT_INNER_FOLDS,
          guard: bool = True, progress: Callable[[int, int], None] | None = None,
-         executor: "Executor | None" = None) -> TuneResult:
+         executor: "Executor | None" = None, fold_by: Mapping[str, str] | None = None) -> TuneResult:
     """Nested cross-validation of the tuning procedure, then the procedure on all queries.
     ``executor`` (``eval.search.executors``) runs the ``folds + 1`` searches: in this process (default,
-    progress per trial) or as Ray tasks (the same choices; progress when all are done)."""
+    progress per trial) or as Ray tasks (the same choices; progress when all are done).
+    ``fold_by`` (query id → group, ``query_groups``): folds, outer and inner, keep each group whole."""
     base = resolve_config(base)
     parse_metric(metric)
     check_sizes(trials, folds, inner_folds)
@@ -460,14 +467,15 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
         if progress:
             progress(min(done[0], total), total)
 
-    fold_of = make_folds(n, folds, seed)
+    groups = None if fold_by is None else np.array([fold_by.get(q) or q for q in ids], dtype=object)
+    fold_of = make_folds(n, folds, seed, groups)
     searches = [(np.flatnonzero(fold_of != k), (k,)) for k in range(folds)] + [(np.arange(n), (folds,))]
     scored_elsewhere: set = set()
     if executor is None or executor.name == "local":
-        choices = [procedure(scorer, space, idx, sampler, trials, seed, inner_folds, guard, default, where, tick)
-                   for idx, where in searches]
+        choices = [procedure(scorer, space, idx, sampler, trials, seed, inner_folds, guard, default, where, tick,
+                             groups) for idx, where in searches]
     else:  # each search on a worker, with its own scorer of the same pool: the same choices
-        job = _Job(c, qrels, base, metric, space, sampler, trials, seed, inner_folds, guard)
+        job = _Job(c, qrels, base, metric, space, sampler, trials, seed, inner_folds, guard, groups)
         results = executor.map(_run_search, job, searches)
         choices = [choice for choice, _ in results]
         scored_elsewhere = set().union(*(keys for _, keys in results))
@@ -508,6 +516,7 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
         single_values=singles, best_single=best_single, comparisons=comparisons, final=final,
         final_config=final_config, final_score=final_score,
         n_configs=len(scorer.scored() | scored_elsewhere), seconds=time.perf_counter() - start_time,
+        n_groups=0 if groups is None else group_count(groups, n),
     )
 
 
