@@ -6,10 +6,12 @@ labels every command uses), and — for the MoE — each query's value under eve
 MoE grid. A ``Spec`` names a model and its hyper-parameters; ``fit(spec, training, queries)``
 fits it on the rows of ``queries`` only, and ``scores(model, training)`` scores every row.
 
-- ``linear``: scikit-learn ``LogisticRegression`` (L2, inverse strength ``C``, lbfgs) pointwise
-  on "grade > 0" over the standardised row features (query features, equal on every row of a
+- ``linear``: scikit-learn ``LogisticRegression`` (L2, inverse strength ``C``) pointwise on
+  "grade > 0" over the standardised row features (query features, equal on every row of a
   query, cannot order a query's documents and are left out), each column standardised with the
-  training rows' mean and population standard deviation (1 where it is 0).
+  training rows' mean and population standard deviation (1 where it is 0). Solved by Newton's
+  method (``newton-cholesky``, a few iterations over a few dozen columns): the objective's
+  optimum, which lbfgs, at its default tolerance, stopped short of.
 - ``lambdamart``: LightGBM ``LGBMRanker(objective="lambdarank")`` on the graded labels, one
   group per query, fixed settings (``LAMBDAMART``: 200 trees, 15 leaves, learning rate 0.05,
   at least 10 rows a leaf, one thread, ``deterministic``, seeded) over every feature.
@@ -20,6 +22,7 @@ fits it on the rows of ``queries`` only, and ``scores(model, training)`` scores 
 from __future__ import annotations
 
 import itertools
+import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -35,8 +38,8 @@ from retrieval.features import (
     query_features,
 )
 from retrieval.fusion import Scored
-from retrieval.fusion.learned import FeatureWeight
-from retrieval.learned_model import MoEModel, TreeModel, moe_parts
+from retrieval.fusion.learned import FeatureWeight, standardised_sum
+from retrieval.learned_model import MoEModel, TreeModel, moe_parts, moe_point_scores
 from retrieval.pipeline import Fused, PipelineConfig, all_hybrid
 from retrieval.ranking import visible_rows
 
@@ -112,6 +115,7 @@ class Training:
     x: np.ndarray = field(init=False)
     names: tuple[str, ...] = field(init=False)
     _moe: np.ndarray | None = field(init=False, default=None)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self):
         self.visible = visible_rows(self.c, self.config.path_depth)
@@ -146,12 +150,14 @@ class Training:
 
     def moe_values(self) -> np.ndarray:
         """(pool queries, grid points): the metric under each MoE grid point, computed once."""
-        if self._moe is None:
-            grid = moe_grid()
-            out = np.empty((self.c.n_queries, len(grid)))
-            for g, point in enumerate(grid):
-                out[:, g] = self.values(_moe_score(self, np.tile(point, (self.c.n_queries, 1))))
-            self._moe = np.nan_to_num(out)
+        with self._lock:
+            if self._moe is None:
+                grid = moe_grid()
+                out = np.empty((self.c.n_queries, len(grid)))
+                points = moe_point_scores(self.c, self.visible, self.depth, grid)
+                for g, score in enumerate(points):
+                    out[:, g] = self.values(score)
+                self._moe = np.nan_to_num(out)
         return self._moe
 
 
@@ -207,7 +213,9 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model = LogisticRegression(C=float(spec.value), max_iter=2000)
+                model = LogisticRegression(
+                    C=float(spec.value), solver="newton-cholesky", max_iter=100
+                )
                 model.fit((x - mean) / scale, target)
             coef = model.coef_[0]
         return tuple(
@@ -227,18 +235,19 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
     return TreeModel(t.names, feature_set, ranker.booster_.model_to_string(), meta)
 
 
-def scores(model, t: Training) -> np.ndarray:
-    """Every row's score under a fitted model (−inf outside the visible rows)."""
-    if isinstance(
-        model, tuple
-    ):  # the fusion's own formula (linear_scores), on the matrix already built
-        at = {name: j for j, name in enumerate(t.names)}
-        cols = [at[w.name] for w in model]
-        z = (t.x[:, cols] - np.array([w.mean for w in model])) / np.array([w.scale for w in model])
-        return np.where(t.visible, z @ np.array([w.weight for w in model]), -np.inf)
-    if isinstance(model, MoEModel):
-        return _moe_score(t, model.weights(t.c, t.depth))
+def scores(model, t: Training, queries: np.ndarray | None = None) -> np.ndarray:
+    """Every visible row's score under a fitted model (−inf elsewhere); with ``queries`` (pool
+    query indices), only their rows' (−inf on the others' rows). A row's score is the same
+    either way and the same as the learned fusion gives it: a tree predicts each row alone, the
+    linear formula (``standardised_sum``) adds each row's own terms, and the MoE's per-query
+    weights and per-row products are computed on the whole table, as the fusion computes them."""
+    rows = np.flatnonzero(t.visible) if queries is None else t.rows_of(queries)
     out = np.full(t.c.n_rows, -np.inf)
-    rows = np.flatnonzero(t.visible)
-    out[rows] = model.predict(t.x[rows])
+    if isinstance(model, tuple):
+        at = {name: j for j, name in enumerate(t.names)}
+        out[rows] = standardised_sum(t.x[rows], [at[w.name] for w in model], model)
+    elif isinstance(model, MoEModel):
+        out[rows] = _moe_score(t, model.weights(t.c, t.depth))[rows]
+    else:
+        out[rows] = model.predict(t.x[rows])
     return out
