@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -150,8 +151,10 @@ def test_the_procedure_is_its_inner_and_outer_folds_run_one_fit_after_another():
 
 def test_threads_change_how_long_it_takes_never_the_result():
     c, qrels = signal_table()
+    filters = list(warnings.filters)
     one = learn(c, qrels, "auto", folds=3, seed=4, threads=1)
     three = learn(c, qrels, "auto", folds=3, seed=4, threads=3)
+    assert warnings.filters == filters  # silenced while fitting, restored after
     assert np.array_equal(one.held_out, three.held_out) and one.n_fits == three.n_fits
     assert [dataclasses.astuple(f) for f in one.outer] == [
         dataclasses.astuple(f) for f in three.outer
@@ -245,3 +248,4 @@ def test_cli_learn_writes_a_pipeline_eval_and_search_use(tmp_path, rwb_home, cap
     # bad input: one line, exit 2
     assert rwb_main(["learn", str(TINY), "--model", "xgboost"]) == 2
     assert rwb_main(["learn", str(TINY), "--out", str(tmp_path / "x.txt")]) == 2
+    assert rwb_main(["learn", str(TINY), "--threads", "0"]) == 2

@@ -3,8 +3,10 @@
 ``Training`` holds what every fit shares: the feature matrix of the visible rows
 (``retrieval.features.feature_matrix``), their grades (``eval.metrics.measure.judge``, the
 labels every command uses), and — for the MoE — each query's value under every point of the
-MoE grid. A ``Spec`` names a model and its hyper-parameters; ``fit(spec, training, queries)``
-fits it on the rows of ``queries`` only, and ``scores(model, training)`` scores every row.
+MoE grid (``retrieval.learned_model.moe_point_scores``: the signals and each strength's factors
+computed once for the whole grid). A ``Spec`` names a model and its hyper-parameters; ``fit(spec, training, queries)``
+fits it on the rows of ``queries`` only, and ``scores(model, training, queries)`` scores the rows
+of ``queries`` (every visible row by default).
 
 - ``linear``: scikit-learn ``LogisticRegression`` (L2, inverse strength ``C``) pointwise on
   "grade > 0" over the standardised row features (query features, equal on every row of a
@@ -24,6 +26,7 @@ from __future__ import annotations
 import itertools
 import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -176,9 +179,22 @@ def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 LINEAR_COLUMNS = len(QUERY_FEATURES)
 
 
+@contextmanager
+def quiet():
+    """The fitting libraries' warnings (a solver's convergence notes, LightGBM's) silenced.
+    Warning filters are the process's, not a thread's: enter it once around fits that run on
+    several threads, never inside each (nested entries and exits on two threads can leave the
+    filters of one behind)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
 def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
     """``spec`` fitted on the visible rows of pool queries ``queries``: a tuple of
-    ``FeatureWeight`` (linear), a ``TreeModel`` or a ``MoEModel``."""
+    ``FeatureWeight`` (linear), a ``TreeModel`` or a ``MoEModel``. Run it inside ``quiet()`` to
+    silence the libraries' warnings; it sets no warning filter itself (that is not
+    thread-safe)."""
     meta = dict(meta or {})
     feature_set = feature_set_id(t.names)
     if spec.model == "moe":
@@ -211,12 +227,8 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
         if len(set(target.tolist())) < 2:  # no row, or one class: nothing to separate, weights 0
             coef = np.zeros(width)
         else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model = LogisticRegression(
-                    C=float(spec.value), solver="newton-cholesky", max_iter=100
-                )
-                model.fit((x - mean) / scale, target)
+            model = LogisticRegression(C=float(spec.value), solver="newton-cholesky", max_iter=100)
+            model.fit((x - mean) / scale, target)
             coef = model.coef_[0]
         return tuple(
             FeatureWeight(name, float(f"{w:.6g}"), float(f"{m:.6g}"), float(f"{s:.6g}"))
@@ -229,9 +241,7 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
     groups = np.bincount(t.c.query_idx[rows], minlength=t.c.n_queries)
     groups = groups[groups > 0]
     ranker = lightgbm.LGBMRanker(random_state=t.seed, **LAMBDAMART)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ranker.fit(t.x[rows], y.astype(np.int64), group=groups)
+    ranker.fit(t.x[rows], y.astype(np.int64), group=groups)
     return TreeModel(t.names, feature_set, ranker.booster_.model_to_string(), meta)
 
 

@@ -21,7 +21,15 @@ queries) by Fisher's randomization test and the paired t-test, raw and Holm-corr
 two comparisons (``eval.search.tune``'s comparison, ``eval.statistics.significance``).
 
 The model exported is the procedure run on **all** counted queries; its score there is
-in-sample. Labels are the dataset's qrels through ``eval.metrics.measure.judge``, as every
+in-sample.
+
+**Running it**: the procedures (one per outer fold and the final one) and their fits are
+independent once the folds are drawn, so every inner fit of every procedure is queued at once
+and run on ``threads`` threads, a procedure's choice and refit coming as soon as its own inner
+folds are in. A fit is single-threaded and deterministic (LightGBM on one thread, BLAS held to
+one) and each result is stored by its procedure, candidate and fold, so the result is the plain
+loop's whatever the number of threads or the order the fits finish in. A held-out part scores
+only its own queries' rows (a row's score depends on that row alone). Labels are the dataset's qrels through ``eval.metrics.measure.judge``, as every
 other command reads them. Rankings are scored at the learned pipeline's own settings
 (``max_results``, per-path ``depth``).
 """
@@ -42,7 +50,7 @@ import numpy as np
 import tomli_w
 from threadpoolctl import threadpool_limits
 
-from eval.learning.fit import Spec, Training, fit, scores, specs
+from eval.learning.fit import Spec, Training, fit, quiet, scores, specs
 from eval.metrics.judgment_bias import judged_at
 from eval.metrics.measure import config_values, judge, parse_metric
 from eval.search.sweep import make_folds
@@ -390,11 +398,15 @@ def learn(
         return held_out_values(spec, positions[inner != j], positions[inner == j])
 
     workers = threads or len(os.sched_getaffinity(0))
-    executor = ThreadPoolExecutor(max_workers=workers)
     # BLAS (the linear models' Newton steps) on one thread: the pool's threads are the
-    # parallelism, and a fit's sums then never depend on how many threads BLAS would take
-    blas = threadpool_limits(limits=1, user_api="blas")
-    try:
+    # parallelism, and a fit's sums never depend on how many threads BLAS would take. At most
+    # ``workers`` jobs are submitted at a time, so leaving the pool (an error, Ctrl-C) waits
+    # only for the fits running then.
+    with (
+        threadpool_limits(limits=1, user_api="blas"),
+        quiet(),
+        ThreadPoolExecutor(max_workers=workers) as executor,
+    ):
         running: dict = {}
         while True:
             while len(running) < workers and (job := next_job()) is not None:
@@ -416,9 +428,6 @@ def learn(
                 outstanding[p] -= 1
                 if outstanding[p] == 0:
                     ready.append(p)
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-        blas.restore_original_limits()
 
     held = np.empty(n)
     held_score = np.full(c.n_rows, -np.inf)  # each query's rows scored by what it was given
