@@ -4,16 +4,15 @@
 (``retrieval.features.feature_matrix``), their grades (``eval.metrics.measure.judge``, the
 labels every command uses), and — for the MoE — each query's value under every point of the
 MoE grid (``retrieval.learned_model.moe_point_scores``: the signals and each strength's factors
-computed once for the whole grid). A ``Spec`` names a model and its hyper-parameters; ``fit(spec, training, queries)``
-fits it on the rows of ``queries`` only, and ``scores(model, training, queries)`` scores the rows
-of ``queries`` (every visible row by default).
+computed once for the whole grid). A ``Spec`` names a model and its hyper-parameters;
+``fit(spec, training, queries)`` fits it on the rows of ``queries`` only, and
+``scores(model, training, queries)`` scores the rows of ``queries`` (every visible row by
+default).
 
-- ``linear``: scikit-learn ``LogisticRegression`` (L2, inverse strength ``C``) pointwise on
-  "grade > 0" over the standardised row features (query features, equal on every row of a
+- ``linear``: scikit-learn ``LogisticRegression`` (L2, inverse strength ``C``, lbfgs) pointwise
+  on "grade > 0" over the standardised row features (query features, equal on every row of a
   query, cannot order a query's documents and are left out), each column standardised with the
-  training rows' mean and population standard deviation (1 where it is 0). Solved by Newton's
-  method (``newton-cholesky``, a few iterations over a few dozen columns): the objective's
-  optimum, which lbfgs, at its default tolerance, stopped short of.
+  training rows' mean and population standard deviation (1 where it is 0).
 - ``lambdamart``: LightGBM ``LGBMRanker(objective="lambdarank")`` on the graded labels, one
   group per query, fixed settings (``LAMBDAMART``: 200 trees, 15 leaves, learning rate 0.05,
   at least 10 rows a leaf, one thread, ``deterministic``, seeded) over every feature.
@@ -227,7 +226,7 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
         if len(set(target.tolist())) < 2:  # no row, or one class: nothing to separate, weights 0
             coef = np.zeros(width)
         else:
-            model = LogisticRegression(C=float(spec.value), solver="newton-cholesky", max_iter=100)
+            model = LogisticRegression(C=float(spec.value), max_iter=2000)
             model.fit((x - mean) / scale, target)
             coef = model.coef_[0]
         return tuple(

@@ -21,17 +21,17 @@ queries) by Fisher's randomization test and the paired t-test, raw and Holm-corr
 two comparisons (``eval.search.tune``'s comparison, ``eval.statistics.significance``).
 
 The model exported is the procedure run on **all** counted queries; its score there is
-in-sample.
-
-**Running it**: the procedures (one per outer fold and the final one) and their fits are
-independent once the folds are drawn, so every inner fit of every procedure is queued at once
-and run on ``threads`` threads, a procedure's choice and refit coming as soon as its own inner
-folds are in. A fit is single-threaded and deterministic (LightGBM on one thread, BLAS held to
-one) and each result is stored by its procedure, candidate and fold, so the result is the plain
-loop's whatever the number of threads or the order the fits finish in. A held-out part scores
-only its own queries' rows (a row's score depends on that row alone). Labels are the dataset's qrels through ``eval.metrics.measure.judge``, as every
+in-sample. Labels are the dataset's qrels through ``eval.metrics.measure.judge``, as every
 other command reads them. Rankings are scored at the learned pipeline's own settings
 (``max_results``, per-path ``depth``).
+
+**Running it**: once the folds are drawn, the procedures (one per outer fold and the final one)
+and their fits are independent, so every inner fit of every procedure is queued at once and run
+on ``threads`` threads, a procedure's choice and refit coming as soon as its own inner folds are
+in. A fit is single-threaded and deterministic (LightGBM on one thread, BLAS held to one) and
+each result is stored by its procedure, candidate and fold, so the result is the plain loop's
+whatever the number of threads or the order the fits finish in. A held-out part scores only its
+own queries' rows (a row's score depends on that row alone).
 """
 
 from __future__ import annotations
@@ -398,7 +398,7 @@ def learn(
         return held_out_values(spec, positions[inner != j], positions[inner == j])
 
     workers = threads or len(os.sched_getaffinity(0))
-    # BLAS (the linear models' Newton steps) on one thread: the pool's threads are the
+    # BLAS (the linear models' solver) on one thread: the pool's threads are the
     # parallelism, and a fit's sums never depend on how many threads BLAS would take. At most
     # ``workers`` jobs are submitted at a time, so leaving the pool (an error, Ctrl-C) waits
     # only for the fits running then.
