@@ -120,14 +120,23 @@ class MoEModel:
         return self.grid[np.argmax(predicted, axis=1)]
 
 
+def moe_inputs(
+    c: Candidates, visible: np.ndarray, depth: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What every MoE score of a table is made of, per row: ``(S_dense, S_sparse, S_time,
+    F_conf, F_vit)``, the factors at full strength (seed 001's strong penalty)."""
+    s_dense, s_sparse, s_time, _ = signals(c, visible, depth, MOE_HALF_LIFE)
+    fc, fv = quality_multiplier(c.confidence, c.vitality, PENALTIES["strong"])
+    return s_dense, s_sparse, s_time, fc, fv
+
+
 def moe_parts(
     c: Candidates, visible: np.ndarray, depth: int, per_query: np.ndarray
 ) -> dict[str, np.ndarray]:
     """The MoE score's components per row (they sum to it) for per-query ``(w_dense, w_sparse,
     w_time, strength)``; also the factors, under ``x confidence`` and ``x vitality``."""
-    s_dense, s_sparse, s_time, _ = signals(c, visible, depth, MOE_HALF_LIFE)
+    s_dense, s_sparse, s_time, fc, fv = moe_inputs(c, visible, depth)
     w = per_query[c.query_idx]
-    fc, fv = quality_multiplier(c.confidence, c.vitality, PENALTIES["strong"])
     f_conf = 1.0 + w[:, 3] * (fc - 1.0)
     f_vit = 1.0 + w[:, 3] * (fv - 1.0)
     m = f_conf * f_vit
@@ -138,6 +147,23 @@ def moe_parts(
         "x confidence": f_conf,
         "x vitality": f_vit,
     }
+
+
+def moe_point_scores(c: Candidates, visible: np.ndarray, depth: int, grid: np.ndarray):
+    """For each point of ``grid`` in turn, the MoE score per row with every query at that point
+    (−inf outside ``visible``): the sum of ``moe_parts``' components, computed as they are, bit
+    for bit, from inputs shared by every point (each strength's factors once)."""
+    s_dense, s_sparse, s_time, fc, fv = moe_inputs(c, visible, depth)
+    factor: dict[float, np.ndarray] = {}
+    for point in np.asarray(grid, dtype=np.float64):
+        w_dense, w_sparse, w_time, strength = point  # float64 scalars, as moe_parts' columns
+        m = factor.get(float(strength))
+        if m is None:
+            m = factor[float(strength)] = (1.0 + strength * (fc - 1.0)) * (
+                1.0 + strength * (fv - 1.0)
+            )
+        total = w_dense * s_dense * m + w_sparse * s_sparse * m + w_time * s_time * m
+        yield np.where(visible, total, -np.inf)
 
 
 def _array(data: dict, key: str, shape_ndim: int) -> np.ndarray:

@@ -96,3 +96,61 @@ def test_the_candidates_of_each_model_choice():
     grid = moe_grid()
     # 5³ − 1 weight triples (not all zero) × 3 penalty strengths, every value in [0, 1]
     assert grid.shape == (124 * 3, 4) and grid.min() == 0.0 and grid.max() == 1.0
+
+
+def mixed_table(n_queries=24, per_query=12, seed=7):
+    """Rows that differ in everything the MoE weighs: both paths' ranks and scores, age,
+    confidence and vitality on both sides of the strong penalty's thresholds."""
+    rng = np.random.default_rng(seed)
+    queries, qrels = [], {}
+    for qi in range(n_queries):
+        dense, bm25 = rng.permutation(per_query), rng.permutation(per_query)
+        queries.append(
+            [
+                {
+                    "id": f"d{qi}_{j}",
+                    "dense_rank": int(dense[j]),
+                    "dense_sim": float(0.9 - dense[j] / 20),
+                    "bm25_rank": int(bm25[j]) if bm25[j] < per_query - 3 else -1,
+                    "bm25_score": float(12 - bm25[j]) if bm25[j] < per_query - 3 else 0.0,
+                    "age_days": float(rng.integers(0, 400)),
+                    "confidence": float(rng.choice([0.4, 0.7, 0.95])),
+                    "vitality": float(rng.choice([20.0, 50.0, 90.0])),
+                    "access_count": float(rng.integers(0, 9)),
+                }
+                for j in range(per_query)
+            ]
+        )
+        qrels[f"q{qi}"] = {f"d{qi}_{j}": 1 for j in rng.choice(per_query, 2, replace=False)}
+    return make_candidates(queries), qrels
+
+
+def test_the_moe_grid_values_are_each_points_scored_one_at_a_time():
+    """The grid's values (computed from inputs shared by every point) equal, bit for bit, each
+    point's own ranking scored alone: every query given that point, the score the sum of
+    ``moe_parts``' components, as a fitted MoE is scored."""
+    from retrieval.learned_model import moe_parts
+
+    c, qrels = mixed_table()
+    t = training(c, qrels)
+    grid = moe_grid()
+    values = t.moe_values()
+    assert values.shape == (c.n_queries, len(grid))
+    for g, point in enumerate(grid):
+        parts = moe_parts(c, t.visible, t.depth, np.tile(point, (c.n_queries, 1)))
+        score = np.where(t.visible, parts["dense"] + parts["sparse"] + parts["time"], -np.inf)
+        assert np.array_equal(values[:, g], np.nan_to_num(t.values(score))), point
+    assert len({tuple(np.round(values[:, g], 9)) for g in range(len(grid))}) > 10  # points differ
+
+
+def test_scoring_some_queries_scores_their_rows_as_scoring_all_of_them():
+    c, qrels = mixed_table()
+    t = training(c, qrels)
+    some = np.array([1, 4, 5, 11, 20])
+    rows = np.zeros(c.n_rows, dtype=bool)
+    rows[t.rows_of(some)] = True
+    for spec in (Spec("linear", 0.1), Spec("lambdamart"), Spec("moe", 10.0)):
+        model = fit(spec, t, np.arange(0, c.n_queries, 2))
+        every, only = scores(model, t), scores(model, t, some)
+        assert np.array_equal(only[rows], every[rows]), spec
+        assert np.all(only[~rows] == -np.inf) and np.all(np.isfinite(only[rows])), spec

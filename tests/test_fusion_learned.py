@@ -223,3 +223,29 @@ def test_moe_applies_the_predicted_profile_per_query_by_hand():
     # confidence 1.0 (F_conf 1), vitality 50 (F_vit 1): BM25 / the best BM25
     assert [score_of(c, sparse, d) for d in "ABC"] == pytest.approx([0.5, 0.0, 1.0])
     assert model_to_json(model(True))["kind"] == "moe"
+
+
+def test_a_rows_linear_score_is_its_own_whatever_rows_share_the_call():
+    """``standardised_sum`` adds each row's terms in weight order: any subset of rows scores
+    exactly as it does within the whole table, and the components add up to the score exactly."""
+    from retrieval.fusion.learned import standardised_sum
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1003, 7))
+    weights = tuple(
+        FeatureWeight(f"f{j}", float(rng.normal()), float(rng.normal()), float(rng.uniform(0.5, 2)))
+        for j in range(5)
+    )
+    cols = np.array([6, 0, 3, 2, 5])
+    every = standardised_sum(x, cols, weights)
+    for rows in (np.arange(5), np.arange(1, 1003, 3), rng.permutation(1003)[:17]):
+        assert np.array_equal(standardised_sum(x[rows], cols, weights), every[rows])
+    by_hand = sum(w.weight * (x[:, j] - w.mean) / w.scale for j, w in zip(cols, weights))
+    assert np.allclose(every, by_hand, rtol=1e-12, atol=1e-12)
+    c = table()
+    two = (
+        FeatureWeight("dense_sim", 2.0, mean=0.5, scale=0.25),
+        FeatureWeight("log_access", -0.5, mean=1.0, scale=2.0),
+    )
+    scored = learned(c, everything_visible(c), 20, LearnedParams(weights=two))
+    assert np.array_equal(sum(scored.components.values()), scored.score)

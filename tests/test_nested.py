@@ -4,8 +4,10 @@ CLI writes a pipeline that ``rwb eval`` and ``rwb search`` use."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +83,88 @@ def test_the_guard_keeps_the_default_when_no_model_beats_it_in_the_inner_folds()
         assert (fold.kind == "default") == (max(fold.inner.values()) <= fold.inner_default + 1e-12)
     learned = learn(c, qrels, "linear", folds=3, seed=0, default="vector")
     assert all(f.kind == "learned" for f in learned.outer) and learned.final.kind == "learned"
+
+
+def one_fit_after_another(c, qrels, model, folds, seed, inner_folds=3, default="seed-adaptive"):
+    """The procedure as the module docstring states it, written plainly: for each outer fold,
+    then on all queries, every candidate fitted on each inner training part in turn and scored
+    on its inner held-out part; the winner guarded, refitted and scored on the outer fold."""
+    from eval.learning.fit import Training, fit, scores, specs
+    from eval.learning.nested import _seed
+    from eval.metrics.measure import config_values, judge
+    from eval.search.sweep import make_folds
+    from eval.stores.configs import resolve_config
+    from retrieval.pipeline import PipelineConfig
+
+    judged = judge(c, qrels)
+    pool_q = np.flatnonzero(judged.judged)
+    n = len(pool_q)
+    assert judged.n_judged == n  # every judged query is in the pool: positions are pool_q's
+    t = Training(c, judged, PipelineConfig("learned", "learned", depth=30), "ndcg@5", seed)
+    default_values = next(config_values(c, judged, [resolve_config(default)], "ndcg@5"))[0][pool_q]
+
+    def values(model_, positions):
+        return t.values(scores(model_, t))[pool_q[positions]]
+
+    def procedure(positions, where):
+        inner = make_folds(len(positions), inner_folds, _seed(seed, where, -2))
+        means = {}
+        for spec in specs(model):
+            held = np.empty(len(positions))
+            for j in range(inner_folds):
+                part = fit(spec, t, pool_q[positions[inner != j]])
+                held[inner == j] = values(part, positions[inner == j])
+            means[str(spec)] = float(held.mean())
+        best = max(means, key=lambda s: means[s])  # the first on a tie, as max keeps it
+        if not means[best] > float(default_values[positions].mean()) + 1e-12:
+            return "default", means, None
+        spec = next(s for s in specs(model) if str(s) == best)
+        return best, means, fit(spec, t, pool_q[positions])
+
+    fold_of = make_folds(n, folds, seed)
+    held_out = np.empty(n)
+    outer = []
+    for k in range(folds):
+        test = np.flatnonzero(fold_of == k)
+        chosen, means, fitted = procedure(np.flatnonzero(fold_of != k), k)
+        held_out[test] = default_values[test] if fitted is None else values(fitted, test)
+        outer.append((chosen, means))
+    return held_out, outer, procedure(np.arange(n), folds)[:2]
+
+
+def test_the_procedure_is_its_inner_and_outer_folds_run_one_fit_after_another():
+    """However the fits are scheduled, every figure is the plain loop's, exactly."""
+    c, qrels = signal_table()
+    ids = sorted(qrels, key=lambda q: int(q[1:]))
+    half = dict(zip(ids, (qrels[q] for q in np.random.default_rng(5).permutation(ids))))
+    half.update({q: qrels[q] for q in ids[::2]})  # half the labels true: the models differ
+    for labels in (qrels, half):
+        result = learn(c, labels, "auto", folds=3, seed=4, threads=2)
+        held_out, outer, (final, final_means) = one_fit_after_another(c, labels, "auto", 3, 4)
+        assert np.array_equal(result.held_out, held_out)
+        assert [(f.model if f.kind == "learned" else "default", f.inner) for f in result.outer] == [
+            (chosen, means) for chosen, means in outer
+        ]
+        assert (str(result.final.spec) if result.final.kind == "learned" else "default",
+                result.final.inner) == (final, final_means)
+
+
+def test_threads_change_how_long_it_takes_never_the_result():
+    c, qrels = signal_table()
+    filters = list(warnings.filters)
+    one = learn(c, qrels, "auto", folds=3, seed=4, threads=1)
+    three = learn(c, qrels, "auto", folds=3, seed=4, threads=3)
+    assert warnings.filters == filters  # silenced while fitting, restored after
+    assert np.array_equal(one.held_out, three.held_out) and one.n_fits == three.n_fits
+    assert [dataclasses.astuple(f) for f in one.outer] == [
+        dataclasses.astuple(f) for f in three.outer
+    ]
+    assert (one.final.spec, one.final.inner, one.final_score) == (
+        three.final.spec, three.final.inner, three.final_score
+    )
+    assert one.to_toml() == three.to_toml()
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        learn(c, qrels, "linear", folds=3, threads=0)
 
 
 def test_the_same_seed_gives_the_same_result():
@@ -164,3 +248,4 @@ def test_cli_learn_writes_a_pipeline_eval_and_search_use(tmp_path, rwb_home, cap
     # bad input: one line, exit 2
     assert rwb_main(["learn", str(TINY), "--model", "xgboost"]) == 2
     assert rwb_main(["learn", str(TINY), "--out", str(tmp_path / "x.txt")]) == 2
+    assert rwb_main(["learn", str(TINY), "--threads", "0"]) == 2

@@ -23,6 +23,8 @@ from eval.stores.configs import resolve_config
 from retrieval.learned_model import model_to_json
 from retrieval.limits import MAX_DEPTH
 
+MAX_THREADS = 1024
+
 
 def model_file(out: str | None) -> str:
     """The stored model's file name beside ``--out``: ``learned.toml`` → ``learned.model.json``."""
@@ -84,6 +86,8 @@ def cmd_learn(args) -> int:
     parse_metric(args.metric)
     bounded("--depth", args.depth, 1, MAX_DEPTH)
     bounded("--max-results", args.max_results, 1, MAX_DEPTH)
+    if args.threads is not None:
+        bounded("--threads", args.threads, 1, MAX_THREADS)
     default = resolve_config(args.default)
     if args.out and Path(args.out).suffix != ".toml":
         raise ValueError(
@@ -109,6 +113,7 @@ def cmd_learn(args) -> int:
             max_results=args.max_results,
             metric=args.metric,
             progress=progress.stage("fits"),
+            threads=args.threads,
         )
     print_learn(result)
     name = model_file(args.out)
@@ -164,6 +169,13 @@ def register(sub) -> None:
     )
     p.add_argument("--max-results", type=int, default=10, help="results per query (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the folds and LightGBM (default 0)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fits run at once (default: the CPUs rwb may use); the result is the same",
+    )
     p.add_argument("--metric", default="ndcg@5", help="objective metric (default ndcg@5)")
     p.add_argument(
         "--out",

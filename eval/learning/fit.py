@@ -3,8 +3,11 @@
 ``Training`` holds what every fit shares: the feature matrix of the visible rows
 (``retrieval.features.feature_matrix``), their grades (``eval.metrics.measure.judge``, the
 labels every command uses), and — for the MoE — each query's value under every point of the
-MoE grid. A ``Spec`` names a model and its hyper-parameters; ``fit(spec, training, queries)``
-fits it on the rows of ``queries`` only, and ``scores(model, training)`` scores every row.
+MoE grid (``retrieval.learned_model.moe_point_scores``: the signals and each strength's factors
+computed once for the whole grid). A ``Spec`` names a model and its hyper-parameters;
+``fit(spec, training, queries)`` fits it on the rows of ``queries`` only, and
+``scores(model, training, queries)`` scores the rows of ``queries`` (every visible row by
+default).
 
 - ``linear``: scikit-learn ``LogisticRegression`` (L2, inverse strength ``C``, lbfgs) pointwise
   on "grade > 0" over the standardised row features (query features, equal on every row of a
@@ -20,7 +23,9 @@ fits it on the rows of ``queries`` only, and ``scores(model, training)`` scores 
 from __future__ import annotations
 
 import itertools
+import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,8 +40,8 @@ from retrieval.features import (
     query_features,
 )
 from retrieval.fusion import Scored
-from retrieval.fusion.learned import FeatureWeight
-from retrieval.learned_model import MoEModel, TreeModel, moe_parts
+from retrieval.fusion.learned import FeatureWeight, standardised_sum
+from retrieval.learned_model import MoEModel, TreeModel, moe_parts, moe_point_scores
 from retrieval.pipeline import Fused, PipelineConfig, all_hybrid
 from retrieval.ranking import visible_rows
 
@@ -112,6 +117,7 @@ class Training:
     x: np.ndarray = field(init=False)
     names: tuple[str, ...] = field(init=False)
     _moe: np.ndarray | None = field(init=False, default=None)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self):
         self.visible = visible_rows(self.c, self.config.path_depth)
@@ -146,12 +152,14 @@ class Training:
 
     def moe_values(self) -> np.ndarray:
         """(pool queries, grid points): the metric under each MoE grid point, computed once."""
-        if self._moe is None:
-            grid = moe_grid()
-            out = np.empty((self.c.n_queries, len(grid)))
-            for g, point in enumerate(grid):
-                out[:, g] = self.values(_moe_score(self, np.tile(point, (self.c.n_queries, 1))))
-            self._moe = np.nan_to_num(out)
+        with self._lock:
+            if self._moe is None:
+                grid = moe_grid()
+                out = np.empty((self.c.n_queries, len(grid)))
+                points = moe_point_scores(self.c, self.visible, self.depth, grid)
+                for g, score in enumerate(points):
+                    out[:, g] = self.values(score)
+                self._moe = np.nan_to_num(out)
         return self._moe
 
 
@@ -170,9 +178,22 @@ def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 LINEAR_COLUMNS = len(QUERY_FEATURES)
 
 
+@contextmanager
+def quiet():
+    """The fitting libraries' warnings (a solver's convergence notes, LightGBM's) silenced.
+    Warning filters are the process's, not a thread's: enter it once around fits that run on
+    several threads, never inside each (nested entries and exits on two threads can leave the
+    filters of one behind)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
 def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
     """``spec`` fitted on the visible rows of pool queries ``queries``: a tuple of
-    ``FeatureWeight`` (linear), a ``TreeModel`` or a ``MoEModel``."""
+    ``FeatureWeight`` (linear), a ``TreeModel`` or a ``MoEModel``. Run it inside ``quiet()`` to
+    silence the libraries' warnings; it sets no warning filter itself (that is not
+    thread-safe)."""
     meta = dict(meta or {})
     feature_set = feature_set_id(t.names)
     if spec.model == "moe":
@@ -205,10 +226,8 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
         if len(set(target.tolist())) < 2:  # no row, or one class: nothing to separate, weights 0
             coef = np.zeros(width)
         else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model = LogisticRegression(C=float(spec.value), max_iter=2000)
-                model.fit((x - mean) / scale, target)
+            model = LogisticRegression(C=float(spec.value), max_iter=2000)
+            model.fit((x - mean) / scale, target)
             coef = model.coef_[0]
         return tuple(
             FeatureWeight(name, float(f"{w:.6g}"), float(f"{m:.6g}"), float(f"{s:.6g}"))
@@ -221,24 +240,23 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
     groups = np.bincount(t.c.query_idx[rows], minlength=t.c.n_queries)
     groups = groups[groups > 0]
     ranker = lightgbm.LGBMRanker(random_state=t.seed, **LAMBDAMART)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ranker.fit(t.x[rows], y.astype(np.int64), group=groups)
+    ranker.fit(t.x[rows], y.astype(np.int64), group=groups)
     return TreeModel(t.names, feature_set, ranker.booster_.model_to_string(), meta)
 
 
-def scores(model, t: Training) -> np.ndarray:
-    """Every row's score under a fitted model (−inf outside the visible rows)."""
-    if isinstance(
-        model, tuple
-    ):  # the fusion's own formula (linear_scores), on the matrix already built
-        at = {name: j for j, name in enumerate(t.names)}
-        cols = [at[w.name] for w in model]
-        z = (t.x[:, cols] - np.array([w.mean for w in model])) / np.array([w.scale for w in model])
-        return np.where(t.visible, z @ np.array([w.weight for w in model]), -np.inf)
-    if isinstance(model, MoEModel):
-        return _moe_score(t, model.weights(t.c, t.depth))
+def scores(model, t: Training, queries: np.ndarray | None = None) -> np.ndarray:
+    """Every visible row's score under a fitted model (−inf elsewhere); with ``queries`` (pool
+    query indices), only their rows' (−inf on the others' rows). A row's score is the same
+    either way and the same as the learned fusion gives it: a tree predicts each row alone, the
+    linear formula (``standardised_sum``) adds each row's own terms, and the MoE's per-query
+    weights and per-row products are computed on the whole table, as the fusion computes them."""
+    rows = np.flatnonzero(t.visible) if queries is None else t.rows_of(queries)
     out = np.full(t.c.n_rows, -np.inf)
-    rows = np.flatnonzero(t.visible)
-    out[rows] = model.predict(t.x[rows])
+    if isinstance(model, tuple):
+        at = {name: j for j, name in enumerate(t.names)}
+        out[rows] = standardised_sum(t.x[rows], [at[w.name] for w in model], model)
+    elif isinstance(model, MoEModel):
+        out[rows] = _moe_score(t, model.weights(t.c, t.depth))[rows]
+    else:
+        out[rows] = model.predict(t.x[rows])
     return out

@@ -24,6 +24,14 @@ The model exported is the procedure run on **all** counted queries; its score th
 in-sample. Labels are the dataset's qrels through ``eval.metrics.measure.judge``, as every
 other command reads them. Rankings are scored at the learned pipeline's own settings
 (``max_results``, per-path ``depth``).
+
+**Running it**: once the folds are drawn, the procedures (one per outer fold and the final one)
+and their fits are independent, so every inner fit of every procedure is queued at once and run
+on ``threads`` threads, a procedure's choice and refit coming as soon as its own inner folds are
+in. A fit is single-threaded and deterministic (LightGBM on one thread, BLAS held to one) and
+each result is stored by its procedure, candidate and fold, so the result is the plain loop's
+whatever the number of threads or the order the fits finish in. A held-out part scores only its
+own queries' rows (a row's score depends on that row alone).
 """
 
 from __future__ import annotations
@@ -31,14 +39,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import os
 import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 import tomli_w
+from threadpoolctl import threadpool_limits
 
-from eval.learning.fit import Spec, Training, fit, scores, specs
+from eval.learning.fit import Spec, Training, fit, quiet, scores, specs
 from eval.metrics.judgment_bias import judged_at
 from eval.metrics.measure import config_values, judge, parse_metric
 from eval.search.sweep import make_folds
@@ -256,9 +268,16 @@ def learn(
     max_results: int = 10,
     metric: str = "ndcg@5",
     progress: Callable[[int, int], None] | None = None,
+    threads: int | None = None,
 ) -> LearnResult:
-    """Nested cross-validation of the learning procedure, then the procedure on all queries."""
+    """Nested cross-validation of the learning procedure, then the procedure on all queries;
+    the fits run on ``threads`` threads (default: the CPUs this process may use), which changes
+    how long it takes, never the result."""
     candidates = check_learn(model, folds, inner_folds)
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
     parse_metric(metric)
     default = resolve_config(default)
     config = PipelineConfig("learned", "learned", max_results=max_results, depth=depth)
@@ -301,49 +320,130 @@ def learn(
         if progress:
             progress(min(done[0], total), total)
 
-    def fitted(spec: Spec, positions: np.ndarray):
-        tick()
-        return fit(spec, t, pool_q[positions[positions < len(pool_q)]], {"spec": str(spec)})
+    def pool_queries(positions: np.ndarray) -> np.ndarray:
+        return pool_q[positions[positions < len(pool_q)]]
 
-    def procedure(positions: np.ndarray, where: tuple) -> Choice:
-        default_mean = float(default_values[positions].mean())
-        inner_k = min(inner_folds, len(positions))
-        inner = (
-            make_folds(len(positions), inner_k, _seed(seed, *where, -2)) if inner_k >= 2 else None
-        )
-        means: dict = {}
-        for spec in candidates:
-            if inner is None:
-                means[str(spec)] = math.nan
-                continue
-            held = np.empty(len(positions))
-            for j in range(inner_k):
-                train, test = positions[inner != j], inner == j
-                held[test] = counted(t.values(scores(fitted(spec, train), t)))[positions[test]]
-            means[str(spec)] = float(held.mean())
+    def held_out_values(spec: Spec, train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        """``spec`` fitted on counted positions ``train``, its values on positions ``test``."""
+        model = fit(spec, t, pool_queries(train), {"spec": str(spec)})
+        return counted(t.values(scores(model, t, pool_queries(test))))[test]
+
+    def refit(spec: Spec, positions: np.ndarray, test: np.ndarray | None):
+        """``spec`` fitted on ``positions``; its scores on the rows of positions ``test`` (every
+        row when None) and its values there."""
+        model = fit(spec, t, pool_queries(positions), {"spec": str(spec)})
+        score = scores(model, t, None if test is None else pool_queries(test))
+        return model, score, counted(t.values(score))
+
+    # every procedure at once: the outer folds' and the final one on all queries, each choosing
+    # its model from its own inner folds only. Their fits are independent, so they run on
+    # ``threads`` threads; each fit is deterministic and single-threaded, and each result goes
+    # to its own place, so the order they finish in changes nothing.
+    fold_of = make_folds(n, folds, seed)
+    plans = [(np.flatnonzero(fold_of != k), np.flatnonzero(fold_of == k)) for k in range(folds)]
+    plans.append((np.arange(n), None))  # the final procedure: no held-out fold
+    inner_k = [min(inner_folds, len(positions)) for positions, _ in plans]
+    inner_of = [
+        make_folds(len(positions), k, _seed(seed, p, -2)) if k >= 2 else None
+        for p, ((positions, _), k) in enumerate(zip(plans, inner_k))
+    ]
+    held_inner: dict = {}  # (procedure, spec) → each position's inner held-out value
+    pending: deque = deque()  # (procedure, spec, inner fold): the final procedure's first
+    if any(spec.model == "moe" for spec in candidates):
+        pending.append(("moe grid",))  # every MoE fit's targets, computed once
+    slow_first = sorted(candidates, key=lambda s: (s.model != "lambdamart", s.model != "linear"))
+    for p in [folds, *range(folds)]:
+        if inner_of[p] is not None:
+            for spec in slow_first:
+                held_inner[p, spec] = np.empty(len(plans[p][0]))
+                pending.extend((p, spec, j) for j in range(inner_k[p]))
+    outstanding = [
+        inner_k[p] * len(candidates) if inner_of[p] is not None else 0 for p in range(folds + 1)
+    ]
+    ready = deque(p for p in range(folds + 1) if outstanding[p] == 0)  # inner folds all run
+    choices: dict = {}
+    refits: dict = {}
+
+    def choose(p: int) -> Choice:
+        """Procedure ``p``'s choice from its inner held-out values (its refit comes later)."""
+        default_mean = float(default_values[plans[p][0]].mean())
+        means = {
+            str(spec): float(held_inner[p, spec].mean()) if inner_of[p] is not None else math.nan
+            for spec in candidates
+        }
         best = max(
             candidates, key=lambda s: (np.nan_to_num(means[str(s)], nan=-1.0), -candidates.index(s))
         )
         if guard and not means[str(best)] > default_mean + 1e-12:
             return Choice("default", best, means, default_mean)
-        return Choice("learned", best, means, default_mean, fitted(best, positions))
+        return Choice("learned", best, means, default_mean)
 
-    fold_of = make_folds(n, folds, seed)
+    def next_job():
+        """A chosen procedure's refit before any inner fit still waiting; None when none is."""
+        while ready:
+            p = ready.popleft()
+            choices[p] = choose(p)
+            if choices[p].kind == "learned":
+                return ("refit", p, choices[p].spec)
+        return pending.popleft() if pending else None
+
+    def run(job):
+        if job[0] == "moe grid":
+            return t.moe_values()
+        if job[0] == "refit":
+            _, p, spec = job
+            return refit(spec, *plans[p])
+        p, spec, j = job
+        positions, inner = plans[p][0], inner_of[p]
+        return held_out_values(spec, positions[inner != j], positions[inner == j])
+
+    workers = threads or len(os.sched_getaffinity(0))
+    # BLAS (the linear models' solver) on one thread: the pool's threads are the
+    # parallelism, and a fit's sums never depend on how many threads BLAS would take. At most
+    # ``workers`` jobs are submitted at a time, so leaving the pool (an error, Ctrl-C) waits
+    # only for the fits running then.
+    with (
+        threadpool_limits(limits=1, user_api="blas"),
+        quiet(),
+        ThreadPoolExecutor(max_workers=workers) as executor,
+    ):
+        running: dict = {}
+        while True:
+            while len(running) < workers and (job := next_job()) is not None:
+                running[executor.submit(run, job)] = job
+            if not running:
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                job = running.pop(future)
+                result = future.result()
+                if job[0] == "moe grid":
+                    continue
+                tick()
+                if job[0] == "refit":
+                    refits[job[1]] = result
+                    continue
+                p, spec, j = job
+                held_inner[p, spec][inner_of[p] == j] = result
+                outstanding[p] -= 1
+                if outstanding[p] == 0:
+                    ready.append(p)
+
     held = np.empty(n)
     held_score = np.full(c.n_rows, -np.inf)  # each query's rows scored by what it was given
     default_score = fuse(c, default).scored.score
     outer = []
     for k in range(folds):
-        test = np.flatnonzero(fold_of == k)
-        choice = procedure(np.flatnonzero(fold_of != k), (k,))
+        test = plans[k][1]
+        choice = choices[k]
         if choice.kind == "learned":
-            fold_score = scores(choice.model, t)
-            values = counted(t.values(fold_score))
+            fitted, fold_score, values = refits[k]
+            choice = dataclasses.replace(choice, model=fitted)
         else:
             fold_score, values = default_score, default_values
         held[test] = values[test]
         test_queries = np.zeros(c.n_queries, dtype=bool)
-        test_queries[pool_q[test[test < len(pool_q)]]] = True
+        test_queries[pool_queries(test)] = True
         rows = test_queries[c.query_idx]
         held_score[rows] = fold_score[rows]
         outer.append(
@@ -357,7 +457,9 @@ def learn(
                 float(values[test].mean()),
             )
         )
-    final = procedure(np.arange(n), (folds,))
+    final = choices[folds]
+    if final.kind == "learned":
+        final = dataclasses.replace(final, model=refits[folds][0])
     singles = {name: of_config(get_pipeline(name)) for name in SINGLE_PATHS}
     best_single = max(
         SINGLE_PATHS, key=lambda name: (singles[name].mean(), -SINGLE_PATHS.index(name))
@@ -373,9 +475,7 @@ def learn(
         for r, f, s in zip(raw, fisher_holm, student_holm)
     )
     final_score = (
-        float(counted(t.values(scores(final.model, t))).mean())
-        if final.kind == "learned"
-        else float(default_values.mean())
+        float(refits[folds][2].mean()) if final.kind == "learned" else float(default_values.mean())
     )
     held_ranking = rank_rows(c, held_score, max_results)
     judged_5 = {

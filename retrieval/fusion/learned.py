@@ -141,6 +141,19 @@ class LearnedParams(Params):
         return load_model(resolve_beside(self.file, getattr(self, "_folder", None)))
 
 
+def standardised_sum(
+    x: np.ndarray, cols: np.ndarray, weights: tuple[FeatureWeight, ...]
+) -> np.ndarray:
+    """``Σ_f w_f · (x_f − mean_f) / scale_f`` for each row of ``x`` (feature ``f`` in column
+    ``cols[f]``), added feature by feature in ``weights`` order: a row's score is computed from
+    that row alone, the same whichever other rows share the call and however many BLAS threads
+    run (a matrix product's sums are not), and equal to its components added in order."""
+    out = np.zeros(len(x))
+    for j, w in zip(cols, weights):
+        out += (x[:, j] - w.mean) / w.scale * w.weight
+    return out
+
+
 def linear_scores(
     c: Candidates,
     visible: np.ndarray,
@@ -159,15 +172,13 @@ def linear_scores(
         )
     x = feats.feature_matrix(c, visible, depth)
     cols = np.array([at[w.name] for w in weights], dtype=np.int64)
-    w = np.array([w.weight for w in weights])
-    mean = np.array([w.mean for w in weights])
-    scale = np.array([w.scale for w in weights])
-    z = (x[:, cols] - mean) / scale
-    score = np.where(visible, z @ w, -np.inf)
+    score = np.where(visible, standardised_sum(x, cols, weights), -np.inf)
     return Scored(
         score,
         LazyComponents(
-            lambda: {name: z[:, j] * w[j] for j, name in enumerate(wt.name for wt in weights)}
+            lambda: {
+                w.name: (x[:, j] - w.mean) / w.scale * w.weight for j, w in zip(cols, weights)
+            }
         ),
     )
 
@@ -213,4 +224,11 @@ FUSION = Fusion(
     variants=(LearnedParams(weights=(FeatureWeight("rrf", 1.0), FeatureWeight("both", 0.5))),),
 )
 
-__all__ = ["FUSION", "FeatureWeight", "LearnedParams", "linear_scores", "model_scores"]
+__all__ = [
+    "FUSION",
+    "FeatureWeight",
+    "LearnedParams",
+    "linear_scores",
+    "model_scores",
+    "standardised_sum",
+]
