@@ -249,3 +249,28 @@ def test_cli_learn_writes_a_pipeline_eval_and_search_use(tmp_path, rwb_home, cap
     assert rwb_main(["learn", str(TINY), "--model", "xgboost"]) == 2
     assert rwb_main(["learn", str(TINY), "--out", str(tmp_path / "x.txt")]) == 2
     assert rwb_main(["learn", str(TINY), "--threads", "0"]) == 2
+
+
+def test_fold_by_holds_each_group_out_whole():
+    c, qrels = signal_table()
+    # four "conversations" of consecutive queries
+    groups = {f"q{i}": f"conv-{i * 4 // N_QUERIES}" for i in range(N_QUERIES)}
+    result = learn(c, qrels, "linear", folds=2, seed=0, inner_folds=2, fold_by=groups)
+    for fold in result.outer:
+        held = {groups[q] for q in fold.test_ids}
+        trained = {groups[q] for f in result.outer if f is not fold for q in f.test_ids}
+        assert held and not held & trained          # a conversation is held out whole
+    assert result.n_groups == 4 and result.record()["fold_groups"] == 4
+    with pytest.raises(ValueError, match="exceeds the number of groups"):
+        learn(c, qrels, "linear", folds=5, fold_by=groups)
+
+
+def test_cli_learn_reads_the_judgments_source_and_folds_by_a_field(tmp_path, rwb_home, capsys):
+    data = tmp_path / "learned.json"
+    assert rwb_main(["learn", str(TINY), "--model", "linear", "--folds", "2", "--inner-folds", "2",
+                     "--fold-by", "intent", "--json", str(data), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "judgments: dataset qrels" in printed          # the one judgment source, named
+    assert "folds keep each of 3 query groups whole" in printed   # debug, preference, timeline
+    record = json.loads(data.read_text())
+    assert record["fold_groups"] == 3 and record["judgments"]["source"] == "explicit"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval.cli._common import add_pool_options, bounded, load_with_pool, write_file
-from eval.cli.sweep import write_outputs
+from eval.cli._common import add_pool_options, bounded, judgments, load_with_pool, write_file
+from eval.cli.sweep import add_fold_by, write_outputs
 from eval.learning.fit import MODELS
 from eval.learning.nested import (
     DEFAULT_DEPTH,
@@ -18,6 +18,7 @@ from eval.learning.nested import (
 from eval.learning.router import prepare_pool
 from eval.metrics.measure import parse_metric
 from eval.progress import Progress, step
+from eval.search.sweep import query_groups
 from eval.reports.report import text_table
 from eval.stores.configs import resolve_config
 from retrieval.learned_model import model_to_json
@@ -57,6 +58,8 @@ def print_learn(r: LearnResult) -> None:
             rows,
         )
     )
+    if r.n_groups:
+        print(f"folds keep each of {r.n_groups} query groups whole (--fold-by)")
     print(
         f"held-out {r.metric} (each query held out once, {r.n_queries} queries): learned procedure "
         f"{r.held_out_mean:.4f}"
@@ -94,6 +97,7 @@ def cmd_learn(args) -> int:
             f"--out {args.out}: give a .toml file name (the model is written beside it)"
         )
     dataset, pool = load_with_pool(args)
+    used = judgments(args, dataset)  # the --judgments source, as every other command reads it
     pool = prepare_pool(
         pool, dataset.queries, [default], args.embedder
     )  # learned routes, if it follows them
@@ -102,7 +106,7 @@ def cmd_learn(args) -> int:
     with Progress("fit") as progress:
         result = learn(
             pool,
-            dataset.qrels,
+            used.qrels,
             args.model,
             folds=args.folds,
             seed=args.seed,
@@ -114,6 +118,7 @@ def cmd_learn(args) -> int:
             metric=args.metric,
             progress=progress.stage("fits"),
             threads=args.threads,
+            fold_by=query_groups(dataset.queries, args.fold_by) if args.fold_by else None,
         )
     print_learn(result)
     name = model_file(args.out)
@@ -125,7 +130,8 @@ def cmd_learn(args) -> int:
             str(Path(args.out).with_name(name)), json.dumps(model_to_json(stored)) + "\n", "--out"
         )
         print(f"wrote {Path(args.out).with_name(name)} (the {stored.kind} model {args.out} names)")
-    write_outputs(args, lambda: result.to_toml(name), lambda: result.to_json(name))
+    write_outputs(args, lambda: result.to_toml(name),
+                  lambda: {**result.to_json(name), "judgments": used.to_json()})
     return 0
 
 
@@ -152,6 +158,7 @@ def register(sub) -> None:
         help="inner folds choosing the model and guarding the default "
         f"(default {DEFAULT_INNER_FOLDS})",
     )
+    add_fold_by(p)
     p.add_argument(
         "--no-guard", action="store_true", help="always take the inner-CV winner (no guard)"
     )

@@ -44,7 +44,7 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 import tomli_w
@@ -53,7 +53,7 @@ from threadpoolctl import threadpool_limits
 from eval.learning.fit import Spec, Training, fit, quiet, scores, specs
 from eval.metrics.judgment_bias import judged_at
 from eval.metrics.measure import config_values, judge, parse_metric
-from eval.search.sweep import make_folds
+from eval.search.sweep import group_count, make_folds
 from eval.search.tune import SINGLE_PATHS, Comparison, compare_procedures, counted_ids
 from eval.statistics.significance import holm
 from eval.stores.configs import resolve_config
@@ -121,6 +121,7 @@ class LearnResult:
     final_score: float
     seconds: float
     n_fits: int
+    n_groups: int = 0  # folds kept these groups whole (0: folds by query)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -149,6 +150,7 @@ class LearnResult:
             "guard": self.guard,
             "seed": self.seed,
             "n_queries": self.n_queries,
+            "fold_groups": self.n_groups,
             "chosen": self.final.kind if self.final.kind == "default" else str(self.final.spec),
             "fold_choices": [f.model for f in self.outer],
             "feature_set": feature_set_id(self.feature_names),
@@ -269,10 +271,12 @@ def learn(
     metric: str = "ndcg@5",
     progress: Callable[[int, int], None] | None = None,
     threads: int | None = None,
+    fold_by: Mapping[str, str] | None = None,
 ) -> LearnResult:
     """Nested cross-validation of the learning procedure, then the procedure on all queries;
     the fits run on ``threads`` threads (default: the CPUs this process may use), which changes
-    how long it takes, never the result."""
+    how long it takes, never the result. ``fold_by`` (query id → group,
+    ``eval.search.sweep.query_groups``): folds, outer and inner, keep each group whole."""
     candidates = check_learn(model, folds, inner_folds)
     if threads is not None and (
         isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
@@ -339,12 +343,18 @@ def learn(
     # its model from its own inner folds only. Their fits are independent, so they run on
     # ``threads`` threads; each fit is deterministic and single-threaded, and each result goes
     # to its own place, so the order they finish in changes nothing.
-    fold_of = make_folds(n, folds, seed)
+    groups = None if fold_by is None else np.array([fold_by.get(q) or q for q in ids], dtype=object)
+
+    def part(positions: np.ndarray):
+        return None if groups is None else groups[positions]
+
+    fold_of = make_folds(n, folds, seed, groups)
     plans = [(np.flatnonzero(fold_of != k), np.flatnonzero(fold_of == k)) for k in range(folds)]
     plans.append((np.arange(n), None))  # the final procedure: no held-out fold
-    inner_k = [min(inner_folds, len(positions)) for positions, _ in plans]
+    inner_k = [min(inner_folds, group_count(part(positions), len(positions)))
+               for positions, _ in plans]
     inner_of = [
-        make_folds(len(positions), k, _seed(seed, p, -2)) if k >= 2 else None
+        make_folds(len(positions), k, _seed(seed, p, -2), part(positions)) if k >= 2 else None
         for p, ((positions, _), k) in enumerate(zip(plans, inner_k))
     ]
     held_inner: dict = {}  # (procedure, spec) → each position's inner held-out value
@@ -511,5 +521,6 @@ def learn(
         final_score=final_score,
         seconds=time.perf_counter() - start,
         n_fits=done[0],
+        n_groups=0 if groups is None else group_count(groups, n),
         extra={"max_results": max_results},
     )
