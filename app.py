@@ -88,9 +88,8 @@ def sidebar() -> None:
 try:  # the last guard: what a page's inputs or stores hold (a damaged profile, a read-only or
     # full RWB_HOME, a wrong-typed stored value) ends in one message, never a traceback
     sidebar()
-    hx.warm_harness()
+    hx.warm_in_server()              # a thread: the page does not wait for it
     st.navigation(PAGES).run()
-    hx.warm_in_server()              # after the page: its first drawing does not wait for it
 except (ValueError, OSError, KeyError, TypeError, RecursionError) as error:
     reason = str(error).splitlines()[0][:300] if str(error).strip() else type(error).__name__
     st.error(f"This page cannot be shown: {md(reason)}", icon=":material/error:")

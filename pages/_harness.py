@@ -35,30 +35,12 @@ PERMUTATIONS = views.PERMUTATIONS
 
 
 @st.cache_resource(show_spinner=False)
-def warm_harness() -> object:
-    """Compile ranx's numba metrics once, in a separate low-priority process that fills numba's
-    on-disk cache: a warm-up thread in the server would hold the GIL for seconds and stall the
-    first session's knob moves. Skipped under AppTest."""
-    import subprocess
-    import sys
-
-    from streamlit import config
-
-    if config.get_option("global.appTest"):
-        return None
-    try:
-        return subprocess.Popen([sys.executable, "-c", "import os; os.nice(19)\nfrom eval.metrics.ranx_io import warm_up; warm_up()"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=Path(__file__).parent.parent)
-    except OSError:  # a warm-up only; the real evaluation reports its own errors
-        return None
-
-
-@st.cache_resource(show_spinner=False)
 def warm_in_server() -> object:
-    """Compile, in this server process, what numba keeps nowhere on disk (ranx's typed
-    dictionaries and lists: seconds on the first Evaluate otherwise), on a daemon thread started
-    once, after the first page has been drawn; ranx calls take ``RANX_LOCK``, so an Evaluate that
-    comes first waits for it rather than compiling twice. Skipped under AppTest."""
+    """Compile ranx's numba code in this server process (the part numba keeps on disk and its
+    typed dictionaries and lists, which it keeps nowhere: seconds on the first Evaluate
+    otherwise), on a daemon thread started once, with the first page; ranx calls take
+    ``RANX_LOCK``, so an Evaluate that comes first waits for it rather than compiling twice.
+    Skipped under AppTest."""
     import threading
 
     from streamlit import config
