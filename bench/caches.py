@@ -17,7 +17,9 @@ is timed on the paths that consult it:
 - eval: ``eval.experiments.experiment.run_experiment`` (``rwb eval``: rrf and weighted
   against vector), every memo off at once, full mode only (a call takes about a second);
 - search: ``retrieval.pipeline.search`` of one free-text query with rrf (full mode; quick
-  mode, which does not open the index, times ``doc_table`` alone: what a miss adds to it).
+  mode, which does not open the index, times ``doc_table`` alone: what a miss adds to it);
+- router: ``eval.learning.router.evaluate_learned_router`` (``rwb eval``'s learned-router
+  section, the Evaluate page's on every set of pipelines compared), full mode only.
 
 On and off alternate (``bench.common.interleaved``), ``INNER`` passes over the path per call;
 the figure is the median. The ratio is off / on: above 1 the memo pays. On this shared machine
@@ -350,6 +352,15 @@ def run(ctx: Context) -> Section:
     for label, config in presets.items():
         consults(f"knob:{label}", knob([config]))
     others = (("batch", batch), ("sweep", sweeps), ("search", search))
+    if ctx.full:  # a bypassed call refits five models (about a second): full mode only
+        from eval.learning.router import evaluate_learned_router, labels_of, query_vectors
+
+        labels, vectors = labels_of(dataset.queries), query_vectors(c)
+
+        def router():
+            evaluate_learned_router(c, dataset.qrels, labels, vectors)
+
+        others += (("router", router),)
     for label, fn in others:
         consults(label, fn)
     log(f"caches {name}: {c.n_queries} queries, {c.n_rows} rows, {len(items)} memos, "
@@ -384,7 +395,8 @@ def run(ctx: Context) -> Section:
                           if row["paths"] else "not on these paths")
         rows[memo.name] = row
         key = memo.name.lower().replace(' ', '_').replace('-', '_')
-        section.ratios[f"cache_{key}"] = best
+        if row["paths"]:  # a memo on none of this mode's paths has no figure here
+            section.ratios[f"cache_{key}"] = best
         log(f"  {memo.name}: " + ", ".join(
             f"{k} {v['on_ms']} → {v['off_ms']} ms "
             f"({v['off_over_on']}×, fastest {v['best_off_over_on']}×; misses {v['miss_ms']} ms, "
