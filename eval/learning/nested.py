@@ -21,8 +21,8 @@ queries) by Fisher's randomization test and the paired t-test, raw and Holm-corr
 two comparisons (``eval.search.tune``'s comparison, ``eval.statistics.significance``).
 
 The model exported is the procedure run on **all** counted queries; its score there is
-in-sample. Labels are the dataset's qrels through ``eval.metrics.measure.judge``, as every
-other command reads them. Rankings are scored at the learned pipeline's own settings
+in-sample. Labels are the judgments every other command uses (``rwb learn --judgments``:
+``eval.stores.judgments.effective_qrels``), through ``eval.metrics.measure.judge``. Rankings are scored at the learned pipeline's own settings
 (``max_results``, per-path ``depth``).
 
 **Running it**: once the folds are drawn, the procedures (one per outer fold and the final one)
