@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     if previous[0] in (signal.SIG_DFL, None):  # a parent or a library reset it
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _felt()  # nothing left over from an earlier call in this process
     _hooks.append(sys.unraisablehook)
     sys.unraisablehook = _unraisable
     try:
