@@ -1,8 +1,8 @@
 """Plotly figures of the Evaluate and Sweep pages (Tune draws none: its score bars are HTML).
 
 Text from data (query ids and texts, intents, pipeline and profile names) is shown as text:
-plotly reads ``<b>``, ``<br>``, ``<a href>``… in labels and hovers as markup, so ``plain``
-escapes it (plotly decodes ``&lt;`` back to ``<`` on screen)."""
+plotly reads ``<b>``, ``<br>``, ``<a href>``… in labels and hovers as markup, so it goes through
+``eval.reports.markup.plain`` (plotly decodes ``&lt;`` back to ``<`` on screen)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,10 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from eval.reports.markup import plain
 from pages._state import PRIMARY, metric_label
 
 CONFIG = {"displayModeBar": False}
-
-
-def plain(text) -> str:
-    """``text`` as plotly shows it literally: ``&``, ``<`` and ``>`` escaped."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _plain_columns(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

@@ -1,10 +1,14 @@
-"""Evaluate's plotly figures (pages/_charts.py) show text from data as text, never as markup."""
+"""Plotly figures show text from data as text, never as markup: Evaluate's (pages/_charts.py) and
+the report's (eval/reports/report.py, through eval.reports.markup.plain_figure)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from pages._charts import intents_figure, per_query_figure, plain
+import plotly.graph_objects as go
+
+from eval.reports.markup import plain, plain_figure
+from pages._charts import intents_figure, per_query_figure
 
 LINK = "<a href='http://e.x'>click</a>"
 
@@ -34,3 +38,19 @@ def test_the_intent_bars_show_intent_and_pipeline_names_as_text():
     fig = intents_figure(intents, "ndcg@5")
     assert fig.data[0].name == "&lt;a&gt;p&lt;/a&gt;"
     assert list(fig.data[0].x) == ["&lt;b&gt;debug&lt;/b&gt;"]
+
+
+def test_the_reports_figures_escape_names_labels_and_titles_but_keep_their_hover_markup():
+    fig = go.Figure([go.Bar(name="<b>p</b>", x=["<i>debug</i>", "concept"], y=[0.5, 0.4],
+                            hovertemplate="%{x}<br>%{y}<extra></extra>")])
+    fig.update_layout(title="vs <a href='http://e.x'>vector</a>", xaxis_title="<u>q</u>",
+                      updatemenus=[dict(buttons=[dict(label="<b>ndcg@5</b>", method="restyle",
+                                                      args=[{}])])])
+    plain_figure(fig)
+    bar = fig.data[0]
+    assert bar.name == "&lt;b&gt;p&lt;/b&gt;" and list(bar.x) == ["&lt;i&gt;debug&lt;/i&gt;", "concept"]
+    assert list(bar.y) == [0.5, 0.4]                       # numbers untouched
+    assert bar.hovertemplate == "%{x}<br>%{y}<extra></extra>"   # the code's own markup kept
+    assert fig.layout.title.text == "vs &lt;a href='http://e.x'&gt;vector&lt;/a&gt;"
+    assert fig.layout.xaxis.title.text == "&lt;u&gt;q&lt;/u&gt;"
+    assert fig.layout.updatemenus[0].buttons[0].label == "&lt;b&gt;ndcg@5&lt;/b&gt;"

@@ -5,7 +5,9 @@ user imported: rendered raw (in a page, or in ``report.md``, which the Reports p
 renders), Markdown turns ``![x](http://…)`` into an image beacon and
 ``[x](…)`` into a link, and HTML runs as markup. Every user string that reaches
 ``st.markdown``/``st.caption``/a label goes through ``md``; every one that reaches
-``st.html`` goes through ``html`` (``markupsafe``-style escaping, nothing else).
+``st.html`` goes through ``html`` (``markupsafe``-style escaping, nothing else); every one a
+plotly chart shows (trace names, category labels, titles) through ``plain``: plotly reads
+``<b>``, ``<br>``, ``<a href>``… there as markup and decodes ``&lt;`` back to ``<`` on screen.
 """
 
 from __future__ import annotations
@@ -40,6 +42,33 @@ def md_inline(text: object) -> str:
 def html(text: object) -> str:
     """``text`` shown literally inside HTML (quotes included, for attributes)."""
     return _html.escape(str(text), quote=True)
+
+
+def plain(text: object) -> str:
+    """``text`` as a plotly label shows it literally: ``&``, ``<`` and ``>`` escaped."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def plain_figure(fig):
+    """``fig`` with every text a chart shows from data made ``plain``: trace names, string
+    category values on either axis, titles of the chart and its axes, menu labels (hover
+    templates, written by the code, keep their markup). Returns ``fig``, changed in place."""
+    for trace in fig.data:
+        if isinstance(getattr(trace, "name", None), str):
+            trace.name = plain(trace.name)
+        for axis in ("x", "y"):
+            values = getattr(trace, axis, None)
+            if values is not None and len(values) and all(isinstance(v, str) for v in values):
+                setattr(trace, axis, [plain(v) for v in values])
+    layout = fig.layout
+    for title in (layout.title, *(getattr(layout, a).title for a in ("xaxis", "yaxis"))):
+        if isinstance(title.text, str):
+            title.text = plain(title.text)
+    for menu in layout.updatemenus or ():
+        for button in menu.buttons or ():
+            if isinstance(button.label, str):
+                button.label = plain(button.label)
+    return fig
 
 
 def code(text: object) -> str:

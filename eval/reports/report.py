@@ -35,7 +35,7 @@ from eval.metrics.ranx_eval import Evaluation
 from eval.experiments.router_eval import RouterEvaluation
 from eval.search.sweep import SweepResult
 from retrieval.bm25 import ANALYZERS
-from eval.reports.markup import code, fence, md_inline
+from eval.reports.markup import code, fence, md_inline, plain_figure
 from retrieval.files import atomic_write_files
 from retrieval.pipeline import to_toml
 
@@ -291,6 +291,7 @@ SWEEP_HEADER = ["fold", "train q", "held-out q", "best on training", "train mean
 # ---- figures -------------------------------------------------------------------------------
 
 def _figure_html(fig, div_id: str, height: int) -> str:
+    plain_figure(fig)  # names, labels and titles from data shown as text, not plotly markup
     fig.update_layout(height=height, margin=dict(l=60, r=20, t=70, b=60), template="plotly_white")
     html = fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, default_height=f"{height}px",
                        default_width="100%", config={"displaylogo": False, "responsive": True})
