@@ -14,6 +14,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from eval.stores import configs as cfg  # noqa: E402
+from eval.stores.judgments import judgments_version  # noqa: E402
 from pages import _harness as hx  # noqa: E402
 from pages import _state as sh  # noqa: E402
 from pages._markup import md  # noqa: E402
@@ -78,7 +79,7 @@ def sidebar() -> None:
                               "judgments (qrels/implicit.tsv, `rwb import ubi`); both: explicit "
                               "ones, implicit ones where nobody judged.")
             source = st.session_state[sh.K_JUDGMENTS]
-            judged = sh.judgment_count(path, sh.dataset_stamp(path), sh.qrels_rev(dataset, source))
+            judged = sh.judgment_count(path, sh.dataset_stamp(path), judgments_version(dataset, source))
             st.caption(f"**{md(dataset.name)}** · {len(dataset.documents)} docs · {len(dataset.queries)} queries · "
                        f"{judged} judgments ({source})")
         except Exception as error:  # the page itself shows the full problem list

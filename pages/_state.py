@@ -25,7 +25,7 @@ from eval.experiments.live import LiveRun, evaluate_config
 from eval.experiments.views import METRIC_LABELS, metric_label  # noqa: F401 (pages read them here)
 from eval.stores.pool import STEP_NAMES, load_pool, pool_path, prepare
 from eval.stores.experiments import ExperimentStore
-from eval.stores.judgments import SOURCES, Judgments, JudgmentStore, effective_qrels
+from eval.stores.judgments import SOURCES, Judgments, JudgmentStore, effective_qrels, judgments_version
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
 from retrieval.dataset import IMPLICIT_QRELS, Dataset, DatasetError, Query, load_dataset, qrels_path
 from retrieval.index import IndexHandle, open_index, rwb_home
@@ -112,14 +112,6 @@ def dataset_stamp(path: str) -> tuple:
     return tuple(out)
 
 
-def file_stamp(path: Path) -> tuple:
-    try:
-        stat = path.stat()
-        return (stat.st_mtime_ns, stat.st_size)
-    except FileNotFoundError:
-        return (0, 0)
-
-
 def mark_run_start() -> None:
     """Called first thing in app.py: the footer of Tune reports the whole rerun from here."""
     st.session_state[K_RUN_STARTED] = time.perf_counter()
@@ -183,7 +175,7 @@ def get_judged(path: str, stamp: tuple, embedder: str, qrels_rev: tuple) -> tupl
 @st.cache_resource(max_entries=16, show_spinner=False)
 def judgment_count(path: str, stamp: tuple, qrels_rev: tuple) -> int:
     """How many judgments the figures use (the source ``qrels_rev`` names), for the sidebar."""
-    return sum(len(v) for v in effective_qrels(get_dataset(path, stamp), source=qrels_rev[0]).qrels.values())
+    return effective_qrels(get_dataset(path, stamp), source=qrels_rev[0]).count
 
 
 @st.cache_resource(max_entries=32, show_spinner="Retrieving candidates for the free-text query…")
@@ -228,11 +220,6 @@ def live_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, co
 
 # ---- the workspace: what a page works on ----------------------------------------------------
 
-def qrels_rev(dataset: Dataset, source: str) -> tuple:
-    """The judgments' version, a cache key: (source, the store's and implicit.tsv's stamps)."""
-    return (source, file_stamp(JudgmentStore(dataset).path), file_stamp(dataset.root / IMPLICIT_QRELS))
-
-
 @dataclass(frozen=True, eq=False)
 class Workspace:
     path: str
@@ -249,7 +236,7 @@ class Workspace:
 
     @property
     def qrels_rev(self) -> tuple:
-        return qrels_rev(self.dataset, self.source)
+        return judgments_version(self.dataset, self.source)
 
     def judgments_used(self) -> Judgments:
         """The judgments every figure uses; ``.label`` says which they are."""

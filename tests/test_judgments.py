@@ -22,7 +22,7 @@ import pytest
 
 from eval.experiments.live import evaluate_config
 from eval.metrics.measure import judge
-from eval.stores.judgments import JudgmentStore, effective_qrels, trec_qrels
+from eval.stores.judgments import JudgmentStore, effective_qrels, judgments_version, trec_qrels
 from eval.stores.pool import load_pool
 from retrieval.dataset import load_dataset
 from retrieval.pipeline import PIPELINES
@@ -114,6 +114,17 @@ def test_regrading_to_the_dataset_grade_is_no_edit(home):
     store.grade("q1", "d03", 3)   # back to the dataset's own grade
     used = effective_qrels(dataset, home)
     assert (used.label, used.edits, len(store.history())) == ("dataset qrels", 0, 2)
+
+
+def test_the_judgments_version_changes_with_a_grade_and_the_count_follows(home):
+    # the pages' caches of judged pools and evaluations are keyed on this version
+    dataset = load_dataset(TINY)
+    before = judgments_version(dataset, "explicit", home)
+    assert judgments_version(dataset, "explicit", home) == before
+    assert effective_qrels(dataset, home).count == 4           # tiny's qrels: 4 lines
+    JudgmentStore(dataset, home).grade("q1", "d04", 1)          # a new pair
+    assert judgments_version(dataset, "explicit", home) != before
+    assert effective_qrels(dataset, home).count == 5
 
 
 @pytest.mark.parametrize("args, message", [

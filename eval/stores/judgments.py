@@ -116,6 +116,11 @@ class Judgments:
         return {"label": self.label, "edits": self.edits, "history_head": self.head,
                 "source": self.source}
 
+    @property
+    def count(self) -> int:
+        """How many (query, document) judgments there are."""
+        return sum(len(docs) for docs in self.qrels.values())
+
 
 def _differences(dataset_qrels: dict, qrels: dict) -> int:
     pairs = {(q, d) for q, docs in (*dataset_qrels.items(), *qrels.items()) for d in docs}
@@ -127,6 +132,20 @@ def history_head(history: list[dict]) -> str:
     if not history:
         return ""
     return hashlib.sha1(json.dumps(history, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def _stamp(path: Path) -> tuple:
+    try:
+        stat = path.stat()
+        return (stat.st_mtime_ns, stat.st_size)
+    except FileNotFoundError:
+        return (0, 0)
+
+
+def judgments_version(dataset: Dataset, source: str, home: Path | None = None) -> tuple:
+    """What ``effective_qrels(dataset, home, source)`` depends on besides the dataset, as a cache
+    key: the source and the stamps of the workbench's judgment store and ``implicit.tsv``."""
+    return (source, _stamp(JudgmentStore(dataset, home).path), _stamp(dataset.root / IMPLICIT_QRELS))
 
 
 def effective_qrels(dataset: Dataset, home: Path | None = None,
