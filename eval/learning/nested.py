@@ -53,7 +53,7 @@ from threadpoolctl import threadpool_limits
 from eval.learning.fit import Spec, Training, fit, quiet, scores, specs
 from eval.metrics.judgment_bias import judged_at
 from eval.metrics.measure import config_values, judge, parse_metric
-from eval.search.sweep import group_count, make_folds
+from eval.search.sweep import group_count, group_labels, make_folds
 from eval.search.tune import SINGLE_PATHS, Comparison, compare_procedures, counted_ids
 from eval.statistics.significance import holm
 from eval.stores.configs import resolve_config
@@ -343,7 +343,7 @@ def learn(
     # its model from its own inner folds only. Their fits are independent, so they run on
     # ``threads`` threads; each fit is deterministic and single-threaded, and each result goes
     # to its own place, so the order they finish in changes nothing.
-    groups = None if fold_by is None else np.array([fold_by.get(q) or q for q in ids], dtype=object)
+    groups = group_labels(ids, fold_by)
 
     def part(positions: np.ndarray):
         return None if groups is None else groups[positions]

@@ -27,7 +27,7 @@ import functools
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -85,6 +85,14 @@ def query_groups(queries, field: str) -> dict[str, str]:
         raise ValueError(f"--fold-by {field}: no query has a value for it (fields: "
                          f"{', '.join(QUERY_FIELDS)} or a key of the queries' JSON lines)")
     return out
+
+
+def group_labels(query_ids: "Sequence[str]", fold_by: "Mapping[str, str] | None") -> np.ndarray | None:
+    """Each query's group for ``make_folds`` (``fold_by``: query id → group, ``query_groups``);
+    a query without one is a group of its own; None when folds go by query."""
+    if fold_by is None:
+        return None
+    return np.array([fold_by.get(q) or q for q in query_ids], dtype=object)
 
 
 def group_count(groups: "Sequence[str] | np.ndarray | None", n_queries: int) -> int:

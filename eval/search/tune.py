@@ -57,7 +57,7 @@ from eval.statistics.significance import holm, randomization_test
 from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
 from eval.search.space import ParamSpec, apply_point, knob_space, parse_param, tunable
-from eval.search.sweep import group_count, make_folds
+from eval.search.sweep import group_count, group_labels, make_folds
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.pipeline import (PipelineConfig, get_param, get_pipeline, sweepable_params, to_dict,
@@ -467,7 +467,7 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
         if progress:
             progress(min(done[0], total), total)
 
-    groups = None if fold_by is None else np.array([fold_by.get(q) or q for q in ids], dtype=object)
+    groups = group_labels(ids, fold_by)
     fold_of = make_folds(n, folds, seed, groups)
     searches = [(np.flatnonzero(fold_of != k), (k,)) for k in range(folds)] + [(np.arange(n), (folds,))]
     scored_elsewhere: set = set()
