@@ -72,10 +72,10 @@ def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str] = METRICS,
 @st.cache_resource(max_entries=256, show_spinner="Fisher's randomization test (10,000 permutations per metric)…")
 def fisher_cached(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, base: PipelineConfig,
                   cand: PipelineConfig) -> dict[str, float]:
-    from pages._state import cached_evaluation
+    from pages._state import live_evaluation
 
-    a = cached_evaluation(path, stamp, embedder, qrels_rev, base)
-    b = cached_evaluation(path, stamp, embedder, qrels_rev, cand)
+    a = live_evaluation(path, stamp, embedder, qrels_rev, base)
+    b = live_evaluation(path, stamp, embedder, qrels_rev, cand)
     return {row["metric"]: row["p"] for row in compare_live(a, b, METRICS, "fisher")}
 
 

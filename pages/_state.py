@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -184,38 +185,38 @@ def free_text_candidates(path: str, stamp: tuple, embedder: str, text: str) -> C
     return build_candidates(handle, [Query(id="free-text", text=text)], pool_depth=DEFAULT_POOL_DEPTH)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def doc_quality(path: str, stamp: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """Every document's confidence and vitality (for the band counts next to Tune's factors)."""
-    docs = get_dataset(path, stamp).documents
-    return (np.array([d.confidence for d in docs], dtype=np.float64),
-            np.array([d.vitality for d in docs], dtype=np.float64))
+def doc_quality(dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """Every document's confidence and vitality (for the band counts next to Tune's factors),
+    read from the dataset's document table."""
+    from retrieval.candidates import doc_table
 
-
-@st.cache_resource(max_entries=128, show_spinner=False)
-def cached_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
-                      config: PipelineConfig) -> LiveRun:
-    _, judged = get_judged(path, stamp, embedder, qrels_rev)
-    return evaluate_config(pool_for(path, stamp, embedder, config), judged, config)
+    features = doc_table(dataset).features
+    return features["confidence"], features["vitality"]
 
 
 _LIVE: "OrderedDict[tuple, LiveRun]" = OrderedDict()
 _LIVE_SIZE = 64
+_LIVE_LOCK = threading.Lock()   # every session's script runs on its own thread of one process
 
 
 def live_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, config: PipelineConfig) -> LiveRun:
-    """``cached_evaluation`` without Streamlit's argument hashing (which pickles the whole config:
-    ~1 ms a call): a small LRU keyed by the frozen config itself, for Tune's every-move baseline."""
+    """A whole query set's evaluation of ``config``, kept in a small LRU keyed by the frozen
+    config itself (Streamlit's argument hashing would pickle the whole config on every call),
+    shared by every session: looked up and updated under a lock, evaluated outside it."""
     key = (path, stamp, embedder, qrels_rev, config)
-    hit = _LIVE.get(key)
-    if hit is None:
-        _, judged = get_judged(path, stamp, embedder, qrels_rev)
-        hit = _LIVE[key] = evaluate_config(pool_for(path, stamp, embedder, config), judged, config)
+    with _LIVE_LOCK:
+        hit = _LIVE.get(key)
+        if hit is not None:
+            _LIVE.move_to_end(key)
+            return hit
+    _, judged = get_judged(path, stamp, embedder, qrels_rev)
+    run = evaluate_config(pool_for(path, stamp, embedder, config), judged, config)
+    with _LIVE_LOCK:
+        _LIVE[key] = run
+        _LIVE.move_to_end(key)
         while len(_LIVE) > _LIVE_SIZE:
             _LIVE.popitem(last=False)
-    else:
-        _LIVE.move_to_end(key)
-    return hit
+    return run
 
 
 # ---- the workspace: what a page works on ----------------------------------------------------
@@ -273,8 +274,8 @@ class Workspace:
             st.stop()
 
     def evaluation(self, config: PipelineConfig) -> LiveRun:
-        """Cached: for baselines and lists of pipelines (Tune times its own, uncached)."""
-        return cached_evaluation(self.path, self.stamp, self.embedder, self.qrels_rev, config)
+        """Kept (``live_evaluation``): for baselines and lists of pipelines."""
+        return live_evaluation(self.path, self.stamp, self.embedder, self.qrels_rev, config)
 
     def free_text(self, text: str) -> Candidates:
         return free_text_candidates(self.path, self.stamp, self.embedder, text)

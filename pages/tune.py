@@ -157,7 +157,7 @@ def knob_panel(config, routed: str | None) -> str | None:
         quality = next((r for r in refs if r.path.endswith(".quality.conf_high")), None)
         if quality is not None:
             profile = kn.value_of_profile(config, quality.path.rsplit(".quality.", 1)[0])
-            high, mid, low = kn.band_counts(*s.doc_quality(ws.path, ws.stamp), profile.quality)[
+            high, mid, low = kn.band_counts(*s.doc_quality(ws.dataset), profile.quality)[
                 "confidence" if pane == "confidence" else "vitality"]
             st.caption(f"Documents per {pane} band: high {high} · mid {mid} · low {low} (of {high + mid + low}). "
                        "A factor whose band is empty changes nothing.")

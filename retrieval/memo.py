@@ -11,12 +11,17 @@ object, held by a weak reference): a visible mask, which ``retrieval.ranking.vis
 keeps per table and depth. A mask made afresh (a routed query set) misses; those values are
 kept apart, so they never push out the owner's own.
 
+Every Streamlit session runs on its own thread of one process, so the store is shared by
+threads: reads and writes of the store take one lock; ``build()`` runs outside it (two threads
+missing the same key at once may both build it; both get an equal value).
+
 Which memos exist, and the figure that keeps each, is ``bench/caches.py`` and BENCHMARKS.md
 ("Caches, measured").
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Callable, Hashable
 
@@ -28,6 +33,7 @@ SIZE = 64
 _STORE: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 _ALONG = object()  # the owner's slot for values computed along a mask
 _MISS = object()
+_LOCK = threading.Lock()
 
 
 def _read_only(value):
@@ -41,24 +47,28 @@ def memo(owner: object, key: Hashable, build: Callable[[], object],
          along: np.ndarray | None = None):
     """``build()`` once per ``owner`` and ``key`` (and ``along``, by identity), kept while
     ``owner`` lives; arrays come back read-only."""
-    table = _STORE.get(owner)
-    if table is None:
-        table = _STORE[owner] = {}
-    if along is None:
-        value = table.get(key, _MISS)
-        if value is _MISS:
+    with _LOCK:
+        table = _STORE.get(owner)
+        if table is None:
+            table = _STORE[owner] = {}
+        if along is None:
+            value = table.get(key, _MISS)
+        else:
+            masks = table.get(_ALONG)
+            if masks is None:
+                masks = table[_ALONG] = {}
+            hit = masks.get(key)
+            value = hit[1] if hit is not None and hit[0]() is along else _MISS
+    if value is not _MISS:
+        return value
+    value = _read_only(build())
+    with _LOCK:
+        if along is None:
             if len(table) >= SIZE:
                 table.clear()
-            value = table[key] = _read_only(build())
-        return value
-    masks = table.get(_ALONG)
-    if masks is None:
-        masks = table[_ALONG] = {}
-    hit = masks.get(key)
-    if hit is not None and hit[0]() is along:
-        return hit[1]
-    value = _read_only(build())
-    if len(masks) >= SIZE:
-        masks.clear()
-    masks[key] = (weakref.ref(along), value)
+            table[key] = value
+        else:
+            if len(masks) >= SIZE:
+                masks.clear()
+            masks[key] = (weakref.ref(along), value)
     return value
