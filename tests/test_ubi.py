@@ -17,13 +17,16 @@ Explicit qrels: q1 d3 2, d1 1; q2 d7 1, d8 1. On the 5 pairs both judge, relevan
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
+import numpy as np
 import pytest
 
 from eval.cli import main
-from eval.importers._coec import java_3f, rwb_coec, srw_coec, srw_rank_ctr, Event
+from eval.importers._coec import Event, java_3f, rwb_coec, srw_coec, srw_rank_ctr
+from eval.importers._sampling import pps_sample, random_sample, top_n
 from eval.importers.ubi import agreement, grade_of, import_ubi, read_logs
 from eval.stores.judgments import effective_qrels
 from retrieval.dataset import DatasetError, load_dataset
@@ -267,3 +270,53 @@ def test_a_symlink_inside_the_dataset_is_not_written_through(dataset, edge_logs,
     assert main([*args, "--force"]) == 2
     assert outside.read_text() == "export KEEP=1\n"
     assert not (dataset / "qrels" / "implicit_coec.tsv").exists()
+
+
+# ---- query sets sampled from the log (SRW's samplers) -----------------------------------------
+
+
+def test_samplers_by_hand():
+    texts = ["a", "b", "a", "c", "", "b", "a", " "]
+    # topn: counts without "": a 3, b 2, c 1, " " 1; the 3 most frequent (ties by text, " " < c)
+    # are a, b, " "; " " is blank once trimmed and dropped, so 2 are left
+    assert top_n(texts, 3) == {"a": 3, "b": 2}
+    # random: each search's score, "" skipped; a text keeps its best: a .9, b .5, c .3, " " .6
+    scores = np.array([0.1, 0.5, 0.9, 0.3, 0.99, 0.2, 0.4, 0.6])
+    assert list(random_sample(texts, 2, scores).items()) == [("a", 3), (" ", 1)]
+    # pptss: shares in order of first appearance a 3/8, b 2/8, c 1/8, "" 1/8, " " 1/8, so the
+    # cumulative edges are .375 .625 .75 .875 1; draws .1 → a, .5 → b, .2 → a (kept once),
+    # .74 → c, .99 → " "
+    picked = pps_sample(texts, np.array([0.1, 0.5, 0.2, 0.74, 0.99]))
+    assert list(picked.items()) == [("a", 3), ("b", 2), ("c", 1), (" ", 1)]
+
+
+def test_sample_adds_the_query_set_and_judges_it_alone(dataset, logs):
+    before = (dataset / "queries.jsonl").read_text()
+    result = import_ubi(dataset, queries=logs[0], events=logs[1], model="coec-rwb", sample=2,
+                        sampler="topn")
+    # topn 2 of the searched texts (Q1 twice, Q2 once, "not a query" once; ties by text):
+    # Q1 (query q1) and "not a query" (new, id ubi- + the first 10 hex of its sha1)
+    new_id = "ubi-" + hashlib.sha1(b"not a query").hexdigest()[:10]
+    added = (dataset / "queries.jsonl").read_text()[len(before):]
+    assert json.loads(added) == {"_id": new_id, "text": "not a query", "ubi_frequency": 1}
+    # coec-rwb (first log): q1 as by hand above; "not a query" d1 = 1 / ctr(0) = 1 / (1/2) = 2
+    assert effective_qrels(load_dataset(dataset), dataset.parent / "home", source="implicit").qrels == {
+        "q1": {"d1": 2, "d2": 0, "d3": 2},
+        new_id: {"d1": 2},
+    }
+    assert any("query set sampled (topn, seed 0, 2 asked): 2 texts, 1 added" in n
+               for n in result.notes)
+
+
+def test_sample_is_reproducible_by_seed(tmp_path, logs, monkeypatch):
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    outputs = []
+    for copy in ("one", "two"):
+        root = import_fixture(tmp_path / copy).dest
+        args = ["import", "ubi", str(root), "--queries", str(logs[0]), "--events", str(logs[1]),
+                "--model", "coec-rwb", "--sample", "2", "--sampler", "pptss", "--seed", "7"]
+        assert main(args) == 0
+        outputs.append([(root / f).read_text() for f in ("queries.jsonl", "qrels/implicit.tsv")])
+    assert outputs[0] == outputs[1]
+    assert main(["import", "ubi", str(root), "--queries", str(logs[0]), "--events",
+                 str(logs[1]), "--sample", "2", "--sampler", "most", "--force"]) == 2
