@@ -320,3 +320,16 @@ def test_sample_is_reproducible_by_seed(tmp_path, logs, monkeypatch):
     assert outputs[0] == outputs[1]
     assert main(["import", "ubi", str(root), "--queries", str(logs[0]), "--events",
                  str(logs[1]), "--sample", "2", "--sampler", "most", "--force"]) == 2
+
+
+def test_an_event_without_an_object_counts_in_the_ctr_only(tmp_path):
+    (tmp_path / "q.jsonl").write_text(json.dumps({"query_id": "a1", "user_query": Q1}) + "\n")
+    shown = event("a1", "d1", 0, "impression", 1)
+    unnamed = event("a1", "d1", 0, "impression", 2)
+    del unnamed["event_attributes"]["object"]
+    lines = [shown, event("a1", "d1", 0, "click", 3), unnamed]
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    _, events, skipped = read_logs(tmp_path / "q.jsonl", tmp_path / "e.jsonl")
+    assert skipped["events without an object id or a search (counted in the CTR only)"] == 1
+    # ctr(0) = 1 click / 2 impressions (one of them without an object): d1 = 1 / (1/2 × 1) = 2
+    assert srw_coec(events, 3) == {Q1: {"d1": "2.000"}}

@@ -77,8 +77,9 @@ def read_logs(
 ) -> tuple[dict, list[Event], Counter]:
     """``searches`` {query_id: (user_query, [shown ids] | None)} in log order, the ``events``
     (each ``event_id`` once) and the skip counts; problems raise ``DatasetError`` naming
-    file:line. A click or impression event needs an object id and a search (``query_id`` or
-    its own ``user_query``); an event of another action without them is skipped."""
+    file:line (an object id that is not a string, a position that is not a whole number ≥ 0).
+    An event without an object id or a search (``query_id`` or its own ``user_query``) still
+    counts in SRW's CTR by position, as in SRW, for no (query, document) pair."""
     problems = Problems()
     skipped: Counter = Counter()
     searches: dict[str, tuple[str, list | None]] = {}
@@ -131,17 +132,10 @@ def read_logs(
             or equals_ignore_case(action, "click")
             or equals_ignore_case(action, "impression")
         )
-        has_search = isinstance(query_id, str) or own_text is not None
-        if not isinstance(object_id, str) or not object_id or not has_search:
-            if counted:
-                problems.add(
-                    events_path.name,
-                    line,
-                    "event",
-                    f"a {action} needs query_id and event_attributes.object.object_id",
-                )
-            else:
-                skipped["events of other actions without an object"] += 1
+        if object_id is not None and (not isinstance(object_id, str) or not object_id):
+            problems.add(
+                events_path.name, line, "object_id", f"expected an id string, got {object_id!r}"
+            )
             continue
         if not _int_or_none(ordinal) or (ordinal is not None and ordinal < 0):
             if counted:
@@ -152,8 +146,11 @@ def read_logs(
                     f"expected a whole number ≥ 0, got {ordinal!r}",
                 )
             else:
-                skipped["events of other actions without a position"] += 1
+                skipped["events of other actions without a valid position"] += 1
             continue
+        if object_id is None or not (isinstance(query_id, str) or own_text is not None):
+            # as in SRW, such an event still counts in the CTR by position, for no pair
+            skipped["events without an object id or a search (counted in the CTR only)"] += 1
         if own_text is None and isinstance(query_id, str) and query_id in searches:
             own_text = searches[query_id][0]
         events.append(
