@@ -214,7 +214,8 @@ def test_tied_runs_fuse_as_ranx_fuses_the_same_files(tmp_path, monkeypatch, case
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
     imported = import_tied(tmp_path / "tied")
     fusion, params, norm, method, ranx_params, _ = CASES[case]
-    user_runs = [Run.from_file(str(RUNS / f"tied_{p}.run"), kind="trec") for p in ("dense", "sparse")]
+    user_runs = [Run.from_file(str(RUNS / f"tied_{p}.run"), kind="trec")
+                 for p in ("dense", "sparse")]
     assert [list(user_runs[0].to_dict()["q1"])] == [["d4", "d5", "d2", "d1", "d3"]]
     theirs = fuse(user_runs, norm=norm, method=method, params=ranx_params).to_dict()
     pool = load_pool(imported.dataset)

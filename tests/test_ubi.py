@@ -300,7 +300,8 @@ def test_sample_adds_the_query_set_and_judges_it_alone(dataset, logs):
     added = (dataset / "queries.jsonl").read_text()[len(before):]
     assert json.loads(added) == {"_id": new_id, "text": "not a query", "ubi_frequency": 1}
     # coec-rwb (first log): q1 as by hand above; "not a query" d1 = 1 / ctr(0) = 1 / (1/2) = 2
-    assert effective_qrels(load_dataset(dataset), dataset.parent / "home", source="implicit").qrels == {
+    home = dataset.parent / "home"
+    assert effective_qrels(load_dataset(dataset), home, source="implicit").qrels == {
         "q1": {"d1": 2, "d2": 0, "d3": 2},
         new_id: {"d1": 2},
     }
@@ -333,3 +334,14 @@ def test_an_event_without_an_object_counts_in_the_ctr_only(tmp_path):
     assert skipped["events without an object id or a search (counted in the CTR only)"] == 1
     # ctr(0) = 1 click / 2 impressions (one of them without an object): d1 = 1 / (1/2 × 1) = 2
     assert srw_coec(events, 3) == {Q1: {"d1": "2.000"}}
+
+
+def test_a_qrels_folder_linked_outside_is_not_written_into(dataset, edge_logs, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (dataset / "qrels" / "test.tsv").rename(outside / "test.tsv")
+    (dataset / "qrels").rmdir()
+    (dataset / "qrels").symlink_to(outside)
+    with pytest.raises(ValueError, match="leads outside the dataset folder"):
+        import_ubi(dataset, queries=edge_logs[0], events=edge_logs[1])
+    assert sorted(p.name for p in outside.iterdir()) == ["test.tsv"]

@@ -47,7 +47,14 @@ from collections import Counter
 from pathlib import Path
 
 from eval.importers._base import ImportResult, Importer, Option, Problems, json_lines
-from eval.importers._coec import GRADE_MAPPING, Event, equals_ignore_case, grade_of, rwb_coec, srw_coec
+from eval.importers._coec import (
+    GRADE_MAPPING,
+    Event,
+    equals_ignore_case,
+    grade_of,
+    rwb_coec,
+    srw_coec,
+)
 from eval.importers._sampling import SAMPLERS, sample_queries
 from retrieval.dataset import (
     IMPLICIT_QRELS,
@@ -153,11 +160,8 @@ def read_logs(
             skipped["events without an object id or a search (counted in the CTR only)"] += 1
         if own_text is None and isinstance(query_id, str) and query_id in searches:
             own_text = searches[query_id][0]
-        events.append(
-            Event(
-                action, query_id if isinstance(query_id, str) else None, own_text, object_id, ordinal
-            )
-        )
+        search = query_id if isinstance(query_id, str) else None
+        events.append(Event(action, search, own_text, object_id, ordinal))
     problems.raise_if_any()
     return searches, events, skipped
 
