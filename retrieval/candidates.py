@@ -255,13 +255,16 @@ def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime,
                via_fast: np.ndarray | None, via_timeline: np.ndarray | None, window=None,
                dense_sim: np.ndarray | None = None,
                dense: dict = _NO_HITS, sparse: dict = _NO_HITS, every: dict = _NO_HITS,
-               linked: set | frozenset = frozenset(), tech: dict = _NO_HITS) -> dict[str, np.ndarray]:
+               linked: set | frozenset = frozenset(), tech: dict = _NO_HITS,
+               score_dtype=np.float32) -> dict[str, np.ndarray]:
     """Every ``ROW_COLUMNS`` feature of query ``qi``'s rows, one per document of ``idx``: the
     one row builder of a candidate table. ``dense`` / ``sparse`` / ``every`` / ``tech``:
     document index → (rank, score) of the dense, BM25 ``any``, ``all`` and ``technical`` lists
     (a document a path did not return has rank -1 and score 0); ``dense_sim`` the cosines (0 without a query vector);
     ``via_fast`` / ``via_timeline`` per row (None: no row); ``window`` the time window the
-    query names (None: ``in_window`` is NaN); ``linked`` the documents joined to an anchor."""
+    query names (None: ``in_window`` is NaN); ``linked`` the documents joined to an anchor;
+    ``score_dtype`` the keyword scores' type (float64 for outside runs, whose scores may differ
+    below float32's precision)."""
     n = len(idx)
     f = table.features
     created, updated = f["created_ts"][idx], f["updated_ts"][idx]
@@ -275,11 +278,11 @@ def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime,
         "query_idx": np.full(n, qi, dtype=np.int32), "doc_idx": idx.astype(np.int32),
         "dense_sim": dense_sim if dense_sim is not None else np.zeros(n, dtype=np.float32),
         "dense_rank": np.array([dense[i][0] if i in dense else -1 for i in idx], dtype=np.int32),
-        "bm25_score": np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], np.float32),
+        "bm25_score": np.array([sparse[i][1] if i in sparse else 0.0 for i in idx], score_dtype),
         "bm25_rank": np.array([sparse[i][0] if i in sparse else -1 for i in idx], dtype=np.int32),
-        "bm25_all_score": np.array([every[i][1] if i in every else 0.0 for i in idx], np.float32),
+        "bm25_all_score": np.array([every[i][1] if i in every else 0.0 for i in idx], score_dtype),
         "bm25_all_rank": np.array([every[i][0] if i in every else -1 for i in idx], dtype=np.int32),
-        "bm25_tech_score": np.array([tech[i][1] if i in tech else 0.0 for i in idx], np.float32),
+        "bm25_tech_score": np.array([tech[i][1] if i in tech else 0.0 for i in idx], score_dtype),
         "bm25_tech_rank": np.array([tech[i][0] if i in tech else -1 for i in idx], dtype=np.int32),
         "via_fast": via_fast if via_fast is not None else no,
         "via_timeline": via_timeline if via_timeline is not None else no,
@@ -341,7 +344,7 @@ def candidates_from_runs(dataset: Dataset, dense: dict[str, Sequence[tuple[str, 
     ``dense`` / ``sparse``: per query id, the path's ranked ``(doc_id, score)`` list (best
     first); each is cut at ``pool_depth``. ``dense_sim`` is the dense run's score (0 for a row
     the dense run did not return: its similarity is unknown) and ``bm25_score`` the sparse
-    run's; the keyword ``all`` and ``technical`` lists are the sparse run itself (a run file has
+    run's, both float64 (a run's scores may differ below float32's precision); the keyword ``all`` and ``technical`` lists are the sparse run itself (a run file has
     one list). Every
     other feature (fast and timeline paths, dates, metadata) comes from the dataset as in
     ``build_candidates``. ``label`` is the table's ``embedder``; ``analyzer`` is recorded only
@@ -353,19 +356,19 @@ def candidates_from_runs(dataset: Dataset, dense: dict[str, Sequence[tuple[str, 
     sparse_lists = [list(sparse.get(q.id, ()))[:pool_depth] for q in queries]
 
     def similarity(qi: int, idx: np.ndarray, hits: dict) -> np.ndarray:
-        return np.array([hits[i][1] if i in hits else 0.0 for i in idx], dtype=np.float32)
+        return np.array([hits[i][1] if i in hits else 0.0 for i in idx], dtype=np.float64)
 
     return _assemble(dataset, queries, filters, dense_lists, sparse_lists, sparse_lists,
                      sparse_lists, similarity, pool_depth=pool_depth, embedder=label,
                      doc_ids=tuple(d.id for d in dataset.documents),
-                     degraded=[], analyzer=analyzer, progress=progress)
+                     degraded=[], analyzer=analyzer, progress=progress, score_dtype=np.float64)
 
 
 def _assemble(dataset: Dataset, queries: Sequence[Query], filters: list, dense_lists: list,
               sparse_lists: list, all_lists: list, tech_lists: list,
               similarity: Callable[[int, np.ndarray, dict], np.ndarray], *, pool_depth: int,
               embedder: str, doc_ids: tuple[str, ...], degraded: list[str], analyzer: str,
-              progress: Callable[[int, int], None] | None) -> Candidates:
+              progress: Callable[[int, int], None] | None, score_dtype=np.float32) -> Candidates:
     """One table from each path's ranked ``(doc_id, score)`` lists: the rows of every query
     (the paths' union, plus the fast and timeline paths' memories) with their features."""
     table = doc_table(dataset)
@@ -403,7 +406,7 @@ def _assemble(dataset: Dataset, queries: Sequence[Query], filters: list, dense_l
         sims = similarity(qi, idx, dense)
         via_fast = (table.path[idx] == target) if target else None
         built = query_rows(table, qi, idx, now, via_fast, recent[idx] if timeline else None, window,
-                           sims, dense, sparse, every, linked, tech)
+                           sims, dense, sparse, every, linked, tech, score_dtype)
         for name in ROW_COLUMNS:
             rows[name].append(built[name])
         offsets.append(offsets[-1] + n)

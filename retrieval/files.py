@@ -3,7 +3,8 @@ atomic, durable writes.
 
 ``resolve_inside``/``read_memory_file``: like OpenClaw's ``memory_get``, a workspace-relative
 path with an optional line range; absolute paths, ``..`` components and symlinks that resolve
-outside the root are refused.
+outside the root are refused. ``inside_for_write``: the same check for a file a command writes
+inside a dataset folder (``rwb import ubi``'s judgments), refused with one line.
 
 ``safe_component``: the ONE way a path component is made from user data (a dataset's name,
 an embedder name, a profile or experiment name, a query id): the result is a single plain
@@ -265,6 +266,19 @@ def resolve_inside(root: Path, relative: str) -> Path:
     if target != base and base not in target.parents:
         raise ValueError(f"path {relative!r} resolves outside the dataset folder (symlink?)")
     return target
+
+
+def inside_for_write(root: Path, relative: str) -> Path:
+    """Where a write of the file ``relative`` inside the dataset folder ``root`` lands: the
+    path resolved (symlinks followed, as ``resolve_inside``), so the write cannot leave the
+    folder through a symlink inside it (a file, or a folder on its path, that someone else
+    may have prepared). A path that resolves outside ``root`` raises a one-line ValueError;
+    check every output of one command before writing any, so a refusal changes nothing."""
+    try:
+        return resolve_inside(root, relative)
+    except (ValueError, RuntimeError, OSError):  # RuntimeError: a symlink loop
+        raise ValueError(f"{relative} in {root} leads outside the dataset folder (a symlink?); "
+                         "refusing to write through it") from None
 
 
 def read_memory_file(root: Path, relative: str, line_start: int = 1, line_end: int | None = None) -> str:

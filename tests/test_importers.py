@@ -160,7 +160,10 @@ def test_trec_run_read_and_write(tmp_path):
     assert run == {"q1": {"conv-1:D1:1": 12.5, "conv-1:D1:2": 3.25}, "q2": {"42": 7.0}}
     out = tmp_path / "run.txt"
     write_trec_run({"q1": {"b": 1.0, "a": 1.0, "c": 2.5}}, out, tag="mine")
-    assert out.read_text().splitlines() == ["q1 Q0 c 1 2.5 mine", "q1 Q0 a 2 1.0 mine", "q1 Q0 b 3 1.0 mine"]
+    # ties keep the order given (b before a), ranks renumbered
+    assert out.read_text().splitlines() == ["q1 Q0 c 1 2.5 mine", "q1 Q0 b 2 1.0 mine", "q1 Q0 a 3 1.0 mine"]
+    out.write_text("q1 Q0 z 3 1.0 t\nq1 Q0 y 1 2.0 t\nq1 Q0 b 4 1.0 t\nq1 Q0 a 2 1.0 t\n")
+    assert list(read_trec_run(out)["q1"]) == ["y", "a", "z", "b"]  # score, then the rank column
     write_trec_run(run, out, tag="again")
     assert read_trec_run(out) == run
     with pytest.raises(ValueError, match="tag"):

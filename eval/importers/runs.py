@@ -17,6 +17,15 @@ Layout written by ``rwb import runs OUT --corpus … --queries … --qrels … -
 The dense path is the run named ``dense`` (else the first given), the sparse path the run
 named ``sparse`` (else the second); further runs are kept in ``runs/`` but the candidate
 table has two paths, so only those two are fused.
+
+A run's order is the file's: score descending and, where scores tie, the rank column (then
+the line order), so a rank-based fusion (RRF, rank norms) sees each tied document at the rank
+the file gives it; ``ranx`` ignores the rank column and keeps the line order for ties (its
+``Run.from_file`` reads ``q_id, _, doc_id, _, score, _``; ``sort_dict_by_value`` argsorts,
+stable for the ≤ 15 documents numba's quicksort insertion-sorts), the same order for a file
+written by rank. Run scores enter the candidate table as float64
+(``retrieval.candidates.candidates_from_runs``), so scores as close as 1e-50 and 2e-50 keep
+their order.
 """
 
 from __future__ import annotations
@@ -45,18 +54,21 @@ from retrieval.files import atomic_write_text
 RUNS_FOLDER = "runs"
 PATHS_FILE = "paths.toml"
 RUNS_LABEL = "runs"
+RUNS_POOL_VERSION = b"2"  # in the label's hash: pools of runs read before ties and float64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
-    """A TREC run file (``qid Q0 docid rank score tag``) → ``{qid: {docid: score}}``.
+    """A TREC run file (``qid Q0 docid rank score tag``) → ``{qid: {docid: score}}``, each
+    query's documents in the file's ranking: score descending; where scores tie, the rank
+    column ascending, then the line order.
 
     Problems raise ValueError naming ``file:line`` (the first one, with a count of the rest).
     """
     path = Path(path)
     label = str(path)
     problems = Problems()
-    run: dict[str, dict[str, float]] = {}
+    rows: dict[str, list[tuple[float, int, int, str, float]]] = {}
     seen: dict[tuple[str, str], int] = {}
     for line, text in lines(path, problems, label):
         parts = text.split()
@@ -70,7 +82,7 @@ def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
             continue
         query_id, _, doc_id, rank, score, _ = parts
         try:
-            int(rank)
+            position = int(rank)
         except ValueError:
             problems.add(label, line, "rank", f"expected an integer, got {rank!r}")
             continue
@@ -91,17 +103,21 @@ def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
             )
             continue
         seen[query_id, doc_id] = line
-        run.setdefault(query_id, {})[doc_id] = value
+        rows.setdefault(query_id, []).append((-value, position, line, doc_id, value))
     if problems:
         more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
         raise ValueError(problems[0] + more)
-    if not run:
+    if not rows:
         raise ValueError(f"{label}: no run lines (the file is empty)")
-    return run
+    return {
+        query_id: {doc_id: value for *_, doc_id, value in sorted(ranked)}
+        for query_id, ranked in rows.items()
+    }
 
 
 def write_trec_run(run: dict[str, dict[str, float]], path: str | Path, tag: str = "rwb") -> None:
-    """Write ``{qid: {docid: score}}`` as a TREC run (by score, ties by docid), atomically."""
+    """Write ``{qid: {docid: score}}`` as a TREC run, atomically: by score, ties in the order
+    given (a run read by ``read_trec_run`` keeps its file's order), ranks renumbered 1…n."""
     if not tag or any(c.isspace() for c in tag):
         raise ValueError(f"run tag {tag!r} must be a non-empty word without whitespace")
     lines = []
@@ -109,9 +125,7 @@ def write_trec_run(run: dict[str, dict[str, float]], path: str | Path, tag: str 
         query_id = str(query_id)
         if not query_id or any(c.isspace() for c in query_id):
             raise ValueError(f"query id {query_id!r} is empty or contains whitespace")
-        ranked = sorted(
-            ((float(s), str(d)) for d, s in scores.items()), key=lambda p: (-p[0], p[1])
-        )
+        ranked = sorted(((float(s), str(d)) for d, s in scores.items()), key=lambda p: -p[0])
         for rank, (score, doc_id) in enumerate(ranked, start=1):
             if not doc_id or any(c.isspace() for c in doc_id):
                 raise ValueError(
@@ -157,16 +171,17 @@ def run_files(root: str | Path) -> dict[str, Path]:
 
 def runs_label(root: str | Path) -> str:
     """``runs:<hash>``: the pool label of a dataset's runs (changes when a run changes)."""
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(RUNS_POOL_VERSION)
     for path, file in sorted(run_files(root).items()):
         digest.update(path.encode() + b"\0" + file.read_bytes() + b"\0")
     return f"{RUNS_LABEL}:{digest.hexdigest()[:16]}"
 
 
 def ranked_lists(run: dict[str, dict[str, float]]) -> dict[str, list[tuple[str, float]]]:
-    """Per query, the run's ``(doc_id, score)`` best first (ties by document id)."""
+    """Per query, the run's ``(doc_id, score)`` best first (ties in the run's own order, as
+    ``read_trec_run`` ranks them)."""
     return {
-        query_id: sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        query_id: sorted(scores.items(), key=lambda item: -item[1])
         for query_id, scores in run.items()
     }
 
