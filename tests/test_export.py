@@ -55,7 +55,7 @@ def test_opensearch_pipelines():
     assert list(hybrid["queries"][0]) == ["match"] and list(hybrid["queries"][1]) == ["knn"]
     mean = exported(
         "opensearch", "opensearch", mean__w_dense=0.3, mean__w_sparse=0.1, mean__mean="harmonic"
-    )
+    )  # the opensearch preset has mean.semantics = 'opensearch'
     assert mean["search_pipeline"]["body"]["phase_results_processors"] == [
         {
             "normalization-processor": {
@@ -80,9 +80,17 @@ def test_qdrant_requests():
     assert [p["limit"] for p in rrf["prefetch"]] == [20, 20] and [
         p["using"] for p in rrf["prefetch"]
     ] == ["dense", "sparse"]
-    assert exported("rrf", "qdrant", rrf__w_sparse=0.5)["body"]["query"] == {
+    assert exported("rrf", "qdrant", rrf__w_sparse=0.5, rrf__weighting="qdrant")["body"]["query"] == {
         "rrf": {"k": 61, "weights": [1.0, 0.5]}
     }
+    # equal weights: w / (rrf_k + rank + 1) is a multiple of the unweighted term
+    assert exported("rrf", "qdrant", rrf__w_dense=2.0, rrf__w_sparse=2.0)["body"]["query"] == {
+        "rrf": {"k": 61}
+    }
+    # under Qdrant's weighting equal weights ≠ 1 change the curve: written
+    assert exported(
+        "rrf", "qdrant", rrf__w_dense=2.0, rrf__w_sparse=2.0, rrf__weighting="qdrant"
+    )["body"]["query"] == {"rrf": {"k": 61, "weights": [2.0, 2.0]}}
     assert exported("dbsf", "qdrant")["body"]["query"] == {"fusion": "dbsf"}
 
 
@@ -104,6 +112,13 @@ def test_weaviate_arguments():
         "fusionType": "rankedFusion",
     }
     assert "fusion_type=HybridFusion.RANKED" in ranked["python"]
+    # Weaviate's legs are max(QUERY_HYBRID_MAXIMUM_RESULTS, limit) deep: the export names the
+    # setting that makes them the pipeline's path depth
+    assert ranked["server"] == {"QUERY_HYBRID_MAXIMUM_RESULTS": 20}
+    assert any("QUERY_HYBRID_MAXIMUM_RESULTS=20" in note for note in ranked["notes"])
+    assert exported("rrf", "weaviate", rrf__rrf_k=59.0, depth=40)["server"] == {
+        "QUERY_HYBRID_MAXIMUM_RESULTS": 40
+    }
 
 
 @pytest.mark.parametrize(

@@ -20,21 +20,29 @@ from dataclasses import dataclass
 import numpy as np
 
 
-from eval.export._base import Exporter, check_stages, fusion_params, refuse, refuse_fusion, share
+import json
+
+from eval.export._base import Exporter, check_stages, fusion_params, refuse, refuse_fusion, rrf_multiplies, shares
 from retrieval.pipeline import PipelineConfig
 
 SUPPORTED = (
     "rrf (equal path weights, whole rrf_k); relative_score; wsum and combsum with norm = minmax"
 )
 
-TEMPLATE = '''"""LanceDB hybrid search for the rwb pipeline {name!r} ({fusion}: {params}).
+# The generated file holds only fixed code, numbers and one JSON string literal (json.dumps:
+# every quote, backslash and control character escaped); no value from the pipeline's TOML
+# (name, description, parameters) is ever written as code.
+TEMPLATE = '''"""LanceDB hybrid search for an rwb pipeline (PIPELINE below: its name, fusion and parameters).
 
 Exported by `rwb export`. The table needs a vector column (cosine) and LanceDB's native
 full-text index on the text column, e.g. ``table.create_fts_index("text")``.
 """
 
+import json
+
 from lancedb.rerankers import {reranker_class}
 
+PIPELINE = json.loads({pipeline})
 RERANKER = {reranker}
 NORMALIZE = "score"
 DEPTH = {depth}  # candidates per path (rwb: max_results x candidate_multiplier, or depth)
@@ -52,9 +60,11 @@ def search(table, text, vector, vector_column="vector", text_column="text"):
 
 
 def reranker_of(config: PipelineConfig) -> tuple[str, str]:
-    """``(class name, constructor call)`` of the LanceDB reranker computing ``config``'s fusion."""
+    """``(class name, constructor call)`` of the LanceDB reranker computing ``config``'s fusion;
+    the call holds only a number formatted here (``int`` / ``float`` repr)."""
     params = config.params
     if config.fusion == "rrf":
+        rrf_multiplies("lancedb", config)
         if params.w_dense != params.w_sparse:
             raise refuse(
                 "lancedb",
@@ -73,26 +83,24 @@ def reranker_of(config: PipelineConfig) -> tuple[str, str]:
     if config.fusion == "relative_score":
         weight = params.alpha
     elif config.fusion == "wsum" and params.norm == "minmax":
-        weight = share(params.w_dense, params.w_sparse)
+        weight = shares("lancedb", config, 12)[1]
     elif config.fusion == "combsum" and params.norm == "minmax":
         weight = 0.5
     else:
         raise refuse_fusion("lancedb", config, SUPPORTED)
-    return "LinearCombinationReranker", f"LinearCombinationReranker(weight={weight!r}, fill=1.0)"
+    return "LinearCombinationReranker", f"LinearCombinationReranker(weight={float(weight)!r}, fill=1.0)"
 
 
 def export(config: PipelineConfig) -> str:
     check_stages("lancedb", config)
     reranker_class, reranker = reranker_of(config)
-    params = ", ".join(f"{k} = {v!r}" for k, v in fusion_params(config).items())
+    pipeline = {"name": config.name, "fusion": config.fusion, "params": fusion_params(config)}
     return TEMPLATE.format(
-        name=config.name,
-        fusion=config.fusion,
-        params=params,
+        pipeline=json.dumps(json.dumps(pipeline, ensure_ascii=False)),
         reranker_class=reranker_class,
         reranker=reranker,
-        depth=config.path_depth,
-        top_k=config.max_results,
+        depth=int(config.path_depth),
+        top_k=int(config.max_results),
     )
 
 
