@@ -144,12 +144,15 @@ def run_in_qdrant(request: str, doc_vectors, query_vectors, sparse_lists: list[l
     return out
 
 
-def verify(dataset, embedder: str, config: PipelineConfig, vectors=None) -> Agreement:
+def verify(dataset, embedder: str, config: PipelineConfig, vectors=None, pool=None,
+           ours: PipelineConfig | None = None) -> Agreement:
     """Run ``export(config)`` in qdrant-client's local mode on ``dataset``'s indexed vectors
     (dense prefetch: Qdrant's own cosine search) and our BM25 lists (sparse prefetch, see
     ``run_in_qdrant``), and compare each query's result with our fusion (``run_pipeline``) of
     the two lists Qdrant's prefetches returned. ``vectors``: ``(doc vectors, query vectors)``
-    instead of the index's."""
+    instead of the index's; ``pool``: the candidate table the BM25 lists come from (default
+    ``load_pool(dataset, embedder)``); ``ours``: the pipeline our side runs on those lists
+    (default ``config``; another one measures how far it is from what Qdrant runs)."""
     import numpy as np
 
     from eval.stores.pool import load_pool
@@ -163,11 +166,12 @@ def verify(dataset, embedder: str, config: PipelineConfig, vectors=None) -> Agre
         by_query = getattr(handle.embedder, "encode_queries", None)
         qvecs = by_query(dataset.queries) if by_query else handle.embedder.encode([q.text for q in dataset.queries])
         vectors = (handle.vectors, qvecs)
-    pool = load_pool(dataset, embedder)
+    pool = load_pool(dataset, embedder) if pool is None else pool
     depth = config.path_depth
     row_of = {d: i for i, d in enumerate(docs)}
     sparse_lists = []
-    for qi in range(pool.n_queries):
+    for query in dataset.queries:
+        qi = pool.query_ids.index(query.id)
         lo, hi = pool.offsets[qi], pool.offsets[qi + 1]
         hits = [(int(r), float(pool.bm25_score[r]), int(pool.bm25_rank[r])) for r in range(lo, hi)
                 if 0 <= pool.bm25_rank[r] < depth]
@@ -176,7 +180,7 @@ def verify(dataset, embedder: str, config: PipelineConfig, vectors=None) -> Agre
     dense = {q.id: [(docs[i], s) for i, s in a[1]] for q, a in zip(dataset.queries, answers)}
     sparse = {q.id: [(docs[i], s) for i, s in a[2]] for q, a in zip(dataset.queries, answers)}
     lists = candidates_from_runs(dataset, dense, sparse, depth, "qdrant")
-    fused = run_pipeline(lists, config)
+    fused = run_pipeline(lists, config if ours is None else ours)
     same = ties = 0
     differ = []
     for qi, (query, answer) in enumerate(zip(dataset.queries, answers)):
