@@ -186,3 +186,49 @@ def test_lancedb_export_run_against_lancedb(tiny, rwb_home, tmp_path, label, exp
         agreement.tied_path,
     ) == expected
     assert agreement.failed == ()
+
+
+HOSTILE = [
+    'x"""+__import__("os").system("touch MARK")+"""',
+    "x'''+__import__('os').system('touch MARK')+'''",
+    'x\\"""+__import__("os").system("touch MARK")#',
+    'x\n__import__("os").system("touch MARK")\n',
+    'x\\\n__import__("os").system("touch MARK")',
+    'x\x00\x07\x1b[2J\r\u2028__import__("os").system("touch MARK")',
+    "x\\u0022\\u0022\\u0022+__import__('os').system('touch MARK')",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_lancedb_export_writes_values_as_data_never_as_code(tmp_path, monkeypatch, name):
+    """Issue 35: a pipeline name (or description) reaches the generated file only inside one
+    JSON string literal; compiling and running the file runs no injected call."""
+    config = replace(resolve_config("rrf"), name=name, description=name)
+    text = export_config(config, "lancedb")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(text, "<hybrid.py>", "exec"), namespace)
+    assert not (tmp_path / "MARK").exists()
+    assert namespace["PIPELINE"]["name"] == name
+    assert namespace["PIPELINE"]["params"] == {
+        "rrf_k": 60.0, "w_dense": 1.0, "w_sparse": 1.0, "weighting": "multiply"
+    }
+    # the file differs from a plain name's only in the one PIPELINE line
+    plain = export_config(replace(config, name="x", description="x"), "lancedb").splitlines()
+    lines = text.splitlines()
+    assert len(lines) == len(plain)
+    assert [i for i, (a, b) in enumerate(zip(lines, plain)) if a != b] == [
+        next(i for i, line in enumerate(plain) if line.startswith("PIPELINE = json.loads("))
+    ]
+
+
+def test_a_hostile_toml_exports_and_runs_inert(tmp_path, monkeypatch, capsys):
+    toml = tmp_path / "colleague.toml"
+    toml.write_text(
+        "name = 'x\"\"\"+__import__(\"os\").system(\"touch MARK\")+\"\"\"'\nbase = \"relative-score\"\n"
+    )
+    out = tmp_path / "hybrid.py"
+    assert main(["export", str(toml), "--to", "lancedb", "--out", str(out)]) == 0
+    monkeypatch.chdir(tmp_path)
+    exec(compile(out.read_text(), str(out), "exec"), {})
+    assert not (tmp_path / "MARK").exists()
