@@ -112,9 +112,7 @@ def test_qdrant_dbsf_keeps_scores_beyond_three_sigma(devmem):
     assert (value[hit] > 1.0).any()
 
 
-def test_qdrant_refuses_weights_it_would_divide(capsys):
-    from eval.cli import main
-
+def test_qdrant_refuses_weights_it_would_divide():
     with pytest.raises(ValueError, match="Qdrant's weight divides the rank"):
         export_config(config_of("rrf", rrf__w_dense=2.0), "qdrant")
 
@@ -200,9 +198,7 @@ ENGINES = ["lancedb", "opensearch", "qdrant", "weaviate"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_rrf_with_both_weights_zero_is_refused_everywhere(capsys, engine):
-    from eval.cli import main
-
+def test_rrf_with_both_weights_zero_is_refused_everywhere(engine):
     config = config_of("rrf", rrf__w_dense=0.0, rrf__w_sparse=0.0, rrf__rrf_k=59.0)
     with pytest.raises(ValueError, match="both path weights 0"):
         export_config(config, engine)
@@ -214,9 +210,8 @@ def test_a_weight_rounding_to_zero_is_refused(engine):
     label = {"opensearch": "opensearch", "qdrant": "rrf", "lancedb": "wsum", "weaviate": "wsum"}[engine]
     fusion = resolve_config(label).fusion
     changes = {f"{fusion}__w_dense": 1e-13 if engine in ("lancedb", "weaviate") else 1e-9, f"{fusion}__w_sparse": 1.0}
-    if engine == "qdrant":
+    if engine == "qdrant":  # Qdrant takes the raw weights: nothing is rounded
         changes["rrf__weighting"] = "qdrant"
-        config_of(label, **changes)  # Qdrant takes the raw weights: nothing is rounded
         assert json.loads(export_config(config_of(label, **changes), "qdrant"))["body"]["query"]["rrf"][
             "weights"] == [1e-9, 1.0]
         return

@@ -2,7 +2,7 @@
 
 Expressible: ``rrf`` with equal path weights and a whole ``rrf_k`` → ``RRFReranker(K=rrf_k)``
 (LanceDB scores ``1 / (K + rank)`` with 1-based ranks, ours ``1 / (rrf_k + rank + 1)`` with
-0-based ones); ``relative_score`` (``alpha``), ``wsum`` and ``combsum`` with min-max →
+0-based ones; under ``rrf.weighting = 'qdrant'`` only with both weights 1); ``relative_score`` (``alpha``), ``wsum`` and ``combsum`` with min-max →
 ``LinearCombinationReranker(weight=w, fill=1.0)`` with ``normalize="score"`` (LanceDB min-max
 normalises the cosine distances and the FTS scores per query, a missed path counts 0:
 ``w·minmax(cos) + (1 − w)·minmax(fts)``; ``w`` = the vector share ``w_dense / (w_dense +
@@ -11,22 +11,24 @@ a query ties (one hit included) LanceDB normalises them to 0, we to 1.
 Depth: LanceDB's sub-queries take the query's ``limit``, so the snippet asks for the path
 depth and keeps the first ``max_results``. The sparse path is LanceDB's own BM25, not our
 Tantivy analyzer. Source: ``lancedb/rerankers/rrf.py``, ``linear_combination.py`` and
-``LanceHybridQueryBuilder._combine_hybrid_results`` (lancedb 0.40)."""
+``LanceHybridQueryBuilder._combine_hybrid_results`` (lancedb 0.40).
+The generated file is fixed code plus numbers; the pipeline's name and parameters reach it only
+as one JSON string literal (``json.dumps``: quotes, backslashes and control characters
+escaped), read by ``json.loads``, so no value from a TOML is ever run as code (issue 35)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
-
-
-import json
 
 from eval.export._base import Exporter, check_stages, fusion_params, refuse, refuse_fusion, rrf_multiplies, shares
 from retrieval.pipeline import PipelineConfig
 
 SUPPORTED = (
-    "rrf (equal path weights, whole rrf_k); relative_score; wsum and combsum with norm = minmax"
+    "rrf (equal path weights, whole rrf_k; weighting = qdrant only with both weights 1); "
+    "relative_score; wsum and combsum with norm = minmax"
 )
 
 # The generated file holds only fixed code, numbers and one JSON string literal (json.dumps:
