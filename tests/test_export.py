@@ -55,7 +55,7 @@ def test_opensearch_pipelines():
     assert list(hybrid["queries"][0]) == ["match"] and list(hybrid["queries"][1]) == ["knn"]
     mean = exported(
         "opensearch", "opensearch", mean__w_dense=0.3, mean__w_sparse=0.1, mean__mean="harmonic"
-    )
+    )  # the opensearch preset has mean.semantics = 'opensearch'
     assert mean["search_pipeline"]["body"]["phase_results_processors"] == [
         {
             "normalization-processor": {
@@ -80,9 +80,17 @@ def test_qdrant_requests():
     assert [p["limit"] for p in rrf["prefetch"]] == [20, 20] and [
         p["using"] for p in rrf["prefetch"]
     ] == ["dense", "sparse"]
-    assert exported("rrf", "qdrant", rrf__w_sparse=0.5)["body"]["query"] == {
+    assert exported("rrf", "qdrant", rrf__w_sparse=0.5, rrf__weighting="qdrant")["body"]["query"] == {
         "rrf": {"k": 61, "weights": [1.0, 0.5]}
     }
+    # equal weights: w / (rrf_k + rank + 1) is a multiple of the unweighted term
+    assert exported("rrf", "qdrant", rrf__w_dense=2.0, rrf__w_sparse=2.0)["body"]["query"] == {
+        "rrf": {"k": 61}
+    }
+    # under Qdrant's weighting equal weights ≠ 1 change the curve: written
+    assert exported(
+        "rrf", "qdrant", rrf__w_dense=2.0, rrf__w_sparse=2.0, rrf__weighting="qdrant"
+    )["body"]["query"] == {"rrf": {"k": 61, "weights": [2.0, 2.0]}}
     assert exported("dbsf", "qdrant")["body"]["query"] == {"fusion": "dbsf"}
 
 
@@ -104,6 +112,13 @@ def test_weaviate_arguments():
         "fusionType": "rankedFusion",
     }
     assert "fusion_type=HybridFusion.RANKED" in ranked["python"]
+    # Weaviate's legs are max(QUERY_HYBRID_MAXIMUM_RESULTS, limit) deep: the export names the
+    # setting that makes them the pipeline's path depth
+    assert ranked["server"] == {"QUERY_HYBRID_MAXIMUM_RESULTS": 20}
+    assert any("QUERY_HYBRID_MAXIMUM_RESULTS=20" in note for note in ranked["notes"])
+    assert exported("rrf", "weaviate", rrf__rrf_k=59.0, depth=40)["server"] == {
+        "QUERY_HYBRID_MAXIMUM_RESULTS": 40
+    }
 
 
 @pytest.mark.parametrize(
@@ -171,3 +186,49 @@ def test_lancedb_export_run_against_lancedb(tiny, rwb_home, tmp_path, label, exp
         agreement.tied_path,
     ) == expected
     assert agreement.failed == ()
+
+
+HOSTILE = [
+    'x"""+__import__("os").system("touch MARK")+"""',
+    "x'''+__import__('os').system('touch MARK')+'''",
+    'x\\"""+__import__("os").system("touch MARK")#',
+    'x\n__import__("os").system("touch MARK")\n',
+    'x\\\n__import__("os").system("touch MARK")',
+    'x\x00\x07\x1b[2J\r\u2028__import__("os").system("touch MARK")',
+    "x\\u0022\\u0022\\u0022+__import__('os').system('touch MARK')",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_lancedb_export_writes_values_as_data_never_as_code(tmp_path, monkeypatch, name):
+    """Issue 35: a pipeline name (or description) reaches the generated file only inside one
+    JSON string literal; compiling and running the file runs no injected call."""
+    config = replace(resolve_config("rrf"), name=name, description=name)
+    text = export_config(config, "lancedb")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(text, "<hybrid.py>", "exec"), namespace)
+    assert not (tmp_path / "MARK").exists()
+    assert namespace["PIPELINE"]["name"] == name
+    assert namespace["PIPELINE"]["params"] == {
+        "rrf_k": 60.0, "w_dense": 1.0, "w_sparse": 1.0, "weighting": "multiply"
+    }
+    # the file differs from a plain name's only in the one PIPELINE line
+    plain = export_config(replace(config, name="x", description="x"), "lancedb").splitlines()
+    lines = text.splitlines()
+    assert len(lines) == len(plain)
+    assert [i for i, (a, b) in enumerate(zip(lines, plain)) if a != b] == [
+        next(i for i, line in enumerate(plain) if line.startswith("PIPELINE = json.loads("))
+    ]
+
+
+def test_a_hostile_toml_exports_and_runs_inert(tmp_path, monkeypatch, capsys):
+    toml = tmp_path / "colleague.toml"
+    toml.write_text(
+        "name = 'x\"\"\"+__import__(\"os\").system(\"touch MARK\")+\"\"\"'\nbase = \"relative-score\"\n"
+    )
+    out = tmp_path / "hybrid.py"
+    assert main(["export", str(toml), "--to", "lancedb", "--out", str(out)]) == 0
+    monkeypatch.chdir(tmp_path)
+    exec(compile(out.read_text(), str(out), "exec"), {})
+    assert not (tmp_path / "MARK").exists()

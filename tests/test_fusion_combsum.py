@@ -8,7 +8,7 @@ from retrieval.fusion.combsum import CombSumParams, combsum
 from retrieval.fusion._base import NORMS
 from retrieval.fusion.wsum import WsumParams, wsum
 from retrieval.pipeline import PIPELINES, run_pipeline
-from tests.conftest import everything_visible, ranked_ids, score_of, two_path_table
+from tests.conftest import everything_visible, make_candidates, ranked_ids, score_of, two_path_table
 
 
 def test_combsum_of_minmax_scores():
@@ -43,3 +43,23 @@ def test_the_combsum_pipeline_and_an_unknown_norm():
     assert ranked_ids(c, run_pipeline(c, PIPELINES["combsum"]).ranking) == ["B", "A", "D", "C"]  # 1.5, 1, 0.5, 0
     with pytest.raises(ValueError, match="norm must be one of"):
         CombSumParams(norm="max")
+
+
+def test_dbsf_equals_qdrant_client_beyond_three_sigma():
+    """Eleven BM25 hits, one far above the rest: Qdrant's DBSF (qdrant-client
+    distribution_based_score_fusion, not clipped) gives it (s − (μ − 3σ)) / 6σ > 1; ours too."""
+    from qdrant_client.http import models
+    from qdrant_client.hybrid.fusion import distribution_based_score_fusion
+
+    scores = [40.0] + [1.0] * 10
+    rows = [{"id": f"d{i:02}", "bm25_rank": i, "bm25_score": s, "dense_rank": i, "dense_sim": 0.9 - i / 20}
+            for i, s in enumerate(scores)]
+    c = make_candidates([rows])
+    scored = combsum(c, everything_visible(c), 20, CombSumParams(norm="dbsf"))
+    ours = scored.score
+    legs = [[models.ScoredPoint(id=i, version=0, score=0.9 - i / 20) for i in range(11)],
+            [models.ScoredPoint(id=i, version=0, score=s) for i, s in enumerate(scores)]]
+    theirs = {p.id: p.score for p in distribution_based_score_fusion(legs, limit=20)}
+    assert theirs == pytest.approx({i: score_of(c, ours, f"d{i:02}") for i in range(11)})
+    # the BM25 outlier: z = 10/√11 sample σs above the mean, (z + 3) / 6 = 1.0025 — not clipped to 1
+    assert score_of(c, scored.components["sparse"], "d00") == pytest.approx((10 / 11 ** 0.5 + 3) / 6)

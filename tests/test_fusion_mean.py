@@ -95,3 +95,52 @@ def test_the_opensearch_pipeline_is_the_minmax_arithmetic_mean():
 def test_invalid_parameters_are_refused(bad, message):
     with pytest.raises(ValueError, match=message):
         MeanParams(**bad)
+
+
+# ---- semantics = opensearch: neural-search's processor exactly ------------------------------
+
+@pytest.mark.parametrize("kind", ["geometric", "harmonic"])
+def test_opensearch_semantics_leave_a_missed_path_out(kind):
+    """The table above, OpenSearch's way: C (vector only, min-max 0 → 0.001) and D (BM25 only,
+    0.5) are scored on their one path; A's BM25 0 → 0.001 (an exact 0 is replaced)."""
+    c = table()
+    score = mean(c, everything_visible(c), 20, MeanParams(mean=kind, semantics="opensearch")).score
+    expected = {"geometric": {"A": math.sqrt(1 * F), "B": math.sqrt(0.5 * 1), "C": F, "D": 0.5},
+                "harmonic": {"A": 1 / (0.5 / 1 + 0.5 / F), "B": 1 / (0.5 / 0.5 + 0.5 / 1), "C": F, "D": 0.5}}[kind]
+    for doc_id, value in expected.items():
+        assert score_of(c, score, doc_id) == pytest.approx(value), doc_id
+
+
+def test_opensearch_semantics_keep_a_score_below_the_floor():
+    """min-max 0.0001 (just above the minimum) stays 0.0001 in OpenSearch; ours floors it to 0.001."""
+    c = make_candidates([[
+        {"id": "A", "dense_rank": 0, "dense_sim": 0.9, "bm25_rank": 0, "bm25_score": 12.0},
+        {"id": "B", "dense_rank": 1, "dense_sim": 0.5, "bm25_rank": 1, "bm25_score": 2.001},
+        {"id": "C", "dense_rank": 2, "dense_sim": 0.1, "bm25_rank": 2, "bm25_score": 2.0},
+    ]])
+    visible = everything_visible(c)
+    low = (2.001 - 2.0) / 10.0
+    theirs = mean(c, visible, 20, MeanParams(semantics="opensearch")).score
+    ours = mean(c, visible, 20, MeanParams()).score
+    assert score_of(c, theirs, "B") == pytest.approx(0.5 * 0.5 + 0.5 * low)
+    assert score_of(c, ours, "B") == pytest.approx(0.5 * 0.5 + 0.5 * F)
+
+
+@pytest.mark.parametrize("kind", ["arithmetic", "geometric", "harmonic"])
+def test_opensearch_semantics_equal_the_neural_search_port(kind):
+    """The same two lists through tests/opensearch_port.py (min_max + *_mean.combine)."""
+    from tests import opensearch_port
+
+    c = table()
+    ours = mean(c, everything_visible(c), 20, MeanParams(w_dense=0.3, w_sparse=0.7, mean=kind,
+                                                          semantics="opensearch")).score
+    processor = {"normalization-processor": {"normalization": {"technique": "min_max"},
+                                             "combination": {"technique": f"{kind}_mean",
+                                                             "parameters": {"weights": [0.7, 0.3]}}}}
+    keyword, vector = [("B", 10.0), ("D", 6.0), ("A", 2.0)], [("A", 0.75), ("B", 0.5), ("C", 0.25)]
+    theirs = dict(opensearch_port.hybrid([keyword, vector], processor))
+    assert theirs == pytest.approx({d: score_of(c, ours, d) for d in "ABCD"}, rel=1e-6)
+
+
+def test_the_opensearch_pipeline_uses_opensearch_semantics():
+    assert PIPELINES["opensearch"].params.semantics == "opensearch"

@@ -97,3 +97,57 @@ def test_rrf_compiled_score_equals_the_sum_of_its_numpy_components_bit_for_bit()
             assert np.array_equal(scored.score, np.where(visible, dense + sparse, -np.inf))
             assert np.array_equal(scored.components["dense"], dense)
             assert np.array_equal(scored.components["sparse"], sparse)
+
+
+# ---- weighting = qdrant: Qdrant's weighted RRF ---------------------------------------------
+
+def test_qdrant_weighting_divides_the_rank_by_the_weight():
+    """qdrant-client hybrid/fusion.py: 1 / ((pos + 1) / w + k − 1) with k = rrf_k + 1, so
+    1 / ((rank + 1) / w + rrf_k); seed 000's table, weights 2 (vector) and 0.5 (BM25)."""
+    c = seed000_rrf_table()
+    params = RRFParams(w_dense=2.0, w_sparse=0.5, weighting="qdrant")
+    scored = rrf(c, everything_visible(c), 20, params)
+    expected = {
+        "A": 1 / ((0 + 1) / 2 + 60) + 1 / ((2 + 1) / 0.5 + 60),
+        "B": 1 / ((1 + 1) / 2 + 60) + 1 / ((0 + 1) / 0.5 + 60),
+        "C": 1 / ((2 + 1) / 2 + 60),
+        "D": 1 / ((1 + 1) / 0.5 + 60),
+    }
+    for doc_id, value in expected.items():
+        assert score_of(c, scored.score, doc_id) == pytest.approx(value)
+        assert score_of(c, scored.components["dense"] + scored.components["sparse"], doc_id) == score_of(
+            c, scored.score, doc_id)
+    # multiplying instead: 2/61 + 0.5/63 for A — another function, another number
+    multiplied = rrf(c, everything_visible(c), 20, RRFParams(w_dense=2.0, w_sparse=0.5)).score
+    assert score_of(c, multiplied, "A") == pytest.approx(2 / 61 + 0.5 / 63)
+    assert score_of(c, multiplied, "A") != pytest.approx(expected["A"])
+
+
+def test_qdrant_weighting_with_unit_weights_is_plain_rrf_and_weight_zero_drops_the_path():
+    c = seed000_rrf_table()
+    visible = everything_visible(c)
+    assert rrf(c, visible, 20, RRFParams(weighting="qdrant")).score.tolist() == pytest.approx(
+        rrf(c, visible, 20, RRFParams()).score.tolist())
+    zero = rrf(c, visible, 20, RRFParams(w_sparse=0.0, weighting="qdrant"))  # Qdrant: weight ≤ 0 → 0
+    assert score_of(c, zero.score, "D") == 0.0
+    assert score_of(c, zero.score, "A") == pytest.approx(1 / (1 + 60))
+
+
+def test_qdrant_weighting_equals_qdrant_client_on_the_same_lists():
+    """The same two lists fused by qdrant-client's own reciprocal_rank_fusion (k = rrf_k + 1)."""
+    from qdrant_client.http import models
+    from qdrant_client.hybrid.fusion import reciprocal_rank_fusion
+
+    c = seed000_rrf_table()
+    params = RRFParams(rrf_k=5.0, w_dense=1.5, w_sparse=0.25, weighting="qdrant")
+    ours = rrf(c, everything_visible(c), 20, params).score
+    ids = {d: i for i, d in enumerate("ABCD")}
+    point = lambda d: models.ScoredPoint(id=ids[d], version=0, score=0.0)  # noqa: E731
+    fused = reciprocal_rank_fusion([[point(d) for d in "ABC"], [point(d) for d in "BDA"]], limit=10,
+                                   ranking_constant_k=6, weights=[1.5, 0.25])
+    assert {p.id: p.score for p in fused} == pytest.approx({ids[d]: score_of(c, ours, d) for d in "ABCD"})
+
+
+def test_an_unknown_weighting_is_refused():
+    with pytest.raises(ValueError, match="weighting must be one of"):
+        RRFParams(weighting="divide")

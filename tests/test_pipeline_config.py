@@ -36,7 +36,7 @@ def test_the_rrf_toml_in_full():
         'description = "Seed 000 hybrid search: RRF k=60 over vector and BM25, 2× candidates."',
         "max_results = 10", "candidate_multiplier = 2.0", "fast_path = false", "timeline_path = false",
         'keyword_match = "any"', "",
-        "[rrf]", "rrf_k = 60.0", "w_dense = 1.0", "w_sparse = 1.0",
+        "[rrf]", "rrf_k = 60.0", "w_dense = 1.0", "w_sparse = 1.0", 'weighting = "multiply"',
     ]
 
 
@@ -124,7 +124,7 @@ def test_with_params_sets_several_values_and_a_refusal_names_the_path_and_value(
 def test_knobs_are_derived_from_the_registry_and_only_the_used_ones():
     assert [k.path for k in knobs(PIPELINES["rrf"])] == [
         "max_results", "candidate_multiplier", "depth", "min_score", "min_similarity", "token_budget", "fast_path",
-        "timeline_path", "keyword_match", "rrf.rrf_k", "rrf.w_dense", "rrf.w_sparse"]
+        "timeline_path", "keyword_match", "rrf.rrf_k", "rrf.w_dense", "rrf.w_sparse", "rrf.weighting"]
     rrf_k = next(k for k in knobs(PIPELINES["rrf"]) if k.path == "rrf.rrf_k")
     assert (rrf_k.knob.kind, rrf_k.knob.lo, rrf_k.knob.hi, rrf_k.value) == ("float", 1.0, 200.0, 60.0)
     assert sweepable_params(PIPELINES["vector"]) == ["max_results", "candidate_multiplier", "depth", "min_score",

@@ -62,6 +62,22 @@ def check_stages(engine: str, config: PipelineConfig, keyword_all: bool = False)
         missing.append("keyword match 'all' (every query word required)")
     if missing:
         raise refuse(engine, config, ", ".join(missing), "remove them to export the fusion alone")
+    params = config.params
+    if hasattr(params, "w_dense") and hasattr(params, "w_sparse") and not params.w_dense + params.w_sparse > 0:
+        raise refuse(engine, config, f"both path weights 0 ({config.fusion}.w_dense = {config.fusion}.w_sparse = 0: "
+                     "every document would score 0)", "give at least one path a weight > 0")
+
+
+def rrf_multiplies(engine: str, config: PipelineConfig) -> None:
+    """Refuse an ``rrf`` whose terms ``engine`` cannot compute: its RRF multiplies a term by its
+    weight (or has no weights), so ``weighting = 'qdrant'`` is expressible only with both
+    weights 1, where the two weightings agree."""
+    params = config.params
+    if params.weighting != "multiply" and not params.w_dense == params.w_sparse == 1.0:
+        raise refuse(engine, config,
+                     f"rrf.weighting = {params.weighting!r} with weights {params.w_dense:g} / {params.w_sparse:g} "
+                     "(Qdrant's 1 / ((rank + 1) / w + rrf_k); this engine's RRF is w / (rrf_k + rank + 1))",
+                     "set rrf.weighting = 'multiply', or both weights to 1")
 
 
 def share(w_dense: float, w_sparse: float) -> float:
@@ -71,6 +87,21 @@ def share(w_dense: float, w_sparse: float) -> float:
     if not total > 0:
         raise ValueError("the path weights sum to 0: nothing would be ranked")
     return round(w_dense / total, 12)  # 0.6 / 0.8 is 0.75, not 0.7499999999999999
+
+
+def shares(engine: str, config: PipelineConfig, digits: int) -> tuple[float, float]:
+    """``(sparse share, dense share)`` of the path weights rounded to ``digits`` as the engine
+    is given them; refused when a weight > 0 rounds to 0 (the engine would drop that path)."""
+    params = config.params
+    dense = round(share(params.w_dense, params.w_sparse), digits)
+    sparse = round(1.0 - dense, digits)
+    for name, weight, given in (("w_dense", params.w_dense, dense), ("w_sparse", params.w_sparse, sparse)):
+        if weight > 0 and given == 0:
+            raise refuse(engine, config,
+                         f"{config.fusion}.{name} = {weight:g}, a share that rounds to 0 in the engine's "
+                         f"weights ({digits} decimals): the path would be dropped",
+                         f"set {config.fusion}.{name} to 0 or to a share of at least {10 ** -digits:g}")
+    return sparse, dense
 
 
 def fusion_params(config: PipelineConfig) -> dict:

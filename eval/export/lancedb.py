@@ -2,7 +2,7 @@
 
 Expressible: ``rrf`` with equal path weights and a whole ``rrf_k`` → ``RRFReranker(K=rrf_k)``
 (LanceDB scores ``1 / (K + rank)`` with 1-based ranks, ours ``1 / (rrf_k + rank + 1)`` with
-0-based ones); ``relative_score`` (``alpha``), ``wsum`` and ``combsum`` with min-max →
+0-based ones; under ``rrf.weighting = 'qdrant'`` only with both weights 1); ``relative_score`` (``alpha``), ``wsum`` and ``combsum`` with min-max →
 ``LinearCombinationReranker(weight=w, fill=1.0)`` with ``normalize="score"`` (LanceDB min-max
 normalises the cosine distances and the FTS scores per query, a missed path counts 0:
 ``w·minmax(cos) + (1 − w)·minmax(fts)``; ``w`` = the vector share ``w_dense / (w_dense +
@@ -11,30 +11,40 @@ a query ties (one hit included) LanceDB normalises them to 0, we to 1.
 Depth: LanceDB's sub-queries take the query's ``limit``, so the snippet asks for the path
 depth and keeps the first ``max_results``. The sparse path is LanceDB's own BM25, not our
 Tantivy analyzer. Source: ``lancedb/rerankers/rrf.py``, ``linear_combination.py`` and
-``LanceHybridQueryBuilder._combine_hybrid_results`` (lancedb 0.40)."""
+``LanceHybridQueryBuilder._combine_hybrid_results`` (lancedb 0.40).
+The generated file is fixed code plus numbers; the pipeline's name and parameters reach it only
+as one JSON string literal (``json.dumps``: quotes, backslashes and control characters
+escaped), read by ``json.loads``, so no value from a TOML is ever run as code (issue 35)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
 
-
-from eval.export._base import Exporter, check_stages, fusion_params, refuse, refuse_fusion, share
+from eval.export._base import Exporter, check_stages, fusion_params, refuse, refuse_fusion, rrf_multiplies, shares
 from retrieval.pipeline import PipelineConfig
 
 SUPPORTED = (
-    "rrf (equal path weights, whole rrf_k); relative_score; wsum and combsum with norm = minmax"
+    "rrf (equal path weights, whole rrf_k; weighting = qdrant only with both weights 1); "
+    "relative_score; wsum and combsum with norm = minmax"
 )
 
-TEMPLATE = '''"""LanceDB hybrid search for the rwb pipeline {name!r} ({fusion}: {params}).
+# The generated file holds only fixed code, numbers and one JSON string literal (json.dumps:
+# every quote, backslash and control character escaped); no value from the pipeline's TOML
+# (name, description, parameters) is ever written as code.
+TEMPLATE = '''"""LanceDB hybrid search for an rwb pipeline (PIPELINE below: its name, fusion and parameters).
 
 Exported by `rwb export`. The table needs a vector column (cosine) and LanceDB's native
 full-text index on the text column, e.g. ``table.create_fts_index("text")``.
 """
 
+import json
+
 from lancedb.rerankers import {reranker_class}
 
+PIPELINE = json.loads({pipeline})
 RERANKER = {reranker}
 NORMALIZE = "score"
 DEPTH = {depth}  # candidates per path (rwb: max_results x candidate_multiplier, or depth)
@@ -52,9 +62,11 @@ def search(table, text, vector, vector_column="vector", text_column="text"):
 
 
 def reranker_of(config: PipelineConfig) -> tuple[str, str]:
-    """``(class name, constructor call)`` of the LanceDB reranker computing ``config``'s fusion."""
+    """``(class name, constructor call)`` of the LanceDB reranker computing ``config``'s fusion;
+    the call holds only a number formatted here (``int`` / ``float`` repr)."""
     params = config.params
     if config.fusion == "rrf":
+        rrf_multiplies("lancedb", config)
         if params.w_dense != params.w_sparse:
             raise refuse(
                 "lancedb",
@@ -73,26 +85,24 @@ def reranker_of(config: PipelineConfig) -> tuple[str, str]:
     if config.fusion == "relative_score":
         weight = params.alpha
     elif config.fusion == "wsum" and params.norm == "minmax":
-        weight = share(params.w_dense, params.w_sparse)
+        weight = shares("lancedb", config, 12)[1]
     elif config.fusion == "combsum" and params.norm == "minmax":
         weight = 0.5
     else:
         raise refuse_fusion("lancedb", config, SUPPORTED)
-    return "LinearCombinationReranker", f"LinearCombinationReranker(weight={weight!r}, fill=1.0)"
+    return "LinearCombinationReranker", f"LinearCombinationReranker(weight={float(weight)!r}, fill=1.0)"
 
 
 def export(config: PipelineConfig) -> str:
     check_stages("lancedb", config)
     reranker_class, reranker = reranker_of(config)
-    params = ", ".join(f"{k} = {v!r}" for k, v in fusion_params(config).items())
+    pipeline = {"name": config.name, "fusion": config.fusion, "params": fusion_params(config)}
     return TEMPLATE.format(
-        name=config.name,
-        fusion=config.fusion,
-        params=params,
+        pipeline=json.dumps(json.dumps(pipeline, ensure_ascii=False)),
         reranker_class=reranker_class,
         reranker=reranker,
-        depth=config.path_depth,
-        top_k=config.max_results,
+        depth=int(config.path_depth),
+        top_k=int(config.max_results),
     )
 
 

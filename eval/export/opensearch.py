@@ -1,32 +1,44 @@
 """OpenSearch: a search pipeline (normalization or score-ranker processor) and the hybrid
 query that uses it.
 
-Expressible: ``rrf`` with a whole ``rrf_k`` in 1…10,000 → ``score-ranker-processor``
-(``rank_constant = rrf_k``: OpenSearch scores ``1 / (rank_constant + rank)``, 1-based; unequal
-path weights as ``combination.parameters.weights``); ``mean`` with ``norm = minmax`` →
-``normalization-processor`` (``min_max`` and the arithmetic, geometric or harmonic mean, the
-weights as shares summing to 1). Our ``mean`` follows OpenSearch's processor (the 0.001 floor
-of a returned document), except that a path that missed a document counts as the floor in
-the geometric and harmonic means where OpenSearch leaves it out (``retrieval/fusion/mean.py``).
+Expressible, exactly as neural-search computes it:
+
+- ``rrf`` with a whole ``rrf_k`` in 1…10,000 → ``score-ranker-processor`` with ``rank_constant
+  = rrf_k``: OpenSearch scores ``1 / (rank_constant + position + 1)``, position 0-based
+  (``RRFNormalizationTechnique.calculateNormalizedScore``), and sums ``weight · score``
+  (``RRFScoreCombinationTechnique.combine``): ours under ``rrf.weighting = 'multiply'``, unequal
+  weights written as shares summing to 1 (``ScoreCombinationUtil.validateWeights``);
+- ``mean`` with ``norm = minmax`` and ``mean.semantics = 'opensearch'`` →
+  ``normalization-processor``: ``min_max`` (``MinMaxScoreNormalizationTechnique``: an exact 0
+  becomes 0.001, equal scores 1.0) and the weighted ``arithmetic_mean`` / ``geometric_mean`` /
+  ``harmonic_mean`` (``*MeanScoreCombinationTechnique.combine``: a missed sub-query scores 0,
+  counted in the arithmetic mean, left out of the other two). Under ``semantics = 'rwb'`` (every
+  hit floored at 0.001, a miss counted as 0.001) the export is refused, naming the difference.
+
+Weights are rounded to 6 decimals; a weight > 0 whose share rounds to 0 is refused.
 Keyword match ``all`` is the match query's ``operator: and``. The query order is fixed:
 ``queries[0]`` the keyword match, ``queries[1]`` the k-NN, so ``weights`` are [BM25, vector].
-Sources: OpenSearch documentation, "Normalization processor", "Score ranker processor",
-"Hybrid query" (``pagination_depth``, 2.19)."""
+Sources: neural-search ``processor/normalization/`` and ``processor/combination/`` (the
+classes named above); OpenSearch documentation, "Normalization processor", "Score ranker
+processor", "Hybrid query" (``pagination_depth``, 2.19). ``tests/opensearch_port.py`` ports
+these functions as the test oracle."""
 
 from __future__ import annotations
 
 import json
 
-from eval.export._base import Exporter, check_stages, refuse, refuse_fusion, share
+from eval.export._base import Exporter, check_stages, refuse, refuse_fusion, rrf_multiplies, shares
 from retrieval.pipeline import PipelineConfig
 
-SUPPORTED = "rrf (whole rrf_k from 1 to 10,000); mean with norm = minmax"
+SUPPORTED = "rrf (whole rrf_k from 1 to 10,000); mean with norm = minmax and semantics = opensearch"
 QUERY_TEXT, QUERY_VECTOR = "<query text>", "<query vector>"
 
 
-def _weights(w_dense: float, w_sparse: float) -> list[float]:
-    dense = round(share(w_dense, w_sparse), 6)
-    return [round(1.0 - dense, 6), dense]
+WEIGHT_DIGITS = 6
+
+
+def _weights(config: PipelineConfig) -> list[float]:
+    return list(shares("opensearch", config, WEIGHT_DIGITS))
 
 
 def processor(config: PipelineConfig) -> dict:
@@ -40,17 +52,27 @@ def processor(config: PipelineConfig) -> dict:
                 f"rrf_k = {params.rrf_k:g}",
                 "rank_constant is a whole number from 1 to 10,000",
             )
+        rrf_multiplies("opensearch", config)
         combination: dict = {"technique": "rrf", "rank_constant": int(params.rrf_k)}
         if params.w_dense != params.w_sparse:
-            combination["parameters"] = {"weights": _weights(params.w_dense, params.w_sparse)}
+            combination["parameters"] = {"weights": _weights(config)}
         return {"score-ranker-processor": {"combination": combination}}
     if config.fusion == "mean" and params.norm == "minmax":
+        if params.semantics != "opensearch":
+            raise refuse(
+                "opensearch",
+                config,
+                f"mean.semantics = {params.semantics!r} (every hit floored at 0.001 and, in the "
+                "geometric and harmonic means, a missed path counted as 0.001; OpenSearch replaces "
+                "only a 0 by 0.001 and leaves a missed path out)",
+                "set mean.semantics = 'opensearch' to tune the function OpenSearch runs",
+            )
         return {
             "normalization-processor": {
                 "normalization": {"technique": "min_max"},
                 "combination": {
                     "technique": f"{params.mean}_mean",
-                    "parameters": {"weights": _weights(params.w_dense, params.w_sparse)},
+                    "parameters": {"weights": _weights(config)},
                 },
             }
         }

@@ -1,23 +1,35 @@
-"""Weaviate: hybrid search arguments (``alpha`` and ``fusionType``).
+"""Weaviate: hybrid search arguments (``alpha`` and ``fusionType``) and the server setting
+that fixes each leg's depth.
 
 Expressible: ``relative_score`` (``alpha``), ``wsum`` and ``combsum`` with min-max →
-``relativeScoreFusion`` with ``alpha`` the vector share (``relative_score`` follows Weaviate's
-``FusionRelativeScore``: min-max per path, a tie or single hit gets the full weight, a miss
-0); ``rrf`` with ``rrf_k = 59`` → ``rankedFusion`` with ``alpha`` the vector share (Weaviate
-scores ``weight / (60 + rank)`` with 0-based ranks and a fixed constant: ours with rrf_k 59).
-Weaviate picks its sub-searches' depth itself. Source: Weaviate
-``usecases/traverser/hybrid/hybrid_fusion.go`` (``FusionRanked``, ``FusionRelativeScore``);
-documentation, "Hybrid search" (``alpha``, ``fusionType``)."""
+``relativeScoreFusion`` with ``alpha`` the vector share (Weaviate's ``FusionRelativeScore``:
+min-max per leg, a tie or single hit gets the full weight, a miss 0 — ours); ``rrf`` with
+``rrf_k = 59`` under ``rrf.weighting = 'multiply'`` → ``rankedFusion`` with ``alpha`` the vector
+share (``FusionRanked`` scores ``weight / (i + 60)``, ``i`` 0-based, a fixed constant: ours with
+rrf_k 59). Weights: ``[1 − alpha, alpha]`` for [keyword, vector] (``hybrid/searcher.go``).
+
+Depth: Weaviate fetches each leg ``max(QUERY_HYBRID_MAXIMUM_RESULTS, limit)`` deep
+(``usecases/traverser/explorer_hybrid.go``, the vector and keyword ``Pagination.Limit``), the
+setting an environment variable of the server, 100 by default
+(``usecases/config/environment.go``, ``DefaultQueryHybridMaximumResults``). Our pipeline fuses
+``path depth`` candidates per path, so the export names ``QUERY_HYBRID_MAXIMUM_RESULTS = path
+depth``; a path depth below ``max_results`` (which Weaviate would exceed) is refused. The
+setting is server-wide: every hybrid query of that server then fetches legs that deep.
+Source: Weaviate ``usecases/traverser/hybrid/hybrid_fusion.go`` (``FusionRanked``,
+``FusionRelativeScore``); documentation, "Hybrid search" (``alpha``, ``fusionType``).
+``tests/weaviate_port.py`` ports these functions as the test oracle."""
 
 from __future__ import annotations
 
 import json
 
-from eval.export._base import Exporter, check_stages, refuse, refuse_fusion, share
+from eval.export._base import Exporter, check_stages, refuse, refuse_fusion, rrf_multiplies, shares
 from retrieval.pipeline import PipelineConfig
 
 SUPPORTED = "relative_score; wsum and combsum with norm = minmax; rrf with rrf_k = 59"
 RANKED_CONSTANT = 59  # Weaviate: weight / (i + 60), i 0-based == ours with rrf_k 59
+DEPTH_SETTING = "QUERY_HYBRID_MAXIMUM_RESULTS"  # the server's leg depth (default 100)
+DEFAULT_DEPTH = 100
 
 
 def hybrid_arguments(config: PipelineConfig) -> tuple[float, str]:
@@ -26,7 +38,7 @@ def hybrid_arguments(config: PipelineConfig) -> tuple[float, str]:
         return params.alpha, "relativeScoreFusion"
     if config.fusion in ("wsum", "combsum") and params.norm == "minmax":
         return (
-            share(params.w_dense, params.w_sparse) if config.fusion == "wsum" else 0.5
+            shares("weaviate", config, 12)[1] if config.fusion == "wsum" else 0.5
         ), "relativeScoreFusion"
     if config.fusion == "rrf":
         if params.rrf_k != RANKED_CONSTANT:
@@ -37,13 +49,22 @@ def hybrid_arguments(config: PipelineConfig) -> tuple[float, str]:
                 f"rankedFusion's constant is fixed (weight / (60 + rank), 0-based = rrf_k "
                 f"{RANKED_CONSTANT} here); set rrf.rrf_k = {RANKED_CONSTANT} or use relative_score",
             )
-        return share(params.w_dense, params.w_sparse), "rankedFusion"
+        rrf_multiplies("weaviate", config)
+        return shares("weaviate", config, 12)[1], "rankedFusion"
     raise refuse_fusion("weaviate", config, SUPPORTED)
 
 
 def export(config: PipelineConfig) -> str:
     check_stages("weaviate", config)
     alpha, fusion_type = hybrid_arguments(config)
+    depth = config.path_depth
+    if depth < config.max_results:
+        raise refuse(
+            "weaviate",
+            config,
+            f"a path depth ({depth}) below max_results ({config.max_results})",
+            f"Weaviate fetches each leg max({DEPTH_SETTING}, limit) deep; set depth ≥ max_results",
+        )
     python_fusion = "RELATIVE_SCORE" if fusion_type == "relativeScoreFusion" else "RANKED"
     body = {
         "hybrid": {
@@ -53,6 +74,7 @@ def export(config: PipelineConfig) -> str:
             "fusionType": fusion_type,
         },
         "limit": config.max_results,
+        "server": {DEPTH_SETTING: depth},
         "python": (
             f"collection.query.hybrid(query=text, vector=vector, alpha={alpha!r}, "
             f"fusion_type=HybridFusion.{python_fusion}, limit={config.max_results})"
@@ -60,6 +82,9 @@ def export(config: PipelineConfig) -> str:
         "notes": [
             f"rwb pipeline {config.name!r} ({config.fusion})",
             "alpha is the vector share: 1 pure vector, 0 pure keyword",
+            f"Weaviate fetches each leg max({DEPTH_SETTING}, limit) deep (default {DEFAULT_DEPTH}); "
+            f"this pipeline fuses {depth} per path: start the server with "
+            f"{DEPTH_SETTING}={depth} (server-wide)",
         ],
     }
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"

@@ -158,7 +158,7 @@ def finish(score: np.ndarray, visible: np.ndarray, components: dict, multipliers
 
 # ---- per-path score normalisation (the score-fusion modules share it) -------------------
 
-NORM_TEXT = {"minmax": "(s−min)/(max−min)", "zscore": "(s−mean)/σ", "dbsf": "Qdrant, mean ± 3σ → [0, 1]",
+NORM_TEXT = {"minmax": "(s−min)/(max−min)", "zscore": "(s−mean)/σ", "dbsf": "Qdrant, (s − (μ − 3σ)) / 6σ",
              "rank": "1/(1+rank) as OpenClaw", "rank_linear": "1 − rank/n as ranx"}
 NORMS = tuple(NORM_TEXT)
 
@@ -197,8 +197,12 @@ def _normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: 
 
     ``minmax``  (s − min) / (max − min) (ranx ``min-max``, Weaviate, OpenSearch ``min_max``).
     ``zscore``  (s − mean) / σ, σ the population standard deviation (ranx ``zmuv``).
-    ``dbsf``    (s − (μ − 3σ)) / 6σ clipped to [0, 1], σ the sample (n − 1) standard deviation
-                (Qdrant ``distr_norm``, which does not clip; clipping keeps every hit ≥ a miss).
+    ``dbsf``    (s − (μ − 3σ)) / 6σ, σ the sample (n − 1) standard deviation, not clipped: what
+                Qdrant computes (server ``lib/segment/src/common/score_fusion.rs`` ``distr_norm``;
+                qdrant-client ``hybrid/fusion.py`` ``distribution_based_score_fusion``), so that
+                the ``dbsf`` pipeline ranks as ``rwb export --to qdrant`` does. A hit more than 3σ
+                from its list's mean (possible from 11 hits on) lies outside [0, 1]; one more than
+                3σ below it scores under a miss (0), as in Qdrant.
     ``rank``    1 / (1 + rank) (OpenClaw ``bm25RankToScore``), rank 0-based.
     ``rank_linear``  1 − rank / n, n the hits of that path for the query (ranx ``rank``;
                 Lee, SIGIR 1997: 1 − (rank − 1)/n with 1-based ranks).
@@ -208,8 +212,8 @@ def _normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: 
     ranx gives 0 and Qdrant 0.5 — 1.0 keeps a hit above a miss), ``zscore`` 0 (as ranx) and
     ``dbsf`` 0.5 (as Qdrant). A missed row takes 0, except under ``zscore``, where it takes
     the lowest z of the path's hits (ranx gives 0, the mean, so a below-average hit would
-    score under a miss): under every norm a miss never beats a hit. A path that found nothing
-    for a query gives all its rows 0."""
+    score under a miss): under every norm but ``dbsf`` (above) a miss never beats a hit. A
+    path that found nothing for a query gives all its rows 0."""
     raw, rank, hit = path_hits(c, visible, depth, path)
     q = c.query_idx
     lo, hi = segment_min(c, raw, hit), segment_max(c, raw, hit)
@@ -231,7 +235,7 @@ def _normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: 
             out = np.where(tied, 0.0, dev / safe)
             miss = segment_min(c, out, hit)
         else:
-            out = np.where(tied, 0.5, np.clip((dev + DBSF_SIGMAS * safe) / (2 * DBSF_SIGMAS * safe), 0.0, 1.0))
+            out = np.where(tied, 0.5, (dev + DBSF_SIGMAS * safe) / (2 * DBSF_SIGMAS * safe))
     elif norm == "rank":
         out = 1.0 / (1.0 + np.maximum(0, rank))
     elif norm == "rank_linear":

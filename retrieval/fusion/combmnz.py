@@ -4,9 +4,9 @@ returned the document (ranx ``mnz``).
 ``score(d) = (norm(cos(q, d)) + norm(BM25(q, d))) × |{paths that returned d}|``, each path
 normalised per query over the documents it returned (edge cases in
 ``retrieval.fusion._base.normalise``); a path that missed the document adds 0. Only the
-norms whose values are ≥ 0 are offered (min-max, dbsf, rank, rank_linear): with z-scores a
-negative sum would be pushed further down by the overlap multiplier, so being found by both
-paths would hurt.
+norms whose values are ≥ 0 are offered (min-max, rank, rank_linear, and dbsf, which goes below
+0 only for a hit more than 3σ under its list's mean): with z-scores a negative sum would be
+pushed further down by the overlap multiplier, so being found by both paths would hurt.
 Source: Fox & Shaw, "Combination of multiple searches", TREC-2 1994; ranx
 ``fusion/comb_mnz.py``."""
 

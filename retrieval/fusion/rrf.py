@@ -1,12 +1,22 @@
 """Weighted reciprocal rank fusion.
 
-``score(d) = Σ_i w_i / (rrf_k + rank_i(d) + 1)`` over the paths that returned ``d``
-(rank 0-based), ``rrf_k`` = 60 and unit weights by default.
+``score(d) = Σ_i t_i(rank_i(d))`` over the paths that returned ``d`` (rank 0-based), with the
+path term ``t_i`` chosen by ``weighting``:
+
+- ``multiply`` (default): ``t_i = w_i / (rrf_k + rank + 1)``, the weight multiplies the term
+  (ranx ``fusion/rrf.py``' 1-based ``1/(k + rank)``, OpenSearch's score-ranker weights, Weaviate's
+  ``rankedFusion``);
+- ``qdrant``: ``t_i = 1 / ((rank + 1) / w_i + rrf_k)``, the weight divides the rank, as
+  Qdrant's weighted RRF with ``k = rrf_k + 1`` (qdrant-client ``hybrid/fusion.py``
+  ``reciprocal_rank_fusion``: ``1 / ((pos + 1) / weight + k − 1)``, a weight ≤ 0 gives 0; server
+  ``lib/segment/src/common/reciprocal_rank_fusion.rs``). With both weights 1 the two agree.
+
+``rrf_k`` = 60 and unit weights by default.
 Source: seed 000 ``_rrf_merge``; Cormack, Clarke & Büttcher, SIGIR 2009; ranx ``fusion/rrf.py``
-(whose 1-based ranks give the same ``1/(k + rank)``).
+(whose 1-based ranks give the same ``1/(k + rank)``); Qdrant as above.
 
 Each path's term depends only on its rank, so the score is read from a table of ``depth``
-values (``w / (rrf_k + rank + 1)``, kept per setting: ``term_table``) in one compiled,
+values (the term above, kept per setting: ``term_table``) in one compiled,
 branch-free pass over the visible rows (``visible_index``; the rest stay −inf): no division per
 row, no temporary arrays. The per-path components a page shows
 are the plain NumPy formula, computed only when a page reads them; the compiled score performs
@@ -23,7 +33,9 @@ from numba import njit
 
 from retrieval.candidates import Candidates
 from retrieval.fusion._base import Fusion, LazyComponents, Scored, in_path, unseen, visible_index
-from retrieval.params import Params, number
+from retrieval.params import Params, choice, number
+
+WEIGHTINGS = ("multiply", "qdrant")
 
 
 @dataclass(frozen=True)
@@ -34,15 +46,31 @@ class RRFParams(Params):
                             lo=0.0, hi=2.0, step=0.05, min=0.0, max=100.0)
     w_sparse: float = number(1.0, "BM25 weight", "weight of the keyword path's reciprocal rank",
                              lo=0.0, hi=2.0, step=0.05, min=0.0, max=100.0)
+    weighting: str = choice("multiply", WEIGHTINGS, "weighting",
+                            "multiply: w / (rrf_k + rank + 1) · qdrant: 1 / ((rank + 1) / w + rrf_k), "
+                            "Qdrant's weighted RRF (k = rrf_k + 1)")
+
+
+def path_term(weight: float, rrf_k: float, rank: np.ndarray, weighting: str = "multiply") -> np.ndarray:
+    """One path's term for 0-based ``rank`` (an array): ``weight / (rrf_k + rank + 1)``
+    (``multiply``) or ``1 / ((rank + 1) / weight + rrf_k)`` (``qdrant``; 0 for a weight ≤ 0)."""
+    rank = np.asarray(rank, dtype=np.float64)
+    if weighting == "multiply":
+        return weight / (rrf_k + rank + 1.0)
+    if weighting == "qdrant":
+        if not weight > 0:
+            return np.zeros_like(rank)
+        return 1.0 / ((rank + 1.0) / weight + rrf_k)
+    raise ValueError(f"weighting must be one of {list(WEIGHTINGS)}, got {weighting!r}")
 
 
 @functools.lru_cache(maxsize=1024)
-def term_table(weight: float, rrf_k: float, depth: int, size: int) -> np.ndarray:
-    """``table[rank + 1] = weight / (rrf_k + rank + 1)`` for ranks below ``depth``, 0 for the
+def term_table(weight: float, rrf_k: float, depth: int, size: int, weighting: str = "multiply") -> np.ndarray:
+    """``table[rank + 1] = path_term(weight, rrf_k, rank, weighting)`` for ranks below ``depth``, 0 for the
     rest: index 0 is the row the path did not return; ``size`` ranks are covered, the kernel
     clamps a larger one to the last (0) entry. Kept per setting (read-only)."""
     table = np.zeros(max(size, depth) + 2)
-    table[1:depth + 1] = weight / (rrf_k + np.arange(depth) + 1.0)
+    table[1:depth + 1] = path_term(weight, rrf_k, np.arange(depth), weighting)
     table.flags.writeable = False
     return table
 
@@ -58,18 +86,20 @@ def _rrf_rows(dense_rank, sparse_rank, rows, dense_table, sparse_table, score):
 
 
 def components(c: Candidates, depth: int, params: RRFParams) -> dict[str, np.ndarray]:
-    """Each path's term ``w / (rrf_k + rank + 1)`` where the path returned the row, else 0."""
-    return {"dense": np.where(in_path(c.dense_rank, depth), params.w_dense / (params.rrf_k + c.dense_rank + 1.0), 0.0),
-            "sparse": np.where(in_path(c.bm25_rank, depth), params.w_sparse / (params.rrf_k + c.bm25_rank + 1.0), 0.0)}
+    """Each path's term (``path_term``) where the path returned the row, else 0."""
+    return {"dense": np.where(in_path(c.dense_rank, depth), path_term(params.w_dense, params.rrf_k, c.dense_rank, params.weighting), 0.0),
+            "sparse": np.where(in_path(c.bm25_rank, depth), path_term(params.w_sparse, params.rrf_k, c.bm25_rank, params.weighting), 0.0)}
 
 
 def rrf(c: Candidates, visible: np.ndarray, depth: int, params: RRFParams = RRFParams()) -> Scored:
-    """``Σ_i w_i / (rrf_k + rank_i + 1)``, rank 0-indexed, summed over the paths that returned the row."""
+    """``Σ_i t_i(rank_i)`` (the ``weighting``'s term), rank 0-indexed, summed over the paths that returned the row."""
     score = unseen(c.n_rows)
-    _rrf_rows(c.dense_rank, c.bm25_rank, visible_index(c, visible), term_table(params.w_dense, params.rrf_k, depth, c.pool_depth),
-              term_table(params.w_sparse, params.rrf_k, depth, c.pool_depth), score)
+    _rrf_rows(c.dense_rank, c.bm25_rank, visible_index(c, visible), term_table(params.w_dense, params.rrf_k, depth, c.pool_depth, params.weighting),
+              term_table(params.w_sparse, params.rrf_k, depth, c.pool_depth, params.weighting), score)
     return Scored(score, LazyComponents(lambda: components(c, depth, params)))
 
 
-FUSION = Fusion("rrf", RRFParams, rrf, "Σ w_i / (rrf_k + rank_i + 1)", "seed 000; Cormack et al. 2009",
-                variants=(RRFParams(rrf_k=10.0, w_dense=2.0, w_sparse=0.5),))
+FUSION = Fusion("rrf", RRFParams, rrf, "Σ w_i / (rrf_k + rank_i + 1); or Qdrant's 1 / ((rank_i + 1) / w_i + rrf_k)",
+                "seed 000; Cormack et al. 2009; Qdrant weighted RRF",
+                variants=(RRFParams(rrf_k=10.0, w_dense=2.0, w_sparse=0.5),
+                          RRFParams(rrf_k=10.0, w_dense=2.0, w_sparse=0.5, weighting="qdrant")))

@@ -53,9 +53,11 @@ PIPELINES: dict[str, PipelineConfig] = {p.name: p for p in (
     PipelineConfig("wsum", "wsum", "ranx wsum: 0.5·minmax(cos) + 0.5·minmax(BM25), each path normalised per query."),
     PipelineConfig("combsum", "combsum", "CombSUM (Fox & Shaw): minmax(cos) + minmax(BM25)."),
     PipelineConfig("combmnz", "combmnz", "CombMNZ (Fox & Shaw): (minmax(cos) + minmax(BM25)) × paths that found it."),
-    PipelineConfig("dbsf", "combsum", "Qdrant DBSF: each path's mean ± 3σ mapped to [0, 1], then summed.",
+    PipelineConfig("dbsf", "combsum", "Qdrant DBSF: each path's (s − (μ − 3σ)) / 6σ, then summed.",
                    params=get_fusion("combsum").params(norm="dbsf")),
-    PipelineConfig("opensearch", "mean", "OpenSearch normalization processor: min-max, arithmetic mean 0.5/0.5."),
+    PipelineConfig("opensearch", "mean", "OpenSearch normalization processor: min-max, arithmetic mean 0.5/0.5 "
+                   "(OpenSearch's semantics: only a 0 becomes 0.001).",
+                   params=get_fusion("mean").params(semantics="opensearch")),
     PipelineConfig("relative-score", "relative_score",
                    "Weaviate relative score fusion: 0.75·minmax(cos) + 0.25·minmax(BM25)."),
 )}
