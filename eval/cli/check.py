@@ -2,7 +2,8 @@
 
 ``rwb snapshot`` writes the frozen snapshot the Reports page keeps (``eval.stores.snapshots``:
 the same record) to a file (``--out``) or into the dataset's snapshot store (``--name``), where
-the page shows it. ``rwb check`` re-runs the pipeline (the candidates retrieved afresh from the
+the page shows it. Both commands retrieve the candidates afresh from the index (never from the
+stored pool, which is keyed by the dataset, not by the index's content). ``rwb check`` re-runs the pipeline (the candidates retrieved afresh from the
 index, so a changed index shows), compares it query by query with a snapshot
 (``eval.experiments.gate``) and exits 1 when a gated metric is significantly worse, 0 otherwise,
 2 on bad input; it prints one line, writes a Markdown summary and a JUnit XML report when asked
@@ -62,7 +63,7 @@ def cmd_snapshot(args) -> int:
     if args.name:
         check_name(args.name)
     name = args.name or Path(args.out).stem
-    dataset, pool, used, ev = _run(args, _metrics(args.metrics), refresh=False)
+    dataset, pool, used, ev = _run(args, _metrics(args.metrics), refresh=True)
     inputs = inputs_of(dataset, used.qrels, ev.config, pool.embedder, pool.analyzer)
     record = snapshot_record(name, ev, pool, used.qrels, inputs, args.notes)
     if args.out:

@@ -53,14 +53,11 @@ class Threshold:
 
 def parse_threshold(text: str) -> Threshold:
     """``METRIC:DELTA`` (``ndcg@5:-0.01``; ``ndcg@5`` alone tolerates no significant drop)."""
-    if ":" not in text:
-        text = f"{text}:0"
-    match = _THRESHOLD.match(text)
+    match = _THRESHOLD.match(text if ":" in text else f"{text}:0")
     if not match:
         raise ValueError(f"--fail-if {text!r}: expected METRIC:DELTA, e.g. ndcg@5:-0.01")
     metric = match.group(1).lower()
-    if metric != "map":
-        parse_metric(metric)
+    parse_metric(metric)
     return Threshold(metric, float(match.group(2)))
 
 
