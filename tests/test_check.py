@@ -216,3 +216,35 @@ def test_a_second_run_on_the_same_dataset_waits_for_the_lock_then_gives_up(froze
         status, out, err = rwb(capsys, "check", root, "--pipeline", "rrf", "--against", snap, "--lock-wait", "0.3")
     assert status == 2 and out == ""
     assert err.startswith("rwb: error: another rwb check or report is running on dataset 'devmem'")
+
+
+def readme_shell_job() -> str:
+    text = (ROOT / "README.md").read_text("utf-8")
+    block = text.split("<!-- ci-shell:start -->", 1)[1].split("<!-- ci-shell:end -->", 1)[0].strip()
+    assert block.startswith("```bash\n") and block.endswith("\n```")
+    return block[len("```bash\n"):-len("\n```")] + "\n"
+
+
+def test_the_readme_shell_job_runs_as_written(frozen, home, tmp_path):
+    """The README's CI shell job, extracted verbatim: its first run freezes the snapshot and
+    passes; a worse pipeline fails it with status 1 and a summary naming the metric."""
+    import os
+    import subprocess
+    import sys
+
+    root, _ = frozen
+    script = tmp_path / "rwb-gate.sh"
+    script.write_text(readme_shell_job(), "utf-8")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": str(ROOT), "RWB_HOME": str(home), "DATASET": str(root),
+           "SNAPSHOT": str(tmp_path / "ci" / "rrf-snapshot.json"), "OUT": str(tmp_path / "rwb-check")}
+    first = subprocess.run(["bash", str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert first.stdout.splitlines()[-2].startswith("PASS devmem rrf vs snapshot 'rrf-snapshot'")
+    assert first.stdout.splitlines()[-1] == "rwb-gate: no significant regression"
+    worse = subprocess.run(["bash", str(script)], cwd=ROOT, env={**env, "PIPELINE": "vector"},
+                           capture_output=True, text=True, timeout=300)
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    assert worse.stdout.splitlines()[-1] == f"rwb-gate: regression, see {tmp_path / 'rwb-check'}/summary.md"
+    summary = (tmp_path / "rwb-check" / "summary.md").read_text("utf-8")
+    assert "| ndcg@5 |" in summary and "| FAIL |" in summary
