@@ -156,6 +156,7 @@ with st.container(border=True):
 
 compare_snapshots()
 snaps.section(ws)
+snaps.check_history(ws)
 st.subheader("Past experiments")
 records = er.experiments_or_stop()
 experiments = tb.experiments_frame(records)

@@ -1,4 +1,5 @@
-"""Frozen snapshots keep the rankings and per-query values they were taken with."""
+"""Frozen snapshots keep the rankings and per-query values they were taken with, and the content
+hashes of their inputs; the page's snapshots and ``rwb snapshot`` / ``rwb check`` read each other's."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from eval.experiments.live import evaluate_config
 from eval.metrics.measure import judge
 from eval.stores.configs import resolve_config
 from eval.stores.pool import load_pool
-from eval.stores.snapshots import SnapshotStore, compare, judgments_version
+from eval.stores.inputs import judgments_hash
+from eval.stores.snapshots import SnapshotStore, compare
 from retrieval.dataset import load_dataset
 from retrieval.pipeline import response_for, run_pipeline
 
@@ -38,7 +40,8 @@ def test_freeze_keeps_rankings_and_values_and_compare_gives_per_query_deltas(poo
     shown = [r.id for r in response_for(pool, run_pipeline(pool, resolve_config("vector")), 0,
                                         dataset.documents).results]
     assert store.load("vector-then")["queries"]["q1"]["ranking"] == shown[:10]
-    assert a["judgments"] == judgments_version(dataset.qrels)
+    assert a["judgments"] == judgments_hash(dataset.qrels) == a["inputs"]["judgments"]
+    assert a["inputs"]["corpus"] and a["inputs"]["index"] and a["inputs"]["dataset_fingerprint"] == dataset.fingerprint
     rows = {r["query"]: r for r in compare(store.load("vector-then"), store.load("rrf-then"), "ndcg@5")}
     for qi, qid in enumerate(pool.query_ids):
         assert rows[qid]["A"] == pytest.approx(vector.values["ndcg@5"][qi], abs=1e-6)
@@ -50,3 +53,64 @@ def test_bad_names_are_refused(pool, tmp_path):
     store = SnapshotStore(load_dataset(TINY), tmp_path)
     with pytest.raises(ValueError, match="invalid name"):
         store.load("../escape")
+
+
+def test_a_snapshot_frozen_on_the_page_gates_rwb_check_and_rwb_snapshot_shows_on_the_page(pool, capsys):
+    """The page's ``SnapshotStore.freeze`` and ``rwb snapshot --name`` write the same record,
+    found by name by ``rwb check --against`` and by the store the Reports page lists."""
+    from eval.cli import main as rwb_main
+
+    dataset = load_dataset(TINY)
+    store = SnapshotStore(dataset)
+    judged = judge(pool, dataset.qrels)
+    store.freeze("from-page", evaluate_config(pool, judged, resolve_config("rrf")), pool, dataset.qrels)
+    assert rwb_main(["--quiet", "check", str(TINY), "--pipeline", "rrf", "--against", "from-page"]) == 0
+    assert capsys.readouterr().out.startswith("PASS tiny rrf vs snapshot 'from-page': ndcg@5 +0.0000 (p 1.000)")
+    assert rwb_main(["--quiet", "snapshot", str(TINY), "--pipeline", "rrf", "--name", "from-cli"]) == 0
+    capsys.readouterr()
+    page, cli = store.load("from-page"), store.load("from-cli")
+    assert {k: v for k, v in page["inputs"].items()} == cli["inputs"]
+    assert {q: v["ranking"] for q, v in page["queries"].items()} == {q: v["ranking"] for q, v in cli["queries"].items()}
+    assert rwb_main(["--quiet", "snapshot", str(TINY), "--pipeline", "rrf", "--name", "from-cli"]) == 2
+    assert capsys.readouterr().err == "rwb: error: a snapshot named 'from-cli' exists; choose another name\n"
+
+
+def test_inputs_name_what_changed(tmp_path):
+    import dataclasses
+    import shutil
+
+    from eval.stores.inputs import changed, describe_changes, inputs_of, pipeline_hash
+
+    rrf = resolve_config("rrf")
+    assert pipeline_hash(dataclasses.replace(rrf, name="renamed")) == pipeline_hash(rrf)
+    assert pipeline_hash(resolve_config("vector")) != pipeline_hash(rrf)
+    root = tmp_path / "tiny"
+    shutil.copytree(TINY, root)
+    before = inputs_of(load_dataset(root), load_dataset(root).qrels, rrf, "minilm", "bigram")
+    lines = (root / "corpus.jsonl").read_text("utf-8").splitlines(keepends=True)
+    (root / "corpus.jsonl").write_text("".join(lines[:-1]) + lines[-1].replace('"text": "', '"text": "Edited. ', 1),
+                                       "utf-8")
+    edited = load_dataset(root)
+    after = inputs_of(edited, {**edited.qrels, "q1": {}}, rrf, "minilm", "bigram")
+    assert changed(before, after) == ["corpus", "judgments"]
+    assert changed(before.to_json(), after.to_json()) == ["corpus", "judgments"]
+    assert describe_changes(changed(before, after)) == "changed inputs: the corpus, the judgments"
+    assert changed(before, None) == [] and describe_changes([]) == "same inputs"
+
+
+def test_the_history_chart_marks_the_checks_whose_inputs_changed():
+    from eval.reports.history_chart import history_figure, history_points
+
+    base = {"corpus": "c1", "queries": "q", "judgments": "j", "pipeline": "p", "embedder": "e", "index": "i1"}
+    entries = [{"time": "2026-11-01T03:00:00", "pipeline": "rrf", "passed": True, "metrics": {"ndcg@5": 0.5},
+                "frozen": {"ndcg@5": 0.5}, "inputs": base},
+               {"time": "2026-11-02T03:00:00", "pipeline": "rrf", "passed": True, "metrics": {"ndcg@5": 0.5},
+                "frozen": {"ndcg@5": 0.5}, "inputs": base},
+               {"time": "2026-11-03T03:00:00", "pipeline": "rrf", "passed": False, "metrics": {"ndcg@5": 0.4},
+                "frozen": {"ndcg@5": 0.5}, "inputs": {**base, "corpus": "c2", "index": "i2"}}]
+    points = history_points(entries, "ndcg@5")
+    assert [p["changed"] for p in points] == [[], [], ["corpus", "index"]]
+    fig = history_figure(entries, "ndcg@5")
+    assert list(fig.data[0].y) == [0.5, 0.5, 0.4] and list(fig.data[0].marker.symbol) == ["circle", "circle", "x"]
+    assert [a.text for a in fig.layout.annotations] == ["corpus, index"]
+    assert [s.x0 for s in fig.layout.shapes] == ["2026-11-03T03:00:00"]
