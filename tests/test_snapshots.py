@@ -114,3 +114,48 @@ def test_the_history_chart_marks_the_checks_whose_inputs_changed():
     assert list(fig.data[0].y) == [0.5, 0.5, 0.4] and list(fig.data[0].marker.symbol) == ["circle", "circle", "x"]
     assert [a.text for a in fig.layout.annotations] == ["corpus, index"]
     assert [s.x0 for s in fig.layout.shapes] == ["2026-11-03T03:00:00"]
+
+
+def test_reports_page_names_the_changed_input_and_plots_the_check_history(pool, monkeypatch):
+    """Two snapshots frozen on the page with a grade given between them: the comparison names
+    the judgments; the checks kept for the dataset are drawn with the input change marked."""
+    import os
+
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from eval.stores.history import CheckHistory
+    from eval.stores.judgments import JudgmentStore
+
+    dataset = load_dataset(TINY)
+    monkeypatch.setenv("RWB_DATASET", str(TINY))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    history = CheckHistory(dataset)
+    base = {"corpus": "c", "queries": "q", "judgments": "j1", "pipeline": "p", "embedder": "e", "index": "i"}
+    for day, judgments, value in ((1, "j1", 0.6), (2, "j2", 0.5)):
+        history.add({"pipeline": "rrf", "snapshot": "s", "passed": day == 1, "metrics": {"ndcg@5": value},
+                     "frozen": {"ndcg@5": 0.6}, "inputs": {**base, "judgments": judgments}})
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/reports.py").run()
+    assert not at.exception
+    for name in ("before-grade", "after-grade"):
+        at.selectbox(key="snap_config").set_value("rrf")
+        at.text_input(key="snap_name").set_value(name)
+        at = at.button(key="snap_freeze").click().run()
+        assert not at.exception
+        if name == "before-grade":
+            JudgmentStore(dataset).grade("q1", dataset.documents[-1].id, 3)
+            st.cache_data.clear()
+            st.cache_resource.clear()
+    at = at.selectbox(key="snap_a").set_value("after-grade").run()
+    at = at.selectbox(key="snap_b").set_value("before-grade").run()
+    assert not at.exception
+    assert any("changed inputs: the judgments" in w.value.replace("\\", "") for w in at.warning)
+    assert "Checks over time" in [h.value for h in at.subheader]
+    chart = [c for c in at.get("plotly_chart")]
+    assert chart and "judgments" in chart[-1].proto.spec
+    st.cache_data.clear()
+    st.cache_resource.clear()
