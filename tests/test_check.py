@@ -248,3 +248,19 @@ def test_the_readme_shell_job_runs_as_written(frozen, home, tmp_path):
     assert worse.stdout.splitlines()[-1] == f"rwb-gate: regression, see {tmp_path / 'rwb-check'}/summary.md"
     summary = (tmp_path / "rwb-check" / "summary.md").read_text("utf-8")
     assert "| ndcg@5 |" in summary and "| FAIL |" in summary
+
+
+def test_rwb_report_holds_the_dataset_lock_and_prints_one_line(home, capsys, tmp_path):
+    tiny = ROOT / "tests" / "fixtures" / "tiny"
+    out = tmp_path / "report"
+    with dataset_lock(load_dataset(tiny), "test"):
+        status, stdout, err = rwb(capsys, "report", tiny, "--pipeline", "rrf", "--out", out, "--lock-wait", "0")
+    assert status == 2 and stdout == "" and not out.exists()
+    assert err.startswith("rwb: error: another rwb check or report is running on dataset 'tiny'")
+    status, stdout, err = rwb(capsys, "report", tiny, "--pipeline", "rrf", "--out", out, "--metrics", "ndcg@5",
+                              "--bootstrap", "100", "--permutations", "100")
+    assert status == 0, err
+    assert stdout == f"wrote report.json, report.md, report.html into {out} (4 judged queries; judgments: " \
+                     "dataset qrels)\n"
+    assert json.loads((out / "report.json").read_text("utf-8"))["settings"]["inputs"]["pipeline"].keys() == {
+        "vector", "rrf"}
