@@ -212,7 +212,7 @@ def test_a_missing_or_damaged_snapshot_is_one_line(frozen, capsys, tmp_path):
 
 def test_a_second_run_on_the_same_dataset_waits_for_the_lock_then_gives_up(frozen, capsys):
     root, snap = frozen
-    with dataset_lock(load_dataset(root), "test"):
+    with dataset_lock(root):
         status, out, err = rwb(capsys, "check", root, "--pipeline", "rrf", "--against", snap, "--lock-wait", "0.3")
     assert status == 2 and out == ""
     assert err.startswith("rwb: error: another rwb check or report is running on dataset 'devmem'")
@@ -253,7 +253,7 @@ def test_the_readme_shell_job_runs_as_written(frozen, home, tmp_path):
 def test_rwb_report_holds_the_dataset_lock_and_prints_one_line(home, capsys, tmp_path):
     tiny = ROOT / "tests" / "fixtures" / "tiny"
     out = tmp_path / "report"
-    with dataset_lock(load_dataset(tiny), "test"):
+    with dataset_lock(tiny):
         status, stdout, err = rwb(capsys, "report", tiny, "--pipeline", "rrf", "--out", out, "--lock-wait", "0")
     assert status == 2 and stdout == "" and not out.exists()
     assert err.startswith("rwb: error: another rwb check or report is running on dataset 'tiny'")

@@ -77,12 +77,12 @@ def cmd_snapshot(args) -> int:
     return 0
 
 
-def _snapshot(dataset, against: str) -> dict:
+def _snapshot(root: str, against: str) -> dict:
     """``--against``: a snapshot file, or the name of one the dataset's store keeps."""
     path = Path(against)
     if path.exists():
         return read_snapshot(path)
-    store = SnapshotStore(dataset)
+    store = SnapshotStore(load_dataset(root))
     try:
         check_name(against)
     except ValueError:
@@ -105,9 +105,10 @@ def cmd_check(args) -> int:
         if value and Path(value).is_dir():
             raise ValueError(f"{flag} {value} is a folder; give a file name")
     start = time.perf_counter()
-    dataset = load_dataset(args.dataset)
-    with dataset_lock(dataset, "check", args.lock_wait):
-        snapshot = _snapshot(dataset, args.against)
+    if not Path(args.dataset).is_dir():  # its one-line error, and no lock file for a mistyped path
+        load_dataset(args.dataset)
+    with dataset_lock(args.dataset, args.lock_wait):
+        snapshot = _snapshot(args.dataset, args.against)
         metrics = tuple(dict.fromkeys([*DEFAULT_METRICS, *(t.metric for t in thresholds)]))
         dataset, pool, used, ev = _run(args, metrics, refresh=True)
         inputs = inputs_of(dataset, used.qrels, ev.config, pool.embedder, pool.analyzer)

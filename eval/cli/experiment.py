@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from eval.statistics.bootstrap import DEFAULT_RESAMPLES
 from eval.metrics.budget import DEFAULT_BUDGET
 from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
@@ -150,7 +152,9 @@ def cmd_report(args) -> int:
         check_sweep(args, args.sweep)
     elif args.param or args.sum or args.random:
         raise ValueError("--param, --sum and --random need --sweep PIPELINE")
-    with dataset_lock(load_dataset(args.dataset), "report", args.lock_wait):
+    if not Path(args.dataset).is_dir():  # its one-line error, and no lock file for a mistyped path
+        load_dataset(args.dataset)
+    with dataset_lock(args.dataset, args.lock_wait):
         dataset, pool = load_with_pool(args)
         used = judgments(args, dataset, say=False)
         experiment = _experiment(args, dataset, pool, options, used)

@@ -26,12 +26,11 @@ import numpy as np
 
 from eval.experiments.live import LiveRun
 from eval.metrics.measure import parse_metric
-from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, paired_t, randomization_test
+from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, paired_t, randomization_test
 from eval.stores.inputs import NAMES, Inputs, changed
 from eval.stores.snapshots import frozen_value
 
 WORST = 5      # regressed queries named per failed metric
-TESTS = ("fisher", "student")
 _THRESHOLD = re.compile(r"^\s*([A-Za-z_]+@\d+|map)\s*:\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$")
 
 

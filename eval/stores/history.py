@@ -29,17 +29,19 @@ MAX_ENTRIES = 10_000     # oldest entries are dropped beyond this
 DEFAULT_WAIT = 600.0     # seconds a scheduled run waits for another on the same dataset
 
 
-def _key(dataset: Dataset) -> str:
-    where = hashlib.sha1(str(dataset.root.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{safe_component(dataset.name)}-{where}"
+def _key(name: str, root: Path) -> str:
+    where = hashlib.sha1(str(Path(root).resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe_component(name)}-{where}"
 
 
 @contextmanager
-def dataset_lock(dataset: Dataset, command: str, wait: float = DEFAULT_WAIT, home: Path | None = None):
-    """Hold ``dataset``'s run lock (exclusive, inter-process) while the block runs."""
+def dataset_lock(root: str | Path, wait: float = DEFAULT_WAIT, home: Path | None = None):
+    """Hold the run lock of the dataset folder ``root`` (exclusive, inter-process) while the block
+    runs; taken before the dataset is read, so a run reads it whole after the one before."""
     if not wait >= 0:
         raise ValueError(f"--lock-wait must be ≥ 0 seconds, got {wait}")
-    path = (home or rwb_home()) / "locks" / f"{_key(dataset)}.lock"
+    root = Path(root)
+    path = (home or rwb_home()) / "locks" / f"{_key(root.resolve().name, root)}.lock"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(path, "a")
@@ -54,7 +56,7 @@ def dataset_lock(dataset: Dataset, command: str, wait: float = DEFAULT_WAIT, hom
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise ValueError(f"another rwb check or report is running on dataset {dataset.name!r} "
+                    raise ValueError(f"another rwb check or report is running on dataset {root.resolve().name!r} "
                                      f"(lock {path}); waited {wait:g} s — rerun later or raise --lock-wait") from None
                 time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
         try:
@@ -68,7 +70,7 @@ class CheckHistory:
 
     def __init__(self, dataset: Dataset, home: Path | None = None):
         self.dataset = dataset
-        self.path = (home or rwb_home()) / "history" / f"{_key(dataset)}.json"
+        self.path = (home or rwb_home()) / "history" / f"{_key(dataset.name, dataset.root)}.json"
 
     def entries(self) -> list[dict]:
         state = read_json(self.path, {"dataset": self.dataset.name, "checks": []})
