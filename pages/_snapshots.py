@@ -98,6 +98,18 @@ def section(ws) -> None:
         col.table([{"rank": i + 1, "doc": doc} for i, doc in enumerate(ranking)])
 
 
+def changed_since(ws, record: dict) -> list[str]:
+    """The inputs (``eval.stores.inputs``) that differ between a logged record and today's
+    workspace for its configuration; [] when the record has none or its config cannot be read."""
+    if not isinstance(record.get("inputs"), dict):
+        return []
+    try:
+        config = sh.parse_toml(record.get("config", ""))
+    except ValueError:
+        return []
+    return changed(record["inputs"], ws.inputs(config))
+
+
 def check_history(ws) -> None:
     """The dataset's ``rwb check`` history (``eval.reports.history_chart``)."""
     try:

@@ -159,3 +159,32 @@ def test_reports_page_names_the_changed_input_and_plots_the_check_history(pool, 
     assert chart and "judgments" in chart[-1].proto.spec
     st.cache_data.clear()
     st.cache_resource.clear()
+
+
+def test_a_kept_try_and_a_logged_experiment_record_their_inputs(pool, monkeypatch):
+    """Tune keeps a try on leaving its knob edits and logs an experiment on a click: both carry
+    the content hashes of their inputs, the pipeline's being the configuration's own."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from eval.stores.experiments import ExperimentStore
+    from eval.stores.inputs import inputs_of, pipeline_hash
+    from eval.stores.tries import TryStore
+
+    dataset = load_dataset(TINY)
+    monkeypatch.setenv("RWB_DATASET", str(TINY))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    at.run()
+    at = at.slider(key="tune_k_rrf.rrf_k").set_value(10.0).run()
+    at = at.selectbox(key="tune_source_pick").set_value("weighted").run()
+    at = next(b for b in at.button if b.label == "Log experiment").click().run()
+    assert not at.exception
+    expected = inputs_of(dataset, dataset.qrels, None, pool.embedder, pool.analyzer).to_json()
+    kept = TryStore(dataset).tries()[-1]
+    assert kept["inputs"] == {**expected, "pipeline": pipeline_hash(TryStore(dataset).config(kept["id"]))}
+    logged = ExperimentStore().list()[-1]
+    assert logged["inputs"] == {**expected, "pipeline": pipeline_hash(resolve_config("weighted"))}
+    st.cache_data.clear()
+    st.cache_resource.clear()

@@ -99,6 +99,8 @@ def cmd_check(args) -> int:
         raise ValueError(f"--test must be one of {list(TESTS)}, got {args.test!r}")
     if args.correction not in CORRECTIONS:
         raise ValueError(f"--correction must be one of {sorted(CORRECTIONS)}, got {args.correction!r}")
+    if not 0 < args.alpha < 1:
+        raise ValueError(f"--alpha must be between 0 and 1, got {args.alpha}")
     if not 1 <= args.permutations <= MAX_PERMUTATIONS:
         raise ValueError(f"--permutations must be 1…{MAX_PERMUTATIONS:,}, got {args.permutations}")
     for flag, value in (("--junit", args.junit), ("--summary", args.summary), ("--json", args.json)):
