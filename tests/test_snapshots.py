@@ -169,6 +169,7 @@ def test_a_kept_try_and_a_logged_experiment_record_their_inputs(pool, monkeypatc
 
     from eval.stores.experiments import ExperimentStore
     from eval.stores.inputs import inputs_of, pipeline_hash
+    from eval.stores.judgments import effective_qrels
     from eval.stores.tries import TryStore
 
     dataset = load_dataset(TINY)
@@ -181,7 +182,8 @@ def test_a_kept_try_and_a_logged_experiment_record_their_inputs(pool, monkeypatc
     at = at.selectbox(key="tune_source_pick").set_value("weighted").run()
     at = next(b for b in at.button if b.label == "Log experiment").click().run()
     assert not at.exception
-    expected = inputs_of(dataset, dataset.qrels, None, pool.embedder, pool.analyzer).to_json()
+    in_effect = effective_qrels(dataset).qrels  # with the grade an earlier test gave
+    expected = inputs_of(dataset, in_effect, None, pool.embedder, pool.analyzer).to_json()
     kept = TryStore(dataset).tries()[-1]
     assert kept["inputs"] == {**expected, "pipeline": pipeline_hash(TryStore(dataset).config(kept["id"]))}
     logged = ExperimentStore().list()[-1]
