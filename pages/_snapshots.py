@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from eval.reports.history_chart import history_figure
 from eval.stores import configs as cfg
+from eval.stores.history import CheckHistory
+from eval.stores.inputs import changed, describe_changes
 from eval.stores.snapshots import SnapshotStore, compare
+from pages import _charts as ch
 from pages import _state as sh
 from pages import _tune_state as tn
 from pages._markup import code, md
@@ -60,11 +64,20 @@ def section(ws) -> None:
     a, b = store.load(a_name), store.load(b_name)
     st.caption(f"A = {code(a['config_name'])} frozen {md(a['time'])} · "
                f"B = {code(b['config_name'])} frozen {md(b['time'])}")
-    if a["judgments"] != b["judgments"]:
+    names = changed(a.get("inputs"), b.get("inputs"))
+    if names:
+        st.warning(f"A and B differ in their inputs — {md(describe_changes(names))}: part of a delta may come "
+                   "from them.")
+    elif a["judgments"] != b["judgments"]:  # snapshots frozen before inputs were recorded
         st.warning("A and B were scored with different judgments: part of a delta may come from "
                    "the grades.")
-    if a["fingerprint"] != b["fingerprint"]:
+    elif a["fingerprint"] != b["fingerprint"]:
         st.warning("A and B were frozen on different versions of the dataset.")
+    if "queries" in names and not st.toggle("Compare the queries both hold", key="snap_other_queries",
+                                            help="A and B were frozen on different query sets."):
+        st.info("A and B were frozen on different query sets; a per-query comparison is refused "
+                "unless asked.")
+        return
     metric = sh.PRIMARY
     rows = compare(a, b, metric)
     label = sh.metric_label(metric)
@@ -83,3 +96,32 @@ def section(ws) -> None:
         col.markdown(f"**{label}** · {code(snap['name'])} · {md(qid)}")
         ranking = snap["queries"][qid]["ranking"]
         col.table([{"rank": i + 1, "doc": doc} for i, doc in enumerate(ranking)])
+
+
+def changed_since(ws, record: dict) -> list[str]:
+    """The inputs (``eval.stores.inputs``) that differ between a logged record and today's
+    workspace for its configuration; [] when the record has none or its config cannot be read."""
+    if not isinstance(record.get("inputs"), dict):
+        return []
+    try:
+        config = sh.parse_toml(record.get("config", ""))
+    except ValueError:
+        return []
+    return changed(record["inputs"], ws.inputs(config))
+
+
+def check_history(ws) -> None:
+    """The dataset's ``rwb check`` history (``eval.reports.history_chart``)."""
+    try:
+        entries = CheckHistory(ws.dataset).entries()
+    except ValueError as error:
+        st.error(f"Cannot read the check history: {md(error)}")
+        return
+    if not entries:
+        return
+    st.subheader("Checks over time")
+    metrics = list(dict.fromkeys(m for e in entries for m in (e.get("metrics") or {})))
+    metric = st.selectbox("Metric", metrics, key="reports_history_metric") if len(metrics) > 1 else metrics[0]
+    st.plotly_chart(history_figure(entries, metric), config=ch.CONFIG, key="reports_history")
+    st.caption(f"{len(entries)} `rwb check` runs on {md(ws.dataset.name)}; the latest: "
+               f"{md(entries[-1].get('time', ''))}, {'passed' if entries[-1].get('passed') else 'FAILED'}.")

@@ -26,6 +26,7 @@ from eval.experiments.live import LiveRun, evaluate_config
 from eval.experiments.views import METRIC_LABELS, metric_label  # noqa: F401 (pages read them here)
 from eval.stores.pool import STEP_NAMES, load_pool, pool_path, prepare
 from eval.stores.experiments import ExperimentStore
+from eval.stores.inputs import inputs_of, pipeline_hash
 from eval.stores.judgments import SOURCES, Judgments, JudgmentStore, effective_qrels, judgments_version
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
 from retrieval.dataset import IMPLICIT_QRELS, Dataset, DatasetError, Query, load_dataset, qrels_path
@@ -165,6 +166,14 @@ def pool_for(path: str, stamp: tuple, embedder: str, config: PipelineConfig) -> 
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
+def get_inputs(path: str, stamp: tuple, embedder: str, qrels_rev: tuple) -> dict:
+    """The content hashes of the workspace's inputs, the pipeline's left "" (``eval.stores.inputs``)."""
+    pool = get_pool(path, stamp, embedder)
+    qrels = get_judged(path, stamp, embedder, qrels_rev)[0]
+    return inputs_of(get_dataset(path, stamp), qrels, None, pool.embedder, pool.analyzer).to_json()
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
 def get_judged(path: str, stamp: tuple, embedder: str, qrels_rev: tuple) -> tuple[dict, Judged]:
     """The judgments every command uses (``effective_qrels``, from the source ``qrels_rev``
     names: ``Workspace.qrels_rev``) and their alignment with the pool."""
@@ -266,7 +275,8 @@ class Workspace:
         a log that cannot be written (full or read-only ``RWB_HOME``, damaged) is one error."""
         try:
             return ExperimentStore().log(config, means, source, self.dataset, self.path, self.embedder,
-                                         self.judged()[1].n_judged, self.baseline, baseline_means)
+                                         self.judged()[1].n_judged, self.baseline, baseline_means,
+                                         self.inputs(config))
         except ValueError as error:
             from pages._markup import md
 
@@ -282,6 +292,12 @@ class Workspace:
 
     def fingerprint(self) -> str:
         return self.dataset.fingerprint
+
+    def inputs(self, config: PipelineConfig | None = None) -> dict:
+        """The content hashes of what ``config``'s figures here are computed from
+        (``eval.stores.inputs``): corpus, queries, judgments, pipeline, embedder, index."""
+        base = get_inputs(self.path, self.stamp, self.embedder, self.qrels_rev)
+        return {**base, "pipeline": pipeline_hash(config) if config is not None else ""}
 
 
 def workspace() -> Workspace:

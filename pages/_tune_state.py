@@ -13,6 +13,7 @@ import streamlit as st
 from eval.experiments.tune_state import (TuneState, Refusal, changed_params, decode_changes,
                                          encode_changes, update as _update, with_changes)
 from eval.stores.configs import resolve_config, resolve_linked
+from eval.stores.inputs import pipeline_hash
 from pages import _state as s
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.pipeline import PipelineConfig
@@ -140,6 +141,12 @@ def sync_url(current: TuneState, query_ids: tuple[str, ...]) -> None:
 # ---- tries: each settled configuration, kept per dataset (eval.stores.tries) -----------------
 
 SCORED = "tune_scored"         # (config, means, baseline name, baseline means) of the last live run
+INPUTS = "tune_inputs"         # the workspace's input hashes, the pipeline's left out (Workspace.inputs)
+
+
+def record_inputs(ws) -> None:
+    """Called once per page run: what a kept try records as its inputs (cached, no work)."""
+    st.session_state[INPUTS] = ws.inputs()
 
 
 def record_scores(config: PipelineConfig, means: dict, baseline: str, baseline_means: dict) -> None:
@@ -159,7 +166,10 @@ def keep_try(store, reason: str = "", force: bool = False) -> dict | None:
     except (ValueError, OSError):
         changes = {}
     _, means, baseline, baseline_means = scored
-    return store.add(current.config, current.source, changes, means, baseline, baseline_means, reason)
+    inputs = st.session_state.get(INPUTS)
+    if inputs is not None:
+        inputs = {**inputs, "pipeline": pipeline_hash(current.config)}
+    return store.add(current.config, current.source, changes, means, baseline, baseline_means, reason, inputs)
 
 
 def restore_try(store, try_id: int) -> None:

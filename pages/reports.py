@@ -18,6 +18,7 @@ from pages import _tune_state as tn
 from pages import _snapshots as snaps
 from pages import _tables as tb
 from pages._markup import code, md
+from eval.stores.inputs import describe_changes
 
 ws = sh.workspace()
 st.html(tb.CSS)
@@ -156,6 +157,7 @@ with st.container(border=True):
 
 compare_snapshots()
 snaps.section(ws)
+snaps.check_history(ws)
 st.subheader("Past experiments")
 records = er.experiments_or_stop()
 experiments = tb.experiments_frame(records)
@@ -189,7 +191,10 @@ with right:
                "baseline": f"{base_metrics[m]:.4f}" if m in base_metrics else "—",
                "Δ": f"{v - base_metrics[m]:+.4f}" if m in base_metrics else "—"}
               for m, v in (record.get("metrics") or {}).items()])
-    if record.get("fingerprint") != ws.fingerprint():
+    names = snaps.changed_since(ws, record)
+    if names:
+        st.warning(f"Logged with other inputs than today's — {md(describe_changes(names))}.", icon=":material/warning:")
+    elif record.get("fingerprint") != ws.fingerprint():
         st.warning("Logged on a different dataset version (fingerprint differs).", icon=":material/warning:")
 
     def on_open() -> None:

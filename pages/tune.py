@@ -32,6 +32,7 @@ store = TryStore(ws.dataset)
 tn.state()
 if c is not None:
     tn.match_url_query(c.query_ids)
+    tn.record_inputs(ws)
 
 # ---- page state (page-prefixed; the page runs on its own) ----------------------------------
 st.session_state.setdefault("tune_flash", "")

@@ -11,7 +11,7 @@ step named as it starts, bars where it counts (stderr, only on a terminal, never
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
 report), ``sweep`` (sweep, tune), ``learn`` (learn), ``holes`` (holes), ``importing``
-(import), ``judging`` (judge), ``export`` (export); shared options and checks in ``_common``.
+(import), ``judging`` (judge), ``export`` (export), ``check`` (snapshot, check); shared options and checks in ``_common``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{where}: {message}" if where else message)
 
 
-LONG = ("index", "search", "context", "eval", "report", "sweep", "tune", "learn", "holes", "export")
+LONG = ("index", "search", "context", "eval", "report", "sweep", "tune", "learn", "holes", "export", "snapshot",
+        "check")
 """Commands whose first step (loading the indexes' and the metrics' libraries) can take seconds."""
 
 
@@ -54,13 +55,13 @@ def _first_step(argv: list[str] | None) -> None:
 
 
 def build_parser() -> Parser:
-    from eval.cli import engine, experiment, export, holes, importing, judging, learn, sweep
+    from eval.cli import check, engine, experiment, export, holes, importing, judging, learn, sweep
 
     parser = Parser(prog="rwb", description="Retrieval Workbench: index, search, evaluate and tune retrieval "
                                             "fusion on a labelled dataset.")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (engine, experiment, sweep, learn, holes, importing, judging, export):
+    for group in (engine, experiment, sweep, learn, holes, importing, judging, export, check):
         group.register(sub)
     return parser
 

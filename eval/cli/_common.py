@@ -63,8 +63,9 @@ def add_pool_options(p: argparse.ArgumentParser) -> None:
     add_quiet(p)
 
 
-def load_with_pool(args) -> tuple[Dataset, Candidates]:
-    """The dataset and its candidate pool (retrieved once, then read from the store)."""
+def load_with_pool(args, refresh: bool = False) -> tuple[Dataset, Candidates]:
+    """The dataset and its candidate pool (retrieved once, then read from the store; retrieved
+    afresh from the index with ``refresh``)."""
     bounded("--pool-depth", args.pool_depth)
     step(f"loading dataset {args.dataset}")
     dataset = load_dataset(args.dataset)
@@ -73,7 +74,8 @@ def load_with_pool(args) -> tuple[Dataset, Candidates]:
     step(f"loading the candidate pool ({len(dataset.queries):,} queries, {args.embedder}, "
          f"depth {args.pool_depth})")
     with Progress("doc") as progress:
-        pool = load_pool(dataset, args.embedder, args.pool_depth, progress=progress, analyzer=args.analyzer)
+        pool = load_pool(dataset, args.embedder, args.pool_depth, progress=progress, analyzer=args.analyzer,
+                         refresh=refresh)
     for text in dict.fromkeys(n for notes in pool.degraded for n in notes):
         note(f"degraded: {text}")
     return dataset, pool

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from eval.statistics.bootstrap import DEFAULT_RESAMPLES
 from eval.metrics.budget import DEFAULT_BUDGET
 from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
@@ -17,6 +19,8 @@ from eval.reports.report import (SHORT_NOTE, detail_header, detail_rows, intent_
                          short_notes, text_table)
 from eval.experiments.router_eval import router_lines
 from eval.cli.engine import add_context_options
+from eval.stores.history import DEFAULT_WAIT, dataset_lock
+from retrieval.dataset import load_dataset
 from eval.search.tune import in_sample_warning
 
 MAX_PERMUTATIONS = 1_000_000
@@ -138,6 +142,8 @@ def _replay(args, dataset, pool, options: ExperimentOptions, used) -> int:
 
 
 def cmd_report(args) -> int:
+    """Under the dataset's run lock (``eval.stores.history.dataset_lock``: safe from cron); the
+    three files are written as one (``retrieval.files.atomic_write_files``); one line on stdout."""
     if not args.out:
         raise ValueError("give the folder to write the report into with --out DIR")
     options = _options(args)
@@ -146,14 +152,18 @@ def cmd_report(args) -> int:
         check_sweep(args, args.sweep)
     elif args.param or args.sum or args.random:
         raise ValueError("--param, --sum and --random need --sweep PIPELINE")
-    dataset, pool = load_with_pool(args)
-    used = judgments(args, dataset)
-    experiment = _experiment(args, dataset, pool, options, used)
-    result = (run_sweep(args, dataset, pool, args.sweep, args.sweep_seed, qrels=used.qrels)
-              if args.sweep else None)
-    step(f"writing the report into {args.out}")
-    for path in experiment.write_report(args.out, result).values():
-        print(f"wrote {path}")
+    if not Path(args.dataset).is_dir():  # its one-line error, and no lock file for a mistyped path
+        load_dataset(args.dataset)
+    with dataset_lock(args.dataset, args.lock_wait):
+        dataset, pool = load_with_pool(args)
+        used = judgments(args, dataset, say=False)
+        experiment = _experiment(args, dataset, pool, options, used)
+        result = (run_sweep(args, dataset, pool, args.sweep, args.sweep_seed, qrels=used.qrels)
+                  if args.sweep else None)
+        step(f"writing the report into {args.out}")
+        paths = experiment.write_report(args.out, result)
+    print(f"wrote {', '.join(p.name for p in paths.values())} into {args.out} "
+          f"({experiment.evaluation.n_queries} judged queries; judgments: {used.label})")
     return 0
 
 
@@ -207,4 +217,6 @@ def register(sub) -> None:
     p.add_argument("--sweep", metavar="PIPELINE", help="also sweep this pipeline (with --param …)")
     add_sweep_options(p, seed_flag="--sweep-seed")
     p.add_argument("--out", metavar="DIR", help="folder to write the report into (required)")
+    p.add_argument("--lock-wait", type=float, default=DEFAULT_WAIT,
+                   help=f"seconds to wait for another check or report on the dataset (default {DEFAULT_WAIT:g})")
     p.set_defaults(func=cmd_report)

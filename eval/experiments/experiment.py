@@ -26,6 +26,7 @@ from eval.reports.report import eval_summary, write_report
 from eval.learning.router import evaluate_learned_router, prepare_pool, query_vectors
 from eval.experiments.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
 from eval.stores.configs import resolve_config
+from eval.stores.inputs import inputs_of, pipeline_hash
 from retrieval.candidates import Candidates
 from retrieval.dataset import Dataset
 from retrieval.pipeline import PipelineConfig
@@ -102,6 +103,7 @@ class Experiment:
     learned_router: RouterEvaluation | None = None  # the learned router, cross-validated (eval.learning.router)
     judgments: dict | None = None             # which judgments (stores.judgments.Judgments.to_json)
     bias: tuple[BiasRow, ...] = ()  # judged@k, nDCG'@k, bpref (eval.metrics.judgment_bias)
+    inputs: dict | None = None      # content hashes of the inputs (eval.stores.inputs), per pipeline
 
     @property
     def primary(self) -> str:
@@ -120,6 +122,7 @@ class Experiment:
             "intervals": self.intervals.describe() if self.intervals else None,
             "fewer_than_k": {p: {str(k): n for k, n in short.items()}
                              for p, short in self.evaluation.short_of().items()},
+            "inputs": self.inputs,
         }
 
     def summary(self) -> dict:
@@ -201,5 +204,7 @@ def run_experiment(pool: Candidates, dataset: Dataset,
     say("judgment bias (judged@k, nDCG'@k, bpref)")
     bias = bias_table(pool, qrels, rankings, base_label, metric_cutoff(options.primary) or 5,
                       options.alpha, options.permutations, options.seed)
+    inputs = inputs_of(dataset, qrels, None, pool.embedder, pool.analyzer).to_json()
+    inputs["pipeline"] = {label: pipeline_hash(config) for label, config in configs.items()}
     return Experiment(evaluation, significance, budget, router, base_label, options, intervals,
-                      learned, judgments, tuple(bias))
+                      learned, judgments, tuple(bias), inputs)

@@ -30,9 +30,10 @@ class ExperimentStore:
 
     def log(self, config: PipelineConfig, means: dict[str, float], source: str, dataset: Dataset,
             dataset_path: str, embedder: str, queries: int, baseline: PipelineConfig | None = None,
-            baseline_means: dict[str, float] | None = None) -> dict:
+            baseline_means: dict[str, float] | None = None, inputs: dict | None = None) -> dict:
         """Add one evaluation: the config as TOML, the dataset and its fingerprint, the embedder,
-        the means (and the baseline's, when given) over ``queries`` judged queries."""
+        the means (and the baseline's, when given) over ``queries`` judged queries, and the
+        content hashes of its inputs (``eval.stores.inputs.Inputs.to_json``), when given."""
         record = {
             "name": config.name, "source": source, "dataset": dataset.name, "dataset_path": dataset_path,
             "fingerprint": dataset.fingerprint, "embedder": embedder, "config": to_toml(config),
@@ -41,6 +42,8 @@ class ExperimentStore:
         if baseline is not None and baseline_means is not None:
             record["baseline"] = baseline.name
             record["baseline_metrics"] = {k: round(float(v), 6) for k, v in baseline_means.items()}
+        if inputs is not None:
+            record["inputs"] = dict(inputs)
         return self.add(record)
 
     def list(self) -> list[dict]:

@@ -1,9 +1,13 @@
 """Frozen snapshots (``SnapshotStore``): a configuration's results as they were, not re-scored.
 
 A snapshot keeps, per query, the metric values and the ranked document ids, together with the
-configuration (TOML), the dataset fingerprint and the judgments' version (a hash of the qrels it
-was scored with), so comparing two later shows what each returned then, whatever changed since.
-One JSON file per snapshot under ``$RWB_HOME/snapshots/<dataset>/``, written atomically.
+configuration (TOML), the dataset fingerprint, the judgments' version (a hash of the qrels it
+was scored with) and the content hashes of all its inputs (``eval.stores.inputs``), so comparing
+two later shows what each returned then, whatever changed since, and which input changed.
+One JSON file per snapshot under ``$RWB_HOME/snapshots/<dataset>/``, written atomically; the
+same record is what ``rwb snapshot --out FILE`` writes and ``rwb check --against`` reads
+(``snapshot_record``, ``read_snapshot``, ``write_snapshot``), so a snapshot frozen on the pages
+gates a CI run and one frozen by the command line shows on the pages.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 
 from eval.experiments.live import LiveRun
 from eval.stores.files import check_name, locked, read_json
+from eval.stores.inputs import Inputs, inputs_of, judgments_hash
 from retrieval.candidates import Candidates
 from retrieval.dataset import Dataset
 from retrieval.files import atomic_write_text, safe_component
@@ -23,13 +28,69 @@ from retrieval.index import rwb_home
 from retrieval.pipeline import to_toml
 
 KEEP = 10          # ranked ids kept per query
+DIGITS = 6         # per-query values and means are kept to this many decimals
 
 
-def judgments_version(qrels: dict) -> str:
-    """A short hash of the judgments (query → doc → grade) a run was scored with."""
-    ordered = {q: dict(sorted(d.items())) for q, d in sorted(qrels.items())}
-    text = json.dumps(ordered, sort_keys=True)
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
+def frozen_value(value) -> float | None:
+    """A per-query metric value as a snapshot keeps it: rounded, None where it is undefined."""
+    value = float(value)
+    return None if math.isnan(value) else round(value, DIGITS)
+
+
+def snapshot_record(name: str, ev: LiveRun, pool: Candidates, qrels: dict, inputs: Inputs,
+                    notes: str = "") -> dict:
+    """The frozen record of ``ev``'s results on ``pool``: per query the metric values and the
+    top ``KEEP`` document ids, the configuration, the judgments' version and the inputs."""
+    ranking = ev.run.ranking
+    queries = {}
+    for qi, qid in enumerate(pool.query_ids):
+        rows = ranking.for_query(qi)[:KEEP]
+        values = {m: frozen_value(v[qi]) for m, v in ev.values.items()}
+        ranked = [pool.doc_ids[int(pool.doc_idx[r])] for r in rows]
+        queries[qid] = {"values": values, "ranking": ranked}
+    return {"name": name, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "notes": notes,
+            "dataset": pool.dataset, "config_name": ev.config.name, "config": to_toml(ev.config),
+            "fingerprint": inputs.dataset_fingerprint, "judgments": judgments_hash(qrels),
+            "inputs": inputs.to_json(), "embedder": pool.embedder, "analyzer": pool.analyzer,
+            "pool_depth": pool.pool_depth,
+            "metrics": {k: round(float(v), DIGITS) for k, v in ev.means.items()},
+            "queries": queries}
+
+
+def check_record(record, where: str) -> dict:
+    """``record`` if it is a snapshot (queries → values and ranking); a one-line error naming
+    ``where`` otherwise."""
+    ok = (isinstance(record, dict) and isinstance(record.get("queries"), dict)
+          and isinstance(record.get("metrics", {}), dict)
+          and all(isinstance(q, dict) and isinstance(q.get("values"), dict)
+                  and isinstance(q.get("ranking"), list)
+                  and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                          for v in q["values"].values())
+                  for q in record["queries"].values()))
+    if not ok:
+        raise ValueError(f"{where} is not a frozen snapshot (expected the JSON `rwb snapshot` or the "
+                         "Reports page writes)")
+    return record
+
+
+def read_snapshot(path: str | Path) -> dict:
+    """A snapshot file (``rwb snapshot --out`` or one of the store's); one-line errors."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; give the snapshot's JSON file")
+    record = read_json(path, None)
+    if record is None:
+        raise ValueError(f"no snapshot file {path}")
+    return check_record(record, str(path))
+
+
+def write_snapshot(path: str | Path, record: dict) -> None:
+    """Write ``record`` to ``path`` atomically (a folder: a one-line error)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; give a file name for the snapshot")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(record, ensure_ascii=False, indent=1) + "\n")
 
 
 class SnapshotStore:
@@ -47,32 +108,31 @@ class SnapshotStore:
     def freeze(self, name: str, ev: LiveRun, pool: Candidates, qrels: dict,
                notes: str = "") -> dict:
         """Keep ``ev``'s results on ``pool`` under ``name`` (refused when the name is taken)."""
-        path = self._path(name)
-        ranking = ev.run.ranking
-        queries = {}
-        for qi, qid in enumerate(pool.query_ids):
-            rows = ranking.for_query(qi)[:KEEP]
-            values = {m: (None if math.isnan(float(v[qi])) else round(float(v[qi]), 6))
-                      for m, v in ev.values.items()}
-            ranked = [pool.doc_ids[int(pool.doc_idx[r])] for r in rows]
-            queries[qid] = {"values": values, "ranking": ranked}
-        record = {"name": name, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "notes": notes,
-                  "config_name": ev.config.name, "config": to_toml(ev.config),
-                  "fingerprint": self.dataset.fingerprint, "judgments": judgments_version(qrels),
-                  "metrics": {k: round(float(v), 6) for k, v in ev.means.items()},
-                  "queries": queries}
+        inputs = inputs_of(self.dataset, qrels, ev.config, pool.embedder, pool.analyzer)
+        return self.save(snapshot_record(name, ev, pool, qrels, inputs, notes))
+
+    def save(self, record: dict) -> dict:
+        """Keep a snapshot record (``snapshot_record``) under its name; refused when it is taken."""
+        path = self._path(record.get("name"))
+        check_record(record, f"snapshot {record.get('name')!r}")
         with locked(path):
             if path.exists():
-                raise ValueError(f"a snapshot named {name!r} exists; choose another name")
+                raise ValueError(f"a snapshot named {record['name']!r} exists; choose another name")
             atomic_write_text(path, json.dumps(record, ensure_ascii=False))
         return record
 
     def load(self, name: str) -> dict:
         record = read_json(self._path(name), None)
-        if not isinstance(record, dict) or not isinstance(record.get("queries"), dict):
-            raise ValueError(f"no snapshot {name!r}" if record is None
-                             else f"snapshot {name!r} is damaged")
-        return record
+        if record is None:
+            raise ValueError(f"no snapshot {name!r}")
+        try:
+            return check_record(record, f"snapshot {name!r}")
+        except ValueError:
+            raise ValueError(f"snapshot {name!r} is damaged") from None
+
+    def path_of(self, name: str) -> Path:
+        """Where the snapshot ``name`` is kept (for ``rwb check --against``)."""
+        return self._path(name)
 
 
 def compare(a: dict, b: dict, metric: str) -> list[dict]:

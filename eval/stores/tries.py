@@ -44,13 +44,17 @@ class TryStore:
         return self._load()["tries"]
 
     def add(self, config: PipelineConfig, source: str, changes: dict, means: dict[str, float],
-            baseline: str, baseline_means: dict[str, float], reason: str = "") -> dict:
-        """Keep ``config`` as a try; the last try itself when it holds the same configuration."""
+            baseline: str, baseline_means: dict[str, float], reason: str = "",
+            inputs: dict | None = None) -> dict:
+        """Keep ``config`` as a try; the last try itself when it holds the same configuration.
+        ``inputs``: the content hashes of what it was scored on (``eval.stores.inputs``)."""
         text = to_toml(config)
         record = {"source": source, "config": text, "changes": changes, "name": "", "notes": reason,
                   "metrics": {k: round(float(v), 6) for k, v in means.items()},
                   "baseline": baseline,
                   "baseline_metrics": {k: round(float(v), 6) for k, v in baseline_means.items()}}
+        if inputs is not None:
+            record["inputs"] = dict(inputs)
         json.dumps(record)              # refuse what cannot be stored before touching the file
         with locked(self.path):
             state = self._load()

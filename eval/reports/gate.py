@@ -1,0 +1,98 @@
+"""What ``rwb check`` writes about a ``eval.experiments.gate.GateResult``: one line for stdout
+(a cron mail, a CI log), a Markdown summary (a CI job summary, e.g. ``$GITHUB_STEP_SUMMARY``) and
+a JUnit XML report (one test case per gated metric, the most regressed queries in a failure's
+message; the Jenkins xunit-plugin ``junit-10.xsd`` layout that GitHub, GitLab and Jenkins read).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from xml.etree import ElementTree as ET
+
+from eval.experiments.gate import GateResult, MetricCheck
+from eval.reports.markup import code, md_inline
+from eval.stores.inputs import WORDS
+
+CLASSNAME = "rwb.check"
+
+
+def _p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _verdict(check: MetricCheck) -> str:
+    return "FAIL" if check.failed else "ok"
+
+
+def one_line(result: GateResult, dataset: str) -> str:
+    """``rwb check devmem rrf vs before: FAIL ndcg@5 -0.0412 (p 0.001); … · changed inputs: …``"""
+    parts = [f"{c.metric} {c.delta:+.4f} (p {_p(c.p_adjusted)}{' FAIL' if c.failed else ''})" for c in result.checks]
+    state = "FAIL" if result.failed else "PASS"
+    changed = f" · changed inputs: {', '.join(result.changed)}" if result.changed else ""
+    return (f"{state} {dataset} {result.pipeline} vs snapshot {result.snapshot!r}: " + "; ".join(parts)
+            + f" · {result.compared_queries} queries{changed}")
+
+
+def failure_message(check: MetricCheck, result: GateResult) -> str:
+    worst = ", ".join(f"{w.query} {w.frozen:.3f}→{w.current:.3f}" for w in check.worst)
+    return (f"{check.metric} fell from {check.frozen:.4f} to {check.current:.4f} ({check.delta:+.4f}, tolerated "
+            f"{check.threshold.delta:+g}; {result.test} p {_p(check.p_value)}, {result.correction}-corrected "
+            f"{_p(check.p_adjusted)} ≤ α {result.alpha:g}, {check.n} queries); most regressed: {worst}")
+
+
+def markdown_summary(result: GateResult, dataset: str) -> str:
+    """The check as a Markdown section: verdict, one row per metric, the regressed queries and
+    the inputs that changed."""
+    state = "❌ regression" if result.failed else "✅ no significant regression"
+    lines = [f"## rwb check · {md_inline(dataset)} · {code(result.pipeline)} vs snapshot {code(result.snapshot)}", "",
+             f"**{state}** · {result.compared_queries} queries compared · {md_inline(result.test)} test, "
+             f"{md_inline(result.correction)} correction across {len(result.checks)} metric(s), α {result.alpha:g}", "",
+             "| metric | snapshot | now | Δ | tolerated Δ | p (corrected) | result |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for c in result.checks:
+        lines.append(f"| {md_inline(c.metric)} | {c.frozen:.4f} | {c.current:.4f} | {c.delta:+.4f} | "
+                     f"{c.threshold.delta:+g} | {_p(c.p_value)} ({_p(c.p_adjusted)}) | {_verdict(c)} |")
+    for c in result.failed:
+        lines += ["", f"**{md_inline(c.metric)}**: most regressed queries", "",
+                  "| query | snapshot | now | Δ |", "|---|---:|---:|---:|"]
+        lines += [f"| {md_inline(w.query)} | {w.frozen:.4f} | {w.current:.4f} | {w.delta:+.4f} |" for w in c.worst]
+    lines.append("")
+    if result.changed:
+        lines.append("Changed since the snapshot: " + ", ".join(WORDS[n] for n in result.changed) + ".")
+    else:
+        lines.append("Inputs unchanged since the snapshot (corpus, queries, judgments, pipeline, embedder, index).")
+    if result.dropped_queries:
+        lines.append(f"{len(result.dropped_queries)} queries are in only one of the two query sets and were left out.")
+    return "\n".join(lines) + "\n"
+
+
+def junit_xml(result: GateResult, dataset: str, seconds: float = 0.0) -> str:
+    """One ``<testsuite>`` (in ``<testsuites>``) with a ``<testcase>`` per gated metric; a failed
+    metric carries a ``<failure>`` naming the drop and the most regressed queries."""
+    failures = len(result.failed)
+    suites = ET.Element("testsuites", name="rwb check", tests=str(len(result.checks)), failures=str(failures),
+                        errors="0", time=f"{seconds:.3f}")
+    suite = ET.SubElement(suites, "testsuite", name=f"rwb check {dataset} {result.pipeline}",
+                          tests=str(len(result.checks)), failures=str(failures), errors="0", skipped="0",
+                          time=f"{seconds:.3f}", timestamp=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                          hostname=socket.gethostname() or "localhost")
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("snapshot", result.snapshot), ("test", result.test), ("correction", result.correction),
+                        ("alpha", f"{result.alpha:g}"), ("changed_inputs", ",".join(result.changed)),
+                        *((f"input.{k}", v) for k, v in result.inputs.to_json().items())):
+        ET.SubElement(props, "property", name=name, value=str(value))
+    for c in result.checks:
+        case = ET.SubElement(suite, "testcase", name=f"{c.metric} (tolerated {c.threshold.delta:+g})",
+                             classname=f"{CLASSNAME}.{dataset}.{result.pipeline}", time="0")
+        if c.failed:
+            message = failure_message(c, result)
+            failure = ET.SubElement(case, "failure", type="regression", message=message)
+            failure.text = "\n".join([message, *(f"{w.query}: {w.frozen:.4f} -> {w.current:.4f} ({w.delta:+.4f})"
+                                                 for w in c.worst)])
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = (f"{c.metric}: {c.frozen:.4f} -> {c.current:.4f} ({c.delta:+.4f}), p {_p(c.p_adjusted)}, "
+                        f"{c.n} queries")
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
