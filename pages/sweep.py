@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from eval.experiments import views
+
 from eval.search import tune as tune_mod
 from eval.stores import configs as cfg
 from pages import _charts as ch
@@ -51,8 +53,15 @@ def source_of(label: str) -> str:
 
 
 def on_apply_config(config, label: str, what: str) -> None:
+    """Apply ``config`` to Tune and go there; Tune's toast says what changed."""
+    changes = views.config_changes(tn.config(), config)
     tn.set_config(config, source_of(label))
-    st.session_state["sweep_flash"] = f"{what} applied to Tune."
+    st.session_state["tune_flash"] = f"{what} applied: {md(changes)}."
+    st.session_state["sweep_goto_tune"] = True     # a callback cannot switch pages: the run does
+
+
+if st.session_state.pop("sweep_goto_tune", False):
+    st.switch_page("pages/tune.py")
 
 
 def on_save_config(config, label: str, name_key: str) -> None:
@@ -108,7 +117,7 @@ if page_mode == "Optimise":
         st.caption(f"{len(picked)} parameter(s) · {int(trials)} trials per search · {int(folds)} outer folds × "
                    f"{tune_mod.DEFAULT_INNER_FOLDS} inner (the guard against the default) · {n_judged} judged queries")
         opt_clicked = st.button("Run optimiser", type="primary", icon=":material/play_arrow:", key="opt_run",
-                                use_container_width=True, disabled=not picked)
+                                width="stretch", disabled=not picked)
     if opt_clicked:
         asked = f"{int(trials)} trials per search × {int(folds) + 1} searches ({int(folds)} outer folds + final)"
         bar = st.progress(0.0, text=f"Optimising: {asked}…")
@@ -148,15 +157,15 @@ if page_mode == "Optimise":
                    "train": f.train_mean, "held-out": f.test_mean} for f in tuned.outer],
                  hide_index=True, key="opt_folds_table")
     acts = st.columns([1, 1, 1, 2])
-    acts[0].button("Apply to Tune", icon=":material/tune:", key="opt_apply", use_container_width=True,
+    acts[0].button("Apply to Tune", icon=":material/tune:", key="opt_apply", width="stretch",
                    on_click=on_apply_config, args=(tuned.final_config, opt_label, "Optimised setting"))
-    with acts[1].popover("Save as profile", icon=":material/save:", use_container_width=True):
+    with acts[1].popover("Save as profile", icon=":material/save:", width="stretch"):
         st.text_input("Profile name", key="opt_profile_name", placeholder="e.g. rrf-optimised")
         st.button("Save", type="primary", key="opt_save", on_click=on_save_config,
                   args=(tuned.final_config, opt_label, "opt_profile_name"))
     acts[2].download_button("Download TOML", tuned.to_toml(), file_name=f"{tuned.final_config.name}.toml",
                             mime="application/toml", icon=":material/download:", key="opt_download",
-                            use_container_width=True)
+                            width="stretch")
     flash()
     st.stop()
 
@@ -209,7 +218,7 @@ with st.container(border=True):
     # a fixed label and key: a label with the settings count changed as a value was typed, and the
     # changed button lost the click that followed the typing
     go_clicked = r[2].button("Run sweep", type="primary", icon=":material/play_arrow:", key="sweep_run",
-                             use_container_width=True, disabled=same_axis)
+                             width="stretch", disabled=same_axis)
     st.caption(":orange[Pick two different knobs.]" if same_axis else
                f"{n_settings:,} settings × {int(folds)} folds")
 
@@ -265,12 +274,12 @@ cols[3].markdown(f"**Setting** {settings_text}  \n{len(result.scores)} settings 
 
 actions = st.columns([1, 1, 1, 2])
 actions[0].button("Apply winner to Tune", icon=":material/tune:", on_click=on_apply_config,
-                  args=(result.best_config, st.session_state["sweep_base"], "Winner"), use_container_width=True)
-with actions[1].popover("Save as profile", icon=":material/save:", use_container_width=True):
+                  args=(result.best_config, st.session_state["sweep_base"], "Winner"), width="stretch")
+with actions[1].popover("Save as profile", icon=":material/save:", width="stretch"):
     st.text_input("Profile name", key="sweep_profile_name", placeholder="e.g. rrf-swept")
     st.button("Save", on_click=on_save_config, type="primary", key="sweep_save",
               args=(result.best_config, st.session_state["sweep_base"], "sweep_profile_name"))
-if actions[2].button("Log experiment", icon=":material/science:", use_container_width=True):
+if actions[2].button("Log experiment", icon=":material/science:", width="stretch"):
     ws.log_experiment(best_cfg, best_ev.means, "sweep", base_ev.means)
     st.toast("Logged the winner; see Reports.")
 flash()
@@ -293,7 +302,7 @@ with right:
         st.plotly_chart(fig, config=ch.CONFIG, key="sweep_rrfk_chart")
         best_k = curve.best_params["rrf.rrf_k"]
         st.button(f"Apply the winner with the curve's rrf_k = {best_k:g}", key="sweep_apply_k",
-                  on_click=on_apply_config, use_container_width=True,
+                  on_click=on_apply_config, width="stretch",
                   args=(kn.apply(result.best_config, "rrf.rrf_k", best_k), st.session_state["sweep_base"],
                         f"Winner with rrf_k = {best_k:g}"),
                   help="The curve was measured at the starting weights: check the result on Tune.")

@@ -20,6 +20,7 @@ from pages import _tables as tb
 from pages import _tune_state as tn
 from pages import _errors as er
 from pages import _queue as qu
+from pages import _snapshots as snaps
 from pages import _tries as tr
 from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
@@ -90,6 +91,7 @@ def on_grade(qid: str, doc: str, key: str) -> None:
         st.session_state["tune_flash"] = f":red[{md(error)}]"
         return
     st.session_state["tune_flash"] = f"Judged {md(doc)} = {value} for {md(qid)}."
+    st.session_state["tune_regraded"] = True      # the sidebar's count changes too: a full rerun
 
 
 def on_grade_all(qid: str, docs: list[str]) -> None:
@@ -105,6 +107,7 @@ def on_grade_all(qid: str, docs: list[str]) -> None:
                 return
             saved += 1
     st.session_state["tune_flash"] = f"Saved {saved} grade(s) for {md(qid)}."
+    st.session_state["tune_regraded"] = True
 
 
 def grade_row(prefix: str, qid: str, result, grade, width) -> None:
@@ -128,7 +131,7 @@ def header() -> None:
     row = st.columns([3, 1.25], vertical_alignment="bottom")
     row[0].selectbox("Start from", labels, key="tune_source_pick", format_func=s.format_label, on_change=on_source,
                      help="A seed pipeline, one of seed 001's profiles, or a saved profile.")
-    row[1].button("Reset", on_click=on_reset, use_container_width=True,
+    row[1].button("Reset", on_click=on_reset, width="stretch",
                   help="Reset every knob to the chosen starting point.")
 
 
@@ -165,7 +168,7 @@ def knob_panel(config, routed: str | None) -> str | None:
                 st.caption(f":orange[Band order: {md(warning)}: a less trusted band now weighs more.]")
     if not any(kn.pane_of(r.path) == "confidence" for r in refs):
         st.button("Add F_conf / F_vit (seed 001's adaptive fusion)", on_click=on_quality, key="tune_quality",
-                  use_container_width=True, help="Switch the fusion to adaptive: confidence and vitality "
+                  width="stretch", help="Switch the fusion to adaptive: confidence and vitality "
                                                  "factors on top of the weighted paths.")
     if config.fusion in ("vector", "bm25"):
         st.caption("Single-path baseline: no weights to tune. Pick a fusion method above.")
@@ -197,7 +200,7 @@ def query_picker() -> None:
     picks[2].segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True,
                                disabled=c is None,
                                help="Grade: one click per result sets its judgment for this query.")
-    row = st.columns([2.3, 0.75, 0.85, 1.05], vertical_alignment="center")   # one row, no tall column
+    row = st.columns([2.0, 0.75, 0.85, 1.05, 0.85], vertical_alignment="center")   # one row, no tall column
     row[1].toggle("Fisher p", key="tune_fisher", disabled=c is None,
                   help="Fisher's randomization test instead of the paired t-test (10,000 "
                        "permutations; computed once per configuration).")
@@ -207,6 +210,9 @@ def query_picker() -> None:
     row[3].toggle("Judging queue", key="tune_queue", disabled=c is None,
                   help="The unjudged results in this configuration's or the baseline's top 5, "
                        "by how far one grade could swing the comparison; grade them here.")
+    row[4].toggle("Snapshots", key="tune_snapshots", disabled=c is None,
+                  help="Compare two frozen snapshots: mean metrics, per-query deltas, both "
+                       "rankings with their text (Freeze keeps the current knobs' results).")
     if qi is not None:
         with row[0]:
             tr.query_note(store, c.query_ids[qi])
@@ -220,8 +226,8 @@ def query_pick(state) -> tuple[int | None, str]:
 def actions() -> None:
     """Save, log, export and tries, outside the live fragment: a knob move does not redraw them,
     and each reads the knobs when it is pressed."""
-    b = st.columns(4)
-    with b[0].popover("Save…", use_container_width=True):
+    b = st.columns(5)
+    with b[0].popover("Save…", width="stretch"):
         st.text_input("Profile name", key="tune_profile_name", placeholder="e.g. debug-heavier-bm25")
         st.button("Save", on_click=on_save_profile, type="primary", key="tune_save_profile")
         pending = st.session_state["tune_overwrite"]
@@ -229,14 +235,14 @@ def actions() -> None:
             st.warning(f"A profile named **{md(pending)}** exists.")
             st.button(f"Overwrite {pending}", on_click=on_save_profile, args=(True,),
                       key="tune_overwrite_yes")
-    if b[1].button("Log experiment", use_container_width=True, disabled=c is None,
+    if b[1].button("Log experiment", width="stretch", disabled=c is None,
                    help="Store config, dataset fingerprint and metrics."):
         scored = st.session_state.get(tn.SCORED)
         if scored is not None and scored[0] == tn.config():   # the scores of the knobs shown
             config, means, _, baseline_means = scored
             entry = ws.log_experiment(config, means, "tune", baseline_means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
-    with b[2].popover("Export…", use_container_width=True):  # the engine's own configuration
+    with b[2].popover("Export…", width="stretch"):  # the engine's own configuration
         from eval.export import EXPORTERS, export_config
 
         engine = st.selectbox("Engine", list(EXPORTERS), key="tune_export_engine",
@@ -250,8 +256,12 @@ def actions() -> None:
                                    icon=":material/download:")
             except ValueError as error:  # what the engine cannot express, named (not a fault)
                 st.info(md(str(error)))
+    b[3].button("Freeze", icon=":material/ac_unit:", width="stretch", disabled=c is None, key="tune_freeze",
+                on_click=snaps.on_freeze_tune, args=(ws,),
+                help="Freeze the current knobs' rankings and per-query values as a snapshot (named "
+                     "after the fusion and the time) to compare later, here or on Reports.")
     if c is not None:
-        with b[3]:
+        with b[4]:
             tr.panel(store, s.PRIMARY, s.metric_label(s.PRIMARY))
 
 
@@ -264,6 +274,8 @@ def live() -> None:
     fragment_run = bool(ctx is not None and ctx.fragment_ids_this_run)
     if not fragment_run:
         started = st.session_state.get(s.K_RUN_STARTED, started)
+    if st.session_state.pop("tune_regraded", False) and fragment_run:
+        st.rerun()       # a grade from inside the fragment: the sidebar's judgment count follows
 
     state = tn.state()                    # the one source: the knobs show it and it ranks
     config = state.config
@@ -350,7 +362,7 @@ def live() -> None:
         if ev is not None and st.session_state.get("tune_query_list"):
             label = s.metric_label(s.PRIMARY)
             st.dataframe(views.query_table(pool, ev, base_ev, qrels, s.PRIMARY), hide_index=True,
-                         use_container_width=True, column_config={
+                         width="stretch", column_config={
                              "score": st.column_config.NumberColumn(label, format="%.4f"),
                              "baseline": st.column_config.NumberColumn(f"baseline {label}", format="%.4f"),
                              "delta": st.column_config.NumberColumn("Δ", format="%+.4f")})
@@ -375,3 +387,7 @@ st.caption(f"**{md(ws.dataset.name)}** · every knob re-scores the whole query s
 query_picker()
 actions()
 live()
+if c is not None and st.session_state.get("tune_snapshots"):
+    with st.container(border=True, key="tune_snapshots_pane"):
+        st.markdown("**Snapshots**")
+        snaps.section(ws, prefix="tune_snap")

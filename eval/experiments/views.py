@@ -216,3 +216,44 @@ def queue(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, document
     rows = [QueueRow(h, " ".join(query_text.get(h.query_id, "").split()),
                      " ".join(texts.get(h.doc_id, "").split())) for h in found[:limit]]
     return rows, len(found)
+
+
+def snapshot_means(a: dict, b: dict) -> list[dict]:
+    """Two frozen snapshots' mean metrics (``eval.stores.snapshots`` records) side by side: per
+    metric both hold, A, B and B − A."""
+    ma, mb = a.get("metrics") or {}, b.get("metrics") or {}
+    return [{"metric": metric_label(m), "A": ma[m], "B": mb[m], "delta": round(mb[m] - ma[m], 6)}
+            for m in ma if m in mb]
+
+
+def snapshot_rankings(a: dict, b: dict, query_id: str, documents, width: int = 160) -> list[dict]:
+    """One query's two frozen rankings side by side, rank for rank, with each document's text
+    (its first ``width`` characters) — what a reader compares, not ids alone."""
+    texts = {d.id: " ".join(d.text.split()) for d in documents}
+    ra = a["queries"].get(query_id, {}).get("ranking", [])
+    rb = b["queries"].get(query_id, {}).get("ranking", [])
+    rows = []
+    for i in range(max(len(ra), len(rb))):
+        da, db = (ra[i] if i < len(ra) else ""), (rb[i] if i < len(rb) else "")
+        rows.append({"rank": i + 1, "A": da, "A text": texts.get(da, "")[:width],
+                     "B": db, "B text": texts.get(db, "")[:width]})
+    return rows
+
+
+def config_changes(before: PipelineConfig, after: PipelineConfig, limit: int = 6) -> str:
+    """What applying ``after`` over ``before`` changes, in words: ``fusion rrf → wsum``, then
+    each knob whose value differs (``rrf.rrf_k 60 → 10``), the first ``limit`` and a count."""
+    from retrieval.pipeline import knobs
+
+    if before.fusion != after.fusion:
+        return f"fusion {before.fusion} → {after.fusion}"
+    old = {ref.path: ref.value for ref in knobs(before)}
+    changed = [(ref.path, old.get(ref.path), ref.value) for ref in knobs(after)
+               if old.get(ref.path) != ref.value]
+
+    def show(value) -> str:
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    words = [f"{path} {show(a)} → {show(b)}" for path, a, b in changed[:limit]]
+    more = len(changed) - limit
+    return ("; ".join(words) + (f"; and {more} more" if more > 0 else "")) if words else "no knob changed"
