@@ -1,0 +1,82 @@
+"""AppTest for issue 33's daily-use fixes on the pages: snapshots on Tune (one click) and their
+comparison (mean metrics, rankings with text), the notes form cleared after saving, integer knobs
+drawn as integers, and no command-line flag as a form label."""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+
+from eval.stores.snapshots import SnapshotStore
+from retrieval.dataset import load_dataset
+from tests.test_app import TINY, frame_with, goto, run, start
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("rwb-home-daily")
+
+
+@pytest.fixture
+def app(home, monkeypatch):
+    yield start(home, monkeypatch)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def test_tune_freezes_in_one_click_and_compares_means_and_rankings_with_text(app, home):
+    at = run(app.button(key="tune_freeze").click())                   # rrf, the default
+    at = run(at.slider(key="tune_k_rrf.w_sparse").set_value(0.0))    # dense only
+    at = run(at.button(key="tune_freeze").click())
+    names = SnapshotStore(load_dataset(TINY), home).names()
+    assert len(names) == 2 and all(n.startswith("rrf-") for n in names)
+    at = run(at.toggle(key="tune_snapshots").set_value(True))
+    at = run(at.selectbox(key="tune_snap_a").set_value(names[0]))
+    at = run(at.selectbox(key="tune_snap_b").set_value(names[1]))
+    a, b = (SnapshotStore(load_dataset(TINY), home).load(n) for n in names)
+    means = frame_with(at, "metric", "A", "B", "delta")
+    assert list(means["metric"]) == ["nDCG@5", "Recall@5", "MRR@5", "P@5", "Hit@5"]
+    assert list(means["A"]) == pytest.approx([a["metrics"][m] for m in a["metrics"]])
+    assert list(means["delta"]) == pytest.approx(list(means["B"] - means["A"]), abs=1e-6)
+    per_query = frame_with(at, "query", "A", "B", "delta", without="metric")
+    assert sorted(per_query["query"]) == ["q1", "q2", "q3", "q4"]
+
+
+def test_snapshot_rankings_side_by_side_carry_the_documents_text():
+    from eval.experiments.views import snapshot_rankings
+
+    a = {"queries": {"q1": {"ranking": ["d03", "d05"]}}}
+    b = {"queries": {"q1": {"ranking": ["d05"]}}}
+    rows = snapshot_rankings(a, b, "q1", load_dataset(TINY).documents, width=20)
+    assert rows == [
+        {"rank": 1, "A": "d03", "A text": "ERR_CONN_REFUSED fro", "B": "d05",
+         "B text": "The connection refus"},
+        {"rank": 2, "A": "d05", "A text": "The connection refus", "B": "", "B text": ""}]
+
+
+def test_reports_snapshot_form_clears_after_saving(app, home):
+    at = goto(app, "pages/reports.py")
+    at.selectbox(key="snap_config").set_value("vector")
+    at.text_input(key="snap_name").set_value("first")
+    at.text_input(key="snap_notes").set_value("before the change")
+    at = run(at.button(key="snap_freeze").click())
+    assert at.text_input(key="snap_notes").value == ""
+    assert at.text_input(key="snap_name").value == ""
+    at.text_input(key="snap_name").set_value("second")
+    at = run(at.button(key="snap_freeze").click())
+    store = SnapshotStore(load_dataset(TINY), home)
+    assert (store.load("first")["notes"], store.load("second")["notes"]) == ("before the change", "")
+
+
+def test_integer_valued_knobs_are_drawn_without_decimals(app):
+    slider = app.slider(key="tune_k_rrf.rrf_k")
+    assert slider.value == 60 and slider.proto.format == "%d"            # "60", not "60.00"
+    assert app.slider(key="tune_k_rrf.w_sparse").proto.format != "%d"   # a weight keeps its decimals
+
+
+def test_no_command_line_flag_is_a_form_label(app):
+    at = goto(app, "pages/data.py")
+    at = run(at.selectbox(key="data_import_kind").set_value("beir"))
+    labels = [w.label for w in (*at.text_input, *at.checkbox, *at.selectbox, *at.number_input)]
+    assert "Split" in labels
+    assert not [label for label in labels if label.startswith("-")]
