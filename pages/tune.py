@@ -13,6 +13,7 @@ import streamlit as st
 from eval.stores import configs as cfg
 from eval.experiments import views
 from eval.experiments.live import evaluate_config
+from eval.search.tune import in_sample_warning
 from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as s
@@ -153,9 +154,12 @@ def knob_panel(config, routed: str | None) -> str | None:
         st.session_state["tune_pane"] = panes[0]
     pane = st.segmented_control("Knobs", panes, key="tune_pane", required=True, format_func=kn.PANES.get,
                                 label_visibility="collapsed")
+    weights = views.learned_weights(config)           # a linear learned model: a table, not sliders
     for ref in refs:
-        if kn.pane_of(ref.path) == pane:
+        if kn.pane_of(ref.path) == pane and not (weights and ".weights." in ref.path):
             kn.render(ref, pool_depth, before, now)
+    if weights and pane == "fusion":
+        weights_table(weights)
     if pane in ("confidence", "vitality"):
         quality = next((r for r in refs if r.path.endswith(".quality.conf_high")), None)
         if quality is not None:
@@ -173,6 +177,34 @@ def knob_panel(config, routed: str | None) -> str | None:
     if config.fusion in ("vector", "bm25"):
         st.caption("Single-path baseline: no weights to tune. Pick a fusion method above.")
     return edit_profile
+
+
+def on_weights(key: str, paths: list[str]) -> None:
+    """An edited weight in the learned model's table: each changed row is one knob move."""
+    edited = (st.session_state.get(key) or {}).get("edited_rows", {})
+    for row, change in sorted(edited.items()):
+        if "weight" in change and change["weight"] is not None:
+            tn.update(("knob", paths[int(row)], float(change["weight"])), pool_depth)
+    st.session_state["tune_weights_n"] = st.session_state.get("tune_weights_n", 0) + 1   # a fresh table
+
+
+def weights_table(rows: list[dict]) -> None:
+    """Feature → weight of the linear learned model, the top contributors first; a weight is
+    editable (over the standardised feature, as the TOML holds it)."""
+    key = f"tune_weights_{st.session_state.get('tune_weights_n', 0)}"
+    st.caption(f"Learned linear model · {len(rows)} features, largest |weight| first · score = "
+               "Σ weight × (feature − mean) / scale · features: `retrieval/features.py`")
+    st.data_editor(
+        [{"feature": r["feature"], "weight": r["weight"]} for r in rows], key=key, hide_index=True,
+        height=min(36 + 35 * len(rows), 320), width="stretch", disabled=["feature"],
+        on_change=on_weights, args=(key, [r["path"] for r in rows]),
+        column_config={
+            "feature": st.column_config.TextColumn(
+                "feature", help="the candidate table's feature the weight multiplies "
+                                "(retrieval.features: dense_*, bm25_*, time, metadata, type:*, q_*)"),
+            "weight": st.column_config.NumberColumn(
+                "weight", format="%+.3f", step=0.01,
+                help="weight of the standardised feature (x − mean) / scale; edit to move it")})
 
 
 def on_pick(kind: str, key: str) -> None:
@@ -307,6 +339,7 @@ def live() -> None:
         if fisher:
             with st.spinner("Fisher's randomization test: 10,000 permutations per metric…"):
                 ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, rev, ws.baseline, config)
+        in_sample = in_sample_warning(state.source, ws.dataset.fingerprint) if c is not None else None
         view = views.tune_view(
             config, ws.dataset.documents, pool=pool, ev=ev, baseline=ws.baseline, base_ev=base_ev, qrels=qrels,
             base_pool=(s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline)
@@ -315,6 +348,12 @@ def live() -> None:
             free_text=ws.free_text(free_text) if qi is None and free_text else None,
             metrics=s.METRICS, primary=s.PRIMARY, fisher=ps)
         summary = ""
+        badges = list(view.badges)
+        if in_sample and view.rows:        # fitted on these very queries: every figure says so
+            for row in view.rows:
+                row["p_text"] = f"{row['p_text']} · in-sample"
+                row["help"] = f"{row['help']} (in-sample: {in_sample.removeprefix('warning: ')})"
+            badges.insert(0, ("orange", "in-sample: " + in_sample.split(": ", 1)[-1]))
         if view.rows:
             test = ("Fisher's randomization test (10,000 permutations, cached per configuration)" if fisher
                     else "paired t-test")
@@ -327,8 +366,8 @@ def live() -> None:
             summary += "<br>" + tb.query_score_html(view.score, s.metric_label(view.score.metric))
         if qi is None and not free_text:
             st.info("Type a query to search the corpus with the current knobs.")
-        if view.rows or view.badges:
-            st.html(tb.summary_html(view.rows, summary, view.badges))   # one element: cards, caption, badges
+        if view.rows or badges:
+            st.html(tb.summary_html(view.rows, summary, badges))   # one element: cards, caption, badges
         response, baseline, judgments = view.response, view.baseline, view.judgments
         if response is not None:
             grading = qi is not None and st.session_state["tune_rows"] == "Grade"

@@ -80,3 +80,29 @@ def test_no_command_line_flag_is_a_form_label(app):
     labels = [w.label for w in (*at.text_input, *at.checkbox, *at.selectbox, *at.number_input)]
     assert "Split" in labels
     assert not [label for label in labels if label.startswith("-")]
+
+
+def test_a_learned_linear_model_on_tune_reads_as_features_labelled_in_sample(app):
+    at = goto(app, "pages/sweep.py")
+    at = run(at.segmented_control(key="sweep_page_mode").set_value("Learn"))
+    at = run(at.segmented_control(key="learn_model").set_value("linear"))
+    at = run(at.number_input(key="learn_folds").set_value(2))
+    at = run(at.number_input(key="learn_inner").set_value(2))
+    at = run(at.toggle(key="learn_guard").set_value(False))
+    at = run(at.button(key="learn_run").click())
+    at = run(at.button(key="learn_apply").click())
+    assert at.title[0].value == "Tune"
+    config = at.session_state["tune_state"].config
+    weights = {w.name: w.weight for w in config.params.weights}
+    assert not [s for s in at.slider if ".weights." in s.key]          # no 44 sliders called "weight"
+    table = next(e for e in at.dataframe if "feature" in e.value.columns)
+    shown = table.value
+    assert list(shown["feature"]) == sorted(weights, key=lambda n: (-abs(weights[n]), n))
+    assert list(shown["weight"]) == pytest.approx([weights[n] for n in shown["feature"]])
+    cards = " ".join(b.proto.body for b in at.get("html") if "rwb-card" in b.proto.body)
+    assert cards.count("in-sample</span>") >= 6                        # every card, judged@5 too
+    assert "in-sample: " in cards                                       # and the badge says why
+    start = at.selectbox(key="tune_source_pick")
+    label = start.format_func(start.value)                              # not "file · c226fda5….toml"
+    assert label.startswith("▸ learned linear") and " · tiny · held-out nDCG@5 " in label
+

@@ -10,6 +10,7 @@ score and its delta against the baseline. It reuses the runs it is given (no ext
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -257,3 +258,47 @@ def config_changes(before: PipelineConfig, after: PipelineConfig, limit: int = 6
     words = [f"{path} {show(a)} → {show(b)}" for path, a, b in changed[:limit]]
     more = len(changed) - limit
     return ("; ".join(words) + (f"; and {more} more" if more > 0 else "")) if words else "no knob changed"
+
+
+def file_label(path: str) -> str:
+    """A readable name for a pipeline file: what its ``[tuning]`` table says it is — ``learned
+    linear · devmem · held-out nDCG@5 0.512`` — else the file's name (read once per version of
+    the file: a selectbox names its options on every rerun)."""
+    import os
+
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        stamp = 0
+    return _file_label(path, stamp)
+
+
+@functools.lru_cache(maxsize=256)
+def _file_label(path: str, stamp: int) -> str:
+    from pathlib import Path
+
+    from eval.search.tune import tuning_table
+
+    table = tuning_table(path) or {}
+    name = Path(path).name
+    if not table:
+        return name
+    tool = str(table.get("tool", ""))
+    what = (f"learned {table.get('chosen') or table.get('model', '')}".strip() if tool == "rwb learn"
+            else f"tuned {table.get('pipeline', '')}".strip())
+    held = table.get("held_out")
+    parts = [what, str(table.get("dataset", ""))]
+    if isinstance(held, (int, float)):
+        parts.append(f"held-out {metric_label(str(table.get('metric', '')))} {held:.3f}")
+    return " · ".join(p for p in parts if p)
+
+
+def learned_weights(config: PipelineConfig) -> list[dict]:
+    """A linear learned pipeline's weights as rows — feature, weight, and the knob path an edit
+    sets — the largest |weight| first (ties by name); [] for any other pipeline."""
+    params = config.params
+    if config.fusion != "learned" or getattr(params, "model", "") != "linear":
+        return []
+    rows = [{"feature": w.name, "weight": float(w.weight),
+             "path": f"{config.fusion}.weights.{w.name}.weight"} for w in params.weights]
+    return sorted(rows, key=lambda r: (-abs(r["weight"]), r["feature"]))
