@@ -131,7 +131,8 @@ def show(r: LearnResult, default_label: str, on_apply: Callable, on_save: Callab
     acts = st.columns([1, 1, 1, 1])
     acts[0].button("Apply to Tune", icon=":material/tune:", key="learn_apply",
                    width="stretch", on_click=on_apply,
-                   args=(config, source, "Learned pipeline"))
+                   args=(config, source, f"Learned pipeline (held-out {r.comparisons[0].delta:+.3f} vs "
+                                         f"{r.comparisons[0].name}, p {hx.fmt_p(r.comparisons[0].p_fisher)})"))
     with acts[1].popover("Save as profile", icon=":material/save:", width="stretch"):
         st.text_input("Profile name", key="learn_profile_name", placeholder="e.g. learned-devmem")
         st.button("Save", type="primary", key="learn_save", on_click=on_save,

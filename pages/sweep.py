@@ -150,6 +150,10 @@ if page_mode == "Optimise":
                    help="The procedure run on all queries; its score on them is optimistic.")
     final_text = (" · ".join(f"{code(k)} = {v:g}" for k, v in tuned.final.params.items())
                   if tuned.final.kind == "tuned" else f"default {code(tuned.base.name)} kept")
+    if tuned.final.kind == "tuned":
+        for edge in views.on_edge(tuned.final.params, {sp.name: (sp.lo, sp.hi) for sp in tuned.space}):
+            st.warning(f"Final setting on the edge: {md(edge)}; the best value may lie outside the "
+                       "range searched.", icon=":material/warning:")
     st.markdown(f"**Final setting** {final_text}  \n{tuned.n_configs} configurations in {tuned.seconds:.1f} s · "
                 f"{tuned.sampler}, {tuned.trials} trials, {tuned.folds} folds, seed {tuned.seed}")
     st.dataframe([{"fold": f.fold, "held out": len(f.test_ids), "chosen": f.kind,
@@ -158,7 +162,9 @@ if page_mode == "Optimise":
                  hide_index=True, key="opt_folds_table")
     acts = st.columns([1, 1, 1, 2])
     acts[0].button("Apply to Tune", icon=":material/tune:", key="opt_apply", width="stretch",
-                   on_click=on_apply_config, args=(tuned.final_config, opt_label, "Optimised setting"))
+                   on_click=on_apply_config,
+                   args=(tuned.final_config, opt_label, f"Optimised setting (held-out {d.delta:+.3f} vs "
+                                                        f"{d.name}, p {hx.fmt_p(d.p_fisher)})"))
     with acts[1].popover("Save as profile", icon=":material/save:", width="stretch"):
         st.text_input("Profile name", key="opt_profile_name", placeholder="e.g. rrf-optimised")
         st.button("Save", type="primary", key="opt_save", on_click=on_save_config,
@@ -264,17 +270,27 @@ cols[1].metric(f"winner vs baseline {ws.baseline.name}", f"{vs_base['value']:.3f
                delta_description=f"p {vs_base['p_text']}", border=True,
                help=f"The winner's {sh.metric_label(m)} on all queries; the baseline scores {vs_base['baseline']:.3f}. "
                     "p: paired t-test over the counted queries.")
-cols[2].metric("held-out (CV)", f"{result.held_out_mean:.3f}", delta=f"{result.held_out_mean - result.train_mean:+.3f}",
-               delta_description="vs train", border=True,
-               help="Mean over folds of the training-fold winner's score on its held-out fold.")
+gain, gain_p = views.sweep_held_out(c, ws.judged()[1], result)
+cols[2].metric("held-out (CV)", f"{result.held_out_mean:.3f}", delta=f"{gain:+.3f}",
+               delta_description=f"vs start · p {hx.fmt_p(gain_p)}", border=True,
+               help="Each query scored by the winner of the folds that held it out, against the "
+                    "start pipeline on the same queries (paired t-test): how much of the gain "
+                    "survives on queries the sweep did not pick on.")
 settings_text = " · ".join(f"{code(k)} = {v:g}" for k, v in result.best_params.items())
 cols[3].markdown(f"**Setting** {settings_text}  \n{len(result.scores)} settings in {result.seconds:.2f} s "
                  f"({result.configs_per_second:,.0f}/s) · ties go to the first setting enumerated")
+for edge in views.on_edge(result.best_params, {sp.name: (sp.lo, sp.hi) for sp in result.space.specs}):
+    st.warning(f"Winner on the edge: {md(edge)}; the best value may lie outside the range searched "
+               "— widen it before applying.", icon=":material/warning:")
+if gain <= 0 or not gain_p < 0.05:
+    st.caption(f"Held-out gain {gain:+.3f} (p {hx.fmt_p(gain_p)}): not a clear improvement on "
+               "queries the sweep did not pick on.")
 
 
 actions = st.columns([1, 1, 1, 2])
 actions[0].button("Apply winner to Tune", icon=":material/tune:", on_click=on_apply_config,
-                  args=(result.best_config, st.session_state["sweep_base"], "Winner"), width="stretch")
+                  args=(result.best_config, st.session_state["sweep_base"],
+                        f"Winner (held-out gain {gain:+.3f}, p {hx.fmt_p(gain_p)})"), width="stretch")
 with actions[1].popover("Save as profile", icon=":material/save:", width="stretch"):
     st.text_input("Profile name", key="sweep_profile_name", placeholder="e.g. rrf-swept")
     st.button("Save", on_click=on_save_config, type="primary", key="sweep_save",

@@ -106,3 +106,32 @@ def test_a_learned_linear_model_on_tune_reads_as_features_labelled_in_sample(app
     label = start.format_func(start.value)                              # not "file · c226fda5….toml"
     assert label.startswith("▸ learned linear") and " · tiny · held-out nDCG@5 " in label
 
+
+
+def test_a_sweep_winner_carries_its_held_out_gain_and_p_and_an_edge_flag(app):
+    from eval.experiments.views import on_edge
+
+    at = goto(app, "pages/sweep.py")
+    at = run(at.selectbox(key="sweep_base").set_value("rrf"))
+    at = run(at.number_input(key="sweep_x_steps").set_value(3))
+    at = run(at.number_input(key="sweep_y_steps").set_value(3))
+    at = run(at.button(key="sweep_run").click())
+    card = next(m for m in at.metric if m.label == "held-out (CV)")
+    assert "vs start · p " in str(card.proto)
+    result = at.session_state["sweep_result"]
+    edges = on_edge(result.best_params, {s.name: (s.lo, s.hi) for s in result.space.specs})
+    shown = [w.value for w in at.warning if w.value.startswith("Winner on the edge")]
+    assert len(shown) == len(edges)
+    at = run(next(b for b in at.button if b.label == "Apply winner to Tune").click())
+    assert any(t.value.startswith("Winner (held-out gain ") and " applied: " in t.value for t in at.toast)
+
+
+def test_the_edge_of_a_searched_range_is_named():
+    from eval.experiments.views import on_edge
+
+    ranges = {"rrf.rrf_k": (1.0, 200.0), "rrf.w_dense": (0.0, 2.0)}
+    assert on_edge({"rrf.rrf_k": 1.0, "rrf.w_dense": 0.5}, ranges) == [
+        "rrf.rrf_k = 1 is at the low end of 1…200"]
+    assert on_edge({"rrf.rrf_k": 200.0, "rrf.w_dense": 2.0}, ranges) == [
+        "rrf.rrf_k = 200 is at the high end of 1…200", "rrf.w_dense = 2 is at the high end of 0…2"]
+    assert on_edge({"rrf.rrf_k": 60.0}, ranges) == []

@@ -302,3 +302,39 @@ def learned_weights(config: PipelineConfig) -> list[dict]:
     rows = [{"feature": w.name, "weight": float(w.weight),
              "path": f"{config.fusion}.weights.{w.name}.weight"} for w in params.weights]
     return sorted(rows, key=lambda r: (-abs(r["weight"]), r["feature"]))
+
+
+def sweep_held_out(pool: Candidates, judged, result) -> tuple[float, float]:
+    """A sweep's cross-validated gain over its start and the paired t-test's p: each counted
+    query scored by the winner of the folds that held it out (``eval.search.sweep``'s folds,
+    rebuilt from its seed), against the start pipeline on the same queries."""
+    from eval.search.sweep import make_folds
+    from retrieval.pipeline import with_params
+
+    from eval.experiments.live import evaluate_config
+
+    metric = result.metric
+    base = judged.counted(evaluate_config(pool, judged, result.base, (metric,)).values[metric])
+    fold_of = make_folds(len(base), len(result.folds), result.seed)
+    held = np.zeros(len(base))
+    for f, fold in enumerate(result.folds):
+        config = with_params(result.base, fold.best)
+        values = judged.counted(evaluate_config(pool, judged, config, (metric,)).values[metric])
+        held[fold_of == f] = values[fold_of == f]
+    p = compare_pair({metric: base}, {metric: held}, "t")[metric]
+    return float(held.mean() - base.mean()), float(p)
+
+
+def on_edge(values: dict[str, float], ranges: dict[str, tuple[float, float]]) -> list[str]:
+    """The parameters whose chosen value sits on an end of the range searched (``name = lo`` or
+    ``hi``): the optimum may lie outside it — widen the range."""
+    out = []
+    for name, value in values.items():
+        if name not in ranges:
+            continue
+        lo, hi = ranges[name]
+        if math.isclose(value, lo, rel_tol=1e-9, abs_tol=1e-12) or math.isclose(
+                value, hi, rel_tol=1e-9, abs_tol=1e-12):
+            out.append(f"{name} = {value:g} is at the {'low' if math.isclose(value, lo, abs_tol=1e-12) else 'high'} "
+                       f"end of {lo:g}…{hi:g}")
+    return out
