@@ -92,7 +92,7 @@ def on_grade(qid: str, doc: str, key: str) -> None:
         st.session_state["tune_flash"] = f":red[{md(error)}]"
         return
     st.session_state["tune_flash"] = f"Judged {md(doc)} = {value} for {md(qid)}."
-    st.session_state["tune_regraded"] = True      # the sidebar's count changes too: a full rerun
+    st.session_state["tune_full_run"] = True      # the sidebar's count changes too: a full rerun
 
 
 def on_grade_all(qid: str, docs: list[str]) -> None:
@@ -108,7 +108,7 @@ def on_grade_all(qid: str, docs: list[str]) -> None:
                 return
             saved += 1
     st.session_state["tune_flash"] = f"Saved {saved} grade(s) for {md(qid)}."
-    st.session_state["tune_regraded"] = True
+    st.session_state["tune_full_run"] = True
 
 
 def grade_row(prefix: str, qid: str, result, grade, width) -> None:
@@ -205,6 +205,15 @@ def weights_table(rows: list[dict]) -> None:
             "weight": st.column_config.NumberColumn(
                 "weight", format="%+.3f", step=0.01,
                 help="weight of the standardised feature (x − mean) / scale; edit to move it")})
+
+
+def on_query_row() -> None:
+    """A row of the query list clicked: that query opens here (rows are in the pool's order)."""
+    rows = st.session_state["tune_query_table"].selection.rows
+    if rows:
+        tn.keep_try(store, "settled")
+        tn.update(("query", int(rows[0])))
+        st.session_state["tune_full_run"] = True    # the picker above the fragment follows: a full run
 
 
 def on_pick(kind: str, key: str) -> None:
@@ -306,7 +315,7 @@ def live() -> None:
     fragment_run = bool(ctx is not None and ctx.fragment_ids_this_run)
     if not fragment_run:
         started = st.session_state.get(s.K_RUN_STARTED, started)
-    if st.session_state.pop("tune_regraded", False) and fragment_run:
+    if st.session_state.pop("tune_full_run", False) and fragment_run:
         st.rerun()       # a grade from inside the fragment: the sidebar's judgment count follows
 
     state = tn.state()                    # the one source: the knobs show it and it ranks
@@ -400,11 +409,17 @@ def live() -> None:
 
         if ev is not None and st.session_state.get("tune_query_list"):
             label = s.metric_label(s.PRIMARY)
+            st.caption("Click a row to open its query here.")
             st.dataframe(views.query_table(pool, ev, base_ev, qrels, s.PRIMARY), hide_index=True,
-                         width="stretch", column_config={
-                             "score": st.column_config.NumberColumn(label, format="%.4f"),
-                             "baseline": st.column_config.NumberColumn(f"baseline {label}", format="%.4f"),
-                             "delta": st.column_config.NumberColumn("Δ", format="%+.4f")})
+                         width="stretch", key="tune_query_table", on_select=on_query_row,
+                         selection_mode="single-row", column_config={
+                             "query": st.column_config.TextColumn("query", width=70),
+                             "text": st.column_config.TextColumn("text", width=300),
+                             "score": st.column_config.NumberColumn(label, format="%.4f", width=80),
+                             "baseline": st.column_config.NumberColumn(f"base {label}", format="%.4f",
+                                                                       width=95),
+                             "delta": st.column_config.NumberColumn("Δ", format="%+.4f", width=70),
+                             "judged@5": st.column_config.NumberColumn(format="%d", width=75)})
         if st.session_state["tune_flash"]:
             st.toast(st.session_state["tune_flash"])
             st.session_state["tune_flash"] = ""

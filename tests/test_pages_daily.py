@@ -135,3 +135,11 @@ def test_the_edge_of_a_searched_range_is_named():
     assert on_edge({"rrf.rrf_k": 200.0, "rrf.w_dense": 2.0}, ranges) == [
         "rrf.rrf_k = 200 is at the high end of 1…200", "rrf.w_dense = 2 is at the high end of 0…2"]
     assert on_edge({"rrf.rrf_k": 60.0}, ranges) == []
+
+
+def test_evaluate_drill_down_opens_its_query_on_tune(app):
+    at = goto(app, "pages/evaluate.py")
+    at = run(at.selectbox(key="eval_query").set_value("q4"))
+    at = run(at.button(key="eval_open_tune").click())
+    assert at.title[0].value == "Tune"
+    assert at.selectbox(key="tune_query").value == 3                 # q4, the fourth query
