@@ -144,12 +144,17 @@ with st.container(border=True):
     if report is not None:
         folder = Path(report["html"]).parent
         st.caption(f"Written to {code(folder)}")
-        b = st.columns(3)
+        b = st.columns(4)
         for col, (kind, mime) in zip(b, (("html", "text/html"), ("md", "text/markdown"), ("json", "application/json"))):
             path = Path(report[kind])
             if path.is_file():
                 col.download_button(f"report.{kind}", path.read_bytes(), file_name=f"{folder.name}.{kind}", mime=mime,
                                     icon=":material/download:", width="stretch", key=f"reports_dl_{kind}")
+        opened = b[3].toggle("Open report.html", key="reports_open", disabled=not Path(report["html"]).is_file(),
+                             help="Show the report here, as a browser opens the downloaded file (its charts "
+                                  "included; the file is self-contained and written by the workbench).")
+        if opened and Path(report["html"]).is_file():
+            st.iframe(Path(report["html"]), height=900)
         if Path(report["md"]).is_file():
             with st.expander("Preview (Markdown)", expanded=False):
                 st.markdown(Path(report["md"]).read_text("utf-8"))

@@ -143,3 +143,26 @@ def test_evaluate_drill_down_opens_its_query_on_tune(app):
     at = run(at.button(key="eval_open_tune").click())
     assert at.title[0].value == "Tune"
     assert at.selectbox(key="tune_query").value == 3                 # q4, the fourth query
+
+
+def test_the_report_chart_menu_names_the_metric_it_plots(tiny, rwb_home):
+    """report.html's per-intent chart plots the primary metric first; its menu read the first
+    metric of the list (ndcg@1) while the bars were ndcg@5."""
+    from eval.experiments.experiment import ExperimentOptions, run_experiment
+    from eval.reports.report import _intent_figure
+    from eval.stores.pool import load_pool
+
+    options = ExperimentOptions(metrics=("ndcg",), cutoffs=(1, 5), permutations=100, bootstrap=100)
+    evaluation = run_experiment(load_pool(tiny), tiny, ["rrf"], "vector", options).evaluation
+    fig = _intent_figure(evaluation, "ndcg@5")
+    menu = fig.layout.updatemenus[0]
+    assert fig.layout.yaxis.title.text == "ndcg@5"
+    assert menu.buttons[menu.active].label == "ndcg@5"
+
+
+def test_reports_opens_the_report_beside_its_downloads(app):
+    at = goto(app, "pages/reports.py")
+    at = run(next(b for b in at.button if b.label == "Generate").click())
+    at = run(at.toggle(key="reports_open").set_value(True))
+    frames = at.get("iframe")
+    assert len(frames) == 1
