@@ -265,17 +265,18 @@ cols = st.columns([1, 1, 1, 1.6], vertical_alignment="center")
 cols[0].metric(f"best {sh.metric_label(m)}", f"{result.best_score:.3f}",
                delta=f"{result.best_score - result.base_score:+.3f}", delta_description="vs start", border=True,
                help="In-sample: the best setting on all queries (optimistic).")
-cols[1].metric(f"winner vs baseline {ws.baseline.name}", f"{vs_base['value']:.3f}",
+cols[1].metric("winner vs baseline", f"{vs_base['value']:.3f}",
                delta=f"{vs_base['delta']:+.3f}",
                delta_description=f"p {vs_base['p_text']}", border=True,
-               help=f"The winner's {sh.metric_label(m)} on all queries; the baseline scores {vs_base['baseline']:.3f}. "
+               help=f"The winner's {sh.metric_label(m)} on all queries; the baseline {ws.baseline.name} scores "
+                    f"{vs_base['baseline']:.3f}. "
                     "p: paired t-test over the counted queries.")
-gain, gain_p = views.sweep_held_out(c, ws.judged()[1], result)
-cols[2].metric("held-out (CV)", f"{result.held_out_mean:.3f}", delta=f"{gain:+.3f}",
-               delta_description=f"vs start · p {hx.fmt_p(gain_p)}", border=True,
-               help="Each query scored by the winner of the folds that held it out, against the "
-                    "start pipeline on the same queries (paired t-test): how much of the gain "
-                    "survives on queries the sweep did not pick on.")
+held, gain, gain_p = views.sweep_held_out(c, ws.judged()[1], result)
+cols[2].metric("held-out (CV)", f"{held:.3f}", delta=f"{gain:+.3f}",
+               delta_description=f"p {hx.fmt_p(gain_p)}", border=True,
+               help="Each query scored by the winner of the folds that held it out; the delta is "
+                    "against the start pipeline on the same queries, p the paired t-test: how much "
+                    "of the gain survives on queries the sweep did not pick on.")
 settings_text = " · ".join(f"{code(k)} = {v:g}" for k, v in result.best_params.items())
 cols[3].markdown(f"**Setting** {settings_text}  \n{len(result.scores)} settings in {result.seconds:.2f} s "
                  f"({result.configs_per_second:,.0f}/s) · ties go to the first setting enumerated")

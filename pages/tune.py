@@ -407,19 +407,6 @@ def live() -> None:
                         st.form_submit_button("Save grades", type="primary", disabled=not unjudged,
                                               on_click=on_grade_all, args=(c.query_ids[qi], [r.id for r in unjudged]))
 
-        if ev is not None and st.session_state.get("tune_query_list"):
-            label = s.metric_label(s.PRIMARY)
-            st.caption("Click a row to open its query here.")
-            st.dataframe(views.query_table(pool, ev, base_ev, qrels, s.PRIMARY), hide_index=True,
-                         width="stretch", key="tune_query_table", on_select=on_query_row,
-                         selection_mode="single-row", column_config={
-                             "query": st.column_config.TextColumn("query", width=70),
-                             "text": st.column_config.TextColumn("text", width=300),
-                             "score": st.column_config.NumberColumn(label, format="%.4f", width=80),
-                             "baseline": st.column_config.NumberColumn(f"base {label}", format="%.4f",
-                                                                       width=95),
-                             "delta": st.column_config.NumberColumn("Δ", format="%+.4f", width=70),
-                             "judged@5": st.column_config.NumberColumn(format="%d", width=75)})
         if st.session_state["tune_flash"]:
             st.toast(st.session_state["tune_flash"])
             st.session_state["tune_flash"] = ""
@@ -430,6 +417,19 @@ def live() -> None:
             st.caption(f"Server: this {'fragment ' if fragment_run else ''}rerun took **{total:.1f} ms** "
                        f"(engine: re-score + rank + metrics over {c.n_queries} queries {ev.seconds * 1000:.2f} ms); "
                        "the browser's own rendering comes on top.")
+    if ev is not None and st.session_state.get("tune_query_list"):      # full width: no column off-screen
+        label = s.metric_label(s.PRIMARY)
+        st.caption("Click a row to open its query here.")
+        st.dataframe(views.query_table(pool, ev, base_ev, qrels, s.PRIMARY), hide_index=True,
+                     width="stretch", key="tune_query_table", on_select=on_query_row,
+                     selection_mode="single-row", column_config={
+                         "query": st.column_config.TextColumn("query", width=70),
+                         "text": st.column_config.TextColumn("text", width=300),
+                         "score": st.column_config.NumberColumn(label, format="%.4f", width=80),
+                         "baseline": st.column_config.NumberColumn(f"base {label}", format="%.4f",
+                                                                   width=95),
+                         "delta": st.column_config.NumberColumn("Δ", format="%+.4f", width=70),
+                         "judged@5": st.column_config.NumberColumn(format="%d", width=75)})
     if ev is not None and st.session_state.get("tune_queue"):    # full width, below both columns
         qu.panel(ws, pool, qrels, ev, base_ev, run_name, on_grade)
 

@@ -289,22 +289,34 @@ def test_tune_knobs_show_the_ranking_config_after_a_bad_folder_and_back(page):
 
 # ---- issue 33: nothing clipped at 1400×900, every page looked at -------------------------------
 
-# Text cut short by its box: an element whose own text overflows it while it hides the overflow
-# (ellipsis or hidden), in the main area or the sidebar. Widget labels, select values, metric
-# labels, buttons, cards, captions.
+# Text cut short by its box: a text node laid out beyond the nearest ancestor that hides overflow
+# (an ellipsis, a clipped card label or select value), or an input whose value is wider than it,
+# in the main area or the sidebar. Deliberate previews (a ranking's document text, its <details>,
+# data grids, charts, code) are left out.
 CLIPPED_JS = """() => {
   const out = [];
-  const roots = [...document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]')];
-  for (const root of roots) {
-    for (const el of root.querySelectorAll('*')) {
-      if (el.closest('[data-testid="stDataFrame"], [data-testid="stPlotlyChart"], [data-testid="stCode"], '
-                     + 'details, [data-testid="stTooltipContent"], [data-testid="stSidebarNav"]')) continue;
-      const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
-      if (!own) continue;
-      const style = getComputedStyle(el);
-      const hides = style.textOverflow === 'ellipsis' || style.overflowX === 'hidden' || style.overflow === 'hidden';
-      if (!hides || el.offsetParent === null) continue;
-      if (el.scrollWidth > el.clientWidth + 1) out.push(el.textContent.trim().slice(0, 80));
+  const skip = '[data-testid="stDataFrame"], [data-testid="stPlotlyChart"], [data-testid="stCode"], details, '
+             + '[data-testid="stTooltipContent"], [data-testid="stSidebarNav"], .rwb-t, [data-testid="stIFrame"]';
+  for (const root of document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]')) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const el = node.parentElement;
+      if (!node.textContent.trim() || !el || el.closest(skip) || el.offsetParent === null) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      const r = range.getBoundingClientRect();
+      if (r.width === 0) continue;
+      for (let a = el; a && a !== root; a = a.parentElement) {
+        const s = getComputedStyle(a);
+        if (s.overflowX === 'visible') continue;
+        const b = a.getBoundingClientRect();
+        if (r.right > b.right + 1 || r.left < b.left - 1) out.push(node.textContent.trim().slice(0, 60));
+        break;
+      }
+    }
+    for (const el of root.querySelectorAll('input')) {
+      if (el.offsetParent === null || !el.value || el.type === 'checkbox' || el.type === 'radio') continue;
+      if (el.scrollWidth > el.clientWidth + 1) out.push(`${el.getAttribute('aria-label')}: ${el.value.slice(0, 60)}`);
     }
   }
   return out;
@@ -344,21 +356,18 @@ def look(pg, name: str, sizes=((1400, 900), (1920, 1080))) -> dict[str, list[str
 
 
 @pytest.fixture(scope="module")
-def screen(server):
-    """A second browser at 1400×900, for the layout checks (the first one keeps its tall window)."""
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            pg = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-            pg.goto(server)
-            pg.wait_for_selector('[data-testid="stMain"] .rwb-card', timeout=FIRST_PAINT_MS)
-            settle(pg)
-            yield pg
-        finally:
-            browser.close()
+def screen(page, server):
+    """A second window of the same browser at 1400×900, for the layout checks (the first one
+    keeps its tall window)."""
+    context = page.context.browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        pg = context.new_page()
+        pg.goto(server)
+        pg.wait_for_selector('[data-testid="stMain"] .rwb-card', timeout=FIRST_PAINT_MS)
+        settle(pg)
+        yield pg
+    finally:
+        context.close()
 
 
 def test_every_page_at_1400x900_has_no_clipped_label_and_no_sideways_table(screen):

@@ -304,8 +304,8 @@ def learned_weights(config: PipelineConfig) -> list[dict]:
     return sorted(rows, key=lambda r: (-abs(r["weight"]), r["feature"]))
 
 
-def sweep_held_out(pool: Candidates, judged, result) -> tuple[float, float]:
-    """A sweep's cross-validated gain over its start and the paired t-test's p: each counted
+def sweep_held_out(pool: Candidates, judged, result) -> tuple[float, float, float]:
+    """A sweep's held-out mean, its gain over the start and the paired t-test's p: each counted
     query scored by the winner of the folds that held it out (``eval.search.sweep``'s folds,
     rebuilt from its seed), against the start pipeline on the same queries."""
     from eval.search.sweep import make_folds
@@ -322,7 +322,7 @@ def sweep_held_out(pool: Candidates, judged, result) -> tuple[float, float]:
         values = judged.counted(evaluate_config(pool, judged, config, (metric,)).values[metric])
         held[fold_of == f] = values[fold_of == f]
     p = compare_pair({metric: base}, {metric: held}, "t")[metric]
-    return float(held.mean() - base.mean()), float(p)
+    return float(held.mean()), float(held.mean() - base.mean()), float(p)
 
 
 def on_edge(values: dict[str, float], ranges: dict[str, tuple[float, float]]) -> list[str]:
