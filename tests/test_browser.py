@@ -404,7 +404,7 @@ def test_query_list_row_click_opens_the_query(screen):
     box = grid.bounding_box()
     # the row checkbox column sits left of the first column; the fourth body row is q4
     pg.mouse.click(box["x"] + 12, box["y"] + 35 * 4 + 17)
-    pg.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stSelectbox"]')]
-      .some(s => s.textContent.includes('Query from the set') && s.textContent.includes('q4 ·'))""",
-                         timeout=STEP_MS)
+    pg.wait_for_function("""() => [...document.querySelectorAll('input[aria-label="Query from the set"]')]
+      .some(i => i.value.startsWith('q4 ·'))""", timeout=STEP_MS)       # the picker follows the click
+    pg.wait_for_function(f"() => ({TOP_DOC_JS})() === 'd06'", timeout=STEP_MS)   # q4's ranking (rrf)
     settle(pg)
