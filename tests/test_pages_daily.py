@@ -175,3 +175,14 @@ def test_reports_opens_the_report_beside_its_downloads(app):
     at = run(at.toggle(key="reports_open").set_value(True))
     frames = at.get("iframe")
     assert len(frames) == 1
+
+
+def test_apply_says_what_changed_in_words():
+    from eval.experiments.views import config_changes
+    from retrieval.pipeline import PIPELINES, with_params
+
+    rrf = PIPELINES["rrf"]
+    moved = with_params(rrf, {"rrf.rrf_k": 10.0, "rrf.w_sparse": 0.5})
+    assert config_changes(rrf, moved) == "rrf.rrf_k 60 → 10; rrf.w_sparse 1 → 0.5"
+    assert config_changes(rrf, rrf) == "no knob changed"
+    assert config_changes(rrf, PIPELINES["vector"]) == "fusion rrf → vector"
