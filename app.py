@@ -57,6 +57,7 @@ def sidebar() -> None:
         if st.session_state[sh.K_DATASET] not in (*choices, sh.OTHER_PATH):
             choices.append(st.session_state[sh.K_DATASET])
         st.selectbox("Dataset", [*choices, sh.OTHER_PATH], key=sh.K_DATASET,
+                     format_func=lambda p: p if len(p) <= 30 else f"…{p[-29:]}",   # its end fits the box
                      help="A folder under datasets/ (BEIR layout), or type any path.")
         if st.session_state[sh.K_DATASET] == sh.OTHER_PATH:
             st.text_input("Dataset folder", key=sh.K_DATASET_TYPED, placeholder="path/to/dataset")

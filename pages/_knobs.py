@@ -133,7 +133,9 @@ def render(ref: KnobRef, pool_depth: int, before: set, now: set) -> None:
         st.slider(label, lo, hi, step=int(knob.step or 1), **common)
     else:
         lo, hi = float(min(knob.lo, value)), float(max(knob.hi, value))
-        st.slider(label, lo, hi, step=float(knob.step or (hi - lo) / 100), **common)
+        step = float(knob.step or (hi - lo) / 100)
+        whole = step.is_integer() and lo.is_integer() and float(value).is_integer()
+        st.slider(label, lo, hi, step=step, format="%d" if whole else None, **common)  # rrf_k 60, not 60.00
 
 
 # ---- Sweep axes -------------------------------------------------------------------------------

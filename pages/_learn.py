@@ -55,7 +55,7 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
                               help="Keep the default unless a model beats it in the inner "
                                    "folds (off: rwb learn --no-guard).")
         clicked = row[2].button("Learn", type="primary", icon=":material/model_training:",
-                                key="learn_run", use_container_width=True, disabled=n_judged < 2)
+                                key="learn_run", width="stretch", disabled=n_judged < 2)
     default = sh.config_or_stop(default_label)
     if clicked:
         asked = f"{model} · {int(folds)} outer folds × {int(inner)} inner"
@@ -106,7 +106,7 @@ def show(r: LearnResult, default_label: str, on_apply: Callable, on_save: Callab
                "judged@5": r.judged.get(comp.pipeline, float("nan")), "Δ learned": comp.delta,
                "p Fisher": hx.fmt_p(comp.p_fisher), "p Holm": hx.fmt_p(comp.p_fisher_holm),
                "W/T/L": f"{comp.wins}/{comp.ties}/{comp.losses}"} for comp in r.comparisons]
-    st.dataframe(table, hide_index=True, key="learn_compare", use_container_width=True,
+    st.dataframe(table, hide_index=True, key="learn_compare", width="stretch",
                  column_config={metric: st.column_config.NumberColumn(format="%.4f"),
                                 "judged@5": st.column_config.NumberColumn(
                                     format="%.3f", help="share of the top 5 with any judgment"),
@@ -118,7 +118,7 @@ def show(r: LearnResult, default_label: str, on_apply: Callable, on_save: Callab
                 f"folds, seed {r.seed}")
     st.dataframe([{"fold": f.fold, "held out": len(f.test_ids), "model chosen": f.model,
                    "default (inner)": f.inner_default, "held-out": f.test_mean} for f in r.outer],
-                 hide_index=True, key="learn_folds_table", use_container_width=True,
+                 hide_index=True, key="learn_folds_table", width="stretch",
                  column_config={
                      "held-out": st.column_config.NumberColumn(f"held-out {metric}", format="%.4f"),
                      "default (inner)": st.column_config.NumberColumn(format="%.4f")})
@@ -130,19 +130,20 @@ def show(r: LearnResult, default_label: str, on_apply: Callable, on_save: Callab
     source = label or default_label
     acts = st.columns([1, 1, 1, 1])
     acts[0].button("Apply to Tune", icon=":material/tune:", key="learn_apply",
-                   use_container_width=True, on_click=on_apply,
-                   args=(config, source, "Learned pipeline"))
-    with acts[1].popover("Save as profile", icon=":material/save:", use_container_width=True):
+                   width="stretch", on_click=on_apply,
+                   args=(config, source, f"Learned pipeline (held-out {r.comparisons[0].delta:+.3f} vs "
+                                         f"{r.comparisons[0].name}, p {hx.fmt_p(r.comparisons[0].p_fisher)})"))
+    with acts[1].popover("Save as profile", icon=":material/save:", width="stretch"):
         st.text_input("Profile name", key="learn_profile_name", placeholder="e.g. learned-devmem")
         st.button("Save", type="primary", key="learn_save", on_click=on_save,
                   args=(config, source, "learn_profile_name"))
     model_name = "learned.model.json" if r.stored_model is not None else ""
     acts[2].download_button("Download TOML", r.to_toml(model_name), file_name="learned.toml",
                             mime="application/toml", icon=":material/download:",
-                            key="learn_download", use_container_width=True)
+                            key="learn_download", width="stretch")
     if r.stored_model is not None:
         acts[3].download_button("Download model", json.dumps(model_to_json(r.stored_model)) + "\n",
                                 file_name=model_name, mime="application/json",
                                 icon=":material/download:", key="learn_download_model",
-                                use_container_width=True,
+                                width="stretch",
                                 help="Keep it beside learned.toml: the TOML names it.")

@@ -27,15 +27,16 @@ def panel(ws: s.Workspace, pool, qrels: dict, ev, base_ev, run_name: str,
         if not rows:
             st.caption("Nothing to judge: every result in both top lists carries a judgment.")
             return
+        st.caption("Grades: " + " · ".join(s.GRADE_LABELS.values()))
         for row in rows:
             hole = row.hole
             key = f"tune_queue_{hole.query_id}_{hole.doc_id}"
-            st.session_state[key] = None              # a graded pair leaves the queue
-            cols = st.columns([1.0, 4.4, 0.9, 1.6], vertical_alignment="center")
-            cols[0].markdown(f"{code(hole.query_id)} · {code(hole.doc_id)}",
-                             help=md(row.query_text[:500]))
+            st.session_state[key] = None              # a graded pair (a 0 included) leaves the queue
+            cols = st.columns([2.2, 3.4, 0.8, 1.6], vertical_alignment="center")
+            query = row.query_text[:90] + ("…" if len(row.query_text) > 90 else "")
+            cols[0].markdown(f"{code(hole.query_id)} {md(query)}", help=md(row.query_text[:500]))
             text = row.doc_text[:110] + ("…" if len(row.doc_text) > 110 else "")
-            cols[1].markdown(md(text),
+            cols[1].markdown(f"{code(hole.doc_id)} {md(text)}",
                              help=md(f"Query: {row.query_text[:500]}\n\n{row.doc_text[:1500]}"))
             cols[2].markdown(
                 f"swing {hole.swing:.3f}",

@@ -1,10 +1,14 @@
-"""Reports' frozen snapshots: freeze a configuration's results, compare two per query and, on a
-click, their rankings side by side (``eval.stores.snapshots``)."""
+"""Frozen snapshots on Reports and Tune: freeze a configuration's results in one click, compare
+two — mean metrics, per-query deltas and, on a click, both rankings side by side with their text
+(``eval.stores.snapshots``; the tables from ``eval.experiments.views``)."""
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
+from eval.experiments import views
 from eval.reports.history_chart import history_figure
 from eval.stores import configs as cfg
 from eval.stores.history import CheckHistory
@@ -26,44 +30,77 @@ def _label(label: str) -> str:
     return "◎ Tune · current knobs" if label == TUNE_LABEL else sh.format_label(label)
 
 
+def _freeze(ws, config, name: str, notes: str) -> str:
+    """Freeze ``config`` under ``name``; the flash message (a refusal in red)."""
+    try:
+        qrels, _ = ws.judged()
+        SnapshotStore(ws.dataset).freeze(name, ws.evaluation(config), ws.pool(), qrels, notes)
+        return f"Froze snapshot **{md(name)}**."
+    except ValueError as error:
+        return f":red[{md(error)}]"
+
+
 def on_freeze(ws) -> None:
     name = st.session_state.get("snap_name", "").strip()
     try:
         config = _config(st.session_state["snap_config"])
-        qrels, _ = ws.judged()
-        SnapshotStore(ws.dataset).freeze(name, ws.evaluation(config), ws.pool(), qrels,
-                                         st.session_state.get("snap_notes", ""))
-        st.session_state["reports_flash"] = f"Froze snapshot **{md(name)}**."
     except ValueError as error:
         st.session_state["reports_flash"] = f":red[{md(error)}]"
+        return
+    flash = _freeze(ws, config, name, st.session_state.get("snap_notes", ""))
+    st.session_state["reports_flash"] = flash
+    if not flash.startswith(":red"):            # saved: the form starts empty for the next one
+        st.session_state["snap_name"] = ""
+        st.session_state["snap_notes"] = ""
 
 
-def section(ws) -> None:
-    st.subheader("Frozen snapshots")
+def auto_name(config, taken: list[str]) -> str:
+    """``<pipeline>-<date>-<time>``, with ``-2``, ``-3``… when frozen twice in one second."""
+    base = f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+def on_freeze_tune(ws) -> None:
+    """Tune's one-click freeze: the current knobs, named after the pipeline and the time."""
+    config = tn.config()
+    name = auto_name(config, SnapshotStore(ws.dataset).names())
+    st.session_state["tune_flash"] = _freeze(ws, config, name, "frozen on Tune")
+
+
+def section(ws, prefix: str = "snap") -> None:
+    """The freeze form (Reports only) and the comparison of two snapshots."""
     if not ws.has_queries:
         st.info("Snapshots need a query set.")
         return
     store = SnapshotStore(ws.dataset)
-    labels = ([TUNE_LABEL] if tn.has_state() else []) + cfg.config_labels()
-    row = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
-    row[0].selectbox("Configuration", labels, key="snap_config",
-                     format_func=_label)
-    row[1].text_input("Snapshot name", key="snap_name", placeholder="e.g. before-bm25-change")
-    row[2].text_input("Notes", key="snap_notes")
-    row[3].button("Freeze", type="primary", key="snap_freeze", on_click=on_freeze, args=(ws,),
-                  use_container_width=True,
-                  help="Keep this configuration's rankings and per-query values as they are now, "
-                       "with the judgments' version.")
+    if prefix == "snap":
+        st.subheader("Frozen snapshots")
+        labels = ([TUNE_LABEL] if tn.has_state() else []) + cfg.config_labels()
+        row = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
+        row[0].selectbox("Configuration", labels, key="snap_config",
+                         format_func=_label)
+        row[1].text_input("Snapshot name", key="snap_name", placeholder="e.g. before-bm25-change")
+        row[2].text_input("Notes", key="snap_notes")
+        row[3].button("Freeze", type="primary", key="snap_freeze", on_click=on_freeze, args=(ws,),
+                      width="stretch",
+                      help="Keep this configuration's rankings and per-query values as they are "
+                           "now, with the judgments' version.")
     names = store.names()
     if len(names) < 2:
         st.caption("Freeze two snapshots to compare them.")
         return
     pick = st.columns(2)
-    a_name = pick[0].selectbox("Snapshot A", names, key="snap_a")
-    b_name = pick[1].selectbox("Snapshot B", names, key="snap_b", index=len(names) - 1)
+    a_name = pick[0].selectbox("Snapshot A", names, key=f"{prefix}_a")
+    b_name = pick[1].selectbox("Snapshot B", names, key=f"{prefix}_b", index=len(names) - 1)
     a, b = store.load(a_name), store.load(b_name)
-    st.caption(f"A = {code(a['config_name'])} frozen {md(a['time'])} · "
-               f"B = {code(b['config_name'])} frozen {md(b['time'])}")
+    st.caption(f"A = {code(a['config_name'])} frozen {md(a['time'])}"
+               + (f" ({md(a['notes'])})" if a.get("notes") else "")
+               + f" · B = {code(b['config_name'])} frozen {md(b['time'])}"
+               + (f" ({md(b['notes'])})" if b.get("notes") else ""))
     names = changed(a.get("inputs"), b.get("inputs"))
     if names:
         st.warning(f"A and B differ in their inputs — {md(describe_changes(names))}: part of a delta may come "
@@ -73,29 +110,37 @@ def section(ws) -> None:
                    "the grades.")
     elif a["fingerprint"] != b["fingerprint"]:
         st.warning("A and B were frozen on different versions of the dataset.")
-    if "queries" in names and not st.toggle("Compare the queries both hold", key="snap_other_queries",
+    if "queries" in names and not st.toggle("Compare the queries both hold", key=f"{prefix}_other_queries",
                                             help="A and B were frozen on different query sets."):
         st.info("A and B were frozen on different query sets; a per-query comparison is refused "
                 "unless asked.")
         return
+    number = st.column_config.NumberColumn
+    st.markdown("**Mean metrics**")
+    st.dataframe(views.snapshot_means(a, b), hide_index=True, key=f"{prefix}_means",
+                 column_config={"A": number(format="%.4f"), "B": number(format="%.4f"),
+                                "delta": number("Δ (B − A)", format="%+.4f")})
     metric = sh.PRIMARY
     rows = compare(a, b, metric)
     label = sh.metric_label(metric)
-    columns = {"A": st.column_config.NumberColumn(f"A {label}", format="%.4f"),
-               "B": st.column_config.NumberColumn(f"B {label}", format="%.4f"),
-               "delta": st.column_config.NumberColumn("Δ", format="%+.4f")}
-    event = st.dataframe(rows, hide_index=True, key="snap_table", on_select="rerun",
+    columns = {"A": number(f"A {label}", format="%.4f"),
+               "B": number(f"B {label}", format="%.4f"),
+               "delta": number("Δ", format="%+.4f")}
+    st.markdown(f"**Per query** · {label}; select a row for both rankings")
+    event = st.dataframe(rows, hide_index=True, key=f"{prefix}_table", on_select="rerun",
                          selection_mode="single-row", column_config=columns)
     chosen = event.selection.rows if event is not None else []
     if not chosen:
         st.caption("Select a query to see both rankings side by side.")
         return
     qid = rows[chosen[0]]["query"]
-    left, right = st.columns(2)
-    for col, snap, label in ((left, a, "A"), (right, b, "B")):
-        col.markdown(f"**{label}** · {code(snap['name'])} · {md(qid)}")
-        ranking = snap["queries"][qid]["ranking"]
-        col.table([{"rank": i + 1, "doc": doc} for i, doc in enumerate(ranking)])
+    st.markdown(f"**{md(qid)}** · A {code(a['name'])} | B {code(b['name'])}")
+    st.dataframe(views.snapshot_rankings(a, b, qid, ws.dataset.documents), hide_index=True,
+                 key=f"{prefix}_rankings", column_config={
+                     "rank": number(width=50), "A": st.column_config.TextColumn(width=70),
+                     "B": st.column_config.TextColumn(width=70),
+                     "A text": st.column_config.TextColumn(width="large"),
+                     "B text": st.column_config.TextColumn(width="large")})
 
 
 def changed_since(ws, record: dict) -> list[str]:

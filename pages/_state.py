@@ -23,7 +23,7 @@ import streamlit as st
 from eval.stores.configs import resolve_config
 from eval.metrics.measure import DEFAULT_METRICS, Judged, judge
 from eval.experiments.live import LiveRun, evaluate_config
-from eval.experiments.views import METRIC_LABELS, metric_label  # noqa: F401 (pages read them here)
+from eval.experiments.views import METRIC_LABELS, file_label, metric_label  # noqa: F401 (pages read them here)
 from eval.stores.pool import STEP_NAMES, load_pool, pool_path, prepare
 from eval.stores.experiments import ExperimentStore
 from eval.stores.inputs import inputs_of, pipeline_hash
@@ -402,7 +402,7 @@ def format_label(label: str) -> str:
     if label.startswith("saved:"):
         return f"★ saved · {label[6:]}"
     if label.endswith(".toml"):          # a pipeline file (the Learn mode's kept pipeline)
-        return f"▸ file · {Path(label).name}"
+        return f"▸ {file_label(label)}"
     return f"▸ {label}"
 
 

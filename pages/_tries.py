@@ -62,7 +62,7 @@ def tries_table(tries: list[dict], primary: str, label: str) -> str:
 def panel(store: TryStore, primary: str, label: str) -> None:
     """A popover: the tries (newest first) with their scores, restore, name and notes."""
     tries = store.tries()
-    with st.popover(f"Tries · {len(tries)}", use_container_width=True):
+    with st.popover(f"Tries · {len(tries)}", width="stretch"):
         st.button("Keep the current knobs as a try", on_click=on_keep, args=(store,),
                   key="tune_try_keep")
         if not tries:

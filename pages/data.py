@@ -45,7 +45,7 @@ with corpus_tab:
     shown = tb.filter_frame(corpus, text, path=paths, type=types, scope=scopes)
     r = st.columns([3, 1], vertical_alignment="bottom")
     r[0].caption(f"{len(shown)} of {len(corpus)} documents")
-    with r[1].popover("Columns", icon=":material/view_column:", use_container_width=True):
+    with r[1].popover("Columns", icon=":material/view_column:", width="stretch"):
         columns = st.multiselect("Columns shown", list(corpus.columns), default=CORPUS_COLUMNS,
                                  key="data_columns", help="The rest stay searchable; the default "
                                  "set fits a 1400 px window.")
@@ -135,8 +135,8 @@ with qrels_tab:
                                      help=" · ".join(sh.GRADE_LABELS.values()))
                 b = st.columns(2)
                 b[0].button("Save judgment", type="primary", icon=":material/check:", on_click=on_grade,
-                            use_container_width=True)
-                b[1].button("Undo", icon=":material/undo:", on_click=on_undo, use_container_width=True,
+                            width="stretch")
+                b[1].button("Undo", icon=":material/undo:", on_click=on_undo, width="stretch",
                             disabled=not ws.judgments.history(), help="Undo the latest judgment change")
                 st.caption("Grades: " + " · ".join(sh.GRADE_LABELS.values()))
         history = tb.history_frame(ws)
@@ -176,12 +176,14 @@ with import_tab:
         options = {}
         for option in importer.options:  # the importer's own options (several: space-separated)
             key = f"data_import_{option.key}"
+            label = option.flag.lstrip("-").replace("-", " ").capitalize()   # a word, not a CLI flag
+            helps = f"{option.help} (command line: `{option.flag}`)"
             if option.switch:
-                options[option.key] = st.checkbox(option.flag, help=option.help, key=key)
+                options[option.key] = st.checkbox(label, help=helps, key=key)
                 continue
-            value = st.text_input(option.flag + (" (required)" if option.required else "")
+            value = st.text_input(label + (" (required)" if option.required else "")
                                   + (" · several: space-separated" if option.many else ""),
-                                  help=option.help, key=key, placeholder=option.metavar or "",
+                                  help=helps, key=key, placeholder=option.metavar or "",
                                   value=ws.path if option.key == "corpus" else "")
             options[option.key] = value.split() if option.many else value.strip()
         if st.button("Import", type="primary", icon=":material/upload:",
@@ -212,7 +214,7 @@ with import_tab:
         st.markdown("**Prepare a dataset folder** · validate, build the indexes and the candidate pool")
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
         folder = c1.text_input("Dataset folder", value=ws.path, key="data_prepare_path")
-        if c2.button("Prepare", icon=":material/build:", use_container_width=True, key="data_prepare"):
+        if c2.button("Prepare", icon=":material/build:", width="stretch", key="data_prepare"):
             bar = st.progress(0.0, text="Starting…")
             try:
                 pool = sh.prepare_dataset(folder, ws.embedder, lambda stage, done, total: bar.progress(

@@ -159,10 +159,15 @@ order = [q for q in order if q in ids]
 st.session_state.setdefault("eval_query", order[0] if order else ids[0])
 if st.session_state["eval_query"] not in ids:
     st.session_state["eval_query"] = ids[0]
-qid = st.selectbox("Query", ids, key="eval_query",
-                   format_func=lambda q: tb.query_label(c, ids.index(q)),
-                   help="Clicking a point in the scatter selects it too.")
+pick = st.columns([4, 1], vertical_alignment="bottom")
+qid = pick[0].selectbox("Query", ids, key="eval_query",
+                        format_func=lambda q: tb.query_label(c, ids.index(q)),
+                        help="Clicking a point in the scatter selects it too.")
 qi = ids.index(qid)
+if pick[1].button("Open on Tune", icon=":material/tune:", key="eval_open_tune", width="stretch",
+                  help="Tune this query: Tune opens on it, with its current knobs."):
+    tn.update(("query", qi))
+    st.switch_page("pages/tune.py")
 qrels, _ = ws.judged()
 judgments = qrels.get(qid, {})
 base_resp = response_for(c, evaluation.runs[base_label], qi, ws.dataset.documents)

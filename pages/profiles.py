@@ -155,20 +155,20 @@ with editor:
                       key="profiles_overwrite_yes")
         b = st.columns(2)
         b[0].button("Save", type="primary", icon=":material/save:", on_click=on_save, args=(label,),
-                    disabled=edited is None, use_container_width=True, key="profiles_save")
+                    disabled=edited is None, width="stretch", key="profiles_save")
         b[1].button("Open in Tune", icon=":material/tune:", on_click=on_open_in_tune, args=(label,),
-                    disabled=edited is None, use_container_width=True)
+                    disabled=edited is None, width="stretch")
         b[0].download_button("Download TOML", st.session_state[key], file_name=f"{(edited or original).name}.toml",
-                             mime="application/toml", icon=":material/download:", use_container_width=True)
+                             mime="application/toml", icon=":material/download:", width="stretch")
         b[1].button("Revert edits", icon=":material/undo:", on_click=on_revert, args=(label,),
-                    use_container_width=True)
+                    width="stretch")
         if label.startswith("saved:"):
             with st.container(border=True):
                 st.markdown(f"**Saved profile** {code(label[6:])}")
                 r = st.columns([2, 1, 1], vertical_alignment="bottom")
                 r[0].text_input("Rename to", key="profiles_rename_to")
                 r[1].button("Rename", on_click=on_rename, args=(label,), key="profiles_rename",
-                            use_container_width=True)
+                            width="stretch")
                 confirm = r[2].checkbox("Confirm delete", key="profiles_delete_confirm")
                 st.button("Delete", on_click=on_delete, args=(label,), disabled=not confirm, key="profiles_delete",
                           icon=":material/delete:")

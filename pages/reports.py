@@ -126,7 +126,7 @@ with st.container(border=True):
     last_sweep = st.session_state.get("sweep_result")
     with_sweep = row[1].toggle("Include last sweep", key="reports_with_sweep", disabled=last_sweep is None,
                                help="The sweep run on the Sweep page in this session.")
-    if row[2].button("Generate", type="primary", icon=":material/description:", use_container_width=True,
+    if row[2].button("Generate", type="primary", icon=":material/description:", width="stretch",
                      disabled=not ws.has_queries or not picked):
         sh.require_pool(ws)
         try:
@@ -145,12 +145,17 @@ with st.container(border=True):
     if report is not None:
         folder = Path(report["html"]).parent
         st.caption(f"Written to {code(folder)}")
-        b = st.columns(3)
+        b = st.columns(4)
         for col, (kind, mime) in zip(b, (("html", "text/html"), ("md", "text/markdown"), ("json", "application/json"))):
             path = Path(report[kind])
             if path.is_file():
                 col.download_button(f"report.{kind}", path.read_bytes(), file_name=f"{folder.name}.{kind}", mime=mime,
-                                    icon=":material/download:", use_container_width=True, key=f"reports_dl_{kind}")
+                                    icon=":material/download:", width="stretch", key=f"reports_dl_{kind}")
+        opened = b[3].toggle("Open report.html", key="reports_open", disabled=not Path(report["html"]).is_file(),
+                             help="Show the report here, as a browser opens the downloaded file (its charts "
+                                  "included; the file is self-contained and written by the workbench).")
+        if opened and Path(report["html"]).is_file():
+            st.iframe(Path(report["html"]), height=900)
         if Path(report["md"]).is_file():
             with st.expander("Preview (Markdown)", expanded=False):
                 st.markdown(Path(report["md"]).read_text("utf-8"))
@@ -207,8 +212,8 @@ with right:
         st.session_state["reports_flash"] = "Opened in Tune."
 
     b = st.columns(3)
-    b[0].button("Open in Tune", icon=":material/tune:", on_click=on_open, use_container_width=True)
+    b[0].button("Open in Tune", icon=":material/tune:", on_click=on_open, width="stretch")
     b[1].download_button("TOML", record.get("config", ""), file_name=f"{record.get('name', 'config')}.toml",
-                         icon=":material/download:", use_container_width=True)
+                         icon=":material/download:", width="stretch")
     b[2].download_button("JSON", json.dumps(record, indent=1, ensure_ascii=False),
-                         file_name=f"experiment-{index}.json", icon=":material/download:", use_container_width=True)
+                         file_name=f"experiment-{index}.json", icon=":material/download:", width="stretch")

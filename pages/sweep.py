@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from eval.experiments import views
+
 from eval.search import tune as tune_mod
 from eval.stores import configs as cfg
 from pages import _charts as ch
@@ -51,8 +53,15 @@ def source_of(label: str) -> str:
 
 
 def on_apply_config(config, label: str, what: str) -> None:
+    """Apply ``config`` to Tune and go there; Tune's toast says what changed."""
+    changes = views.config_changes(tn.config(), config)
     tn.set_config(config, source_of(label))
-    st.session_state["sweep_flash"] = f"{what} applied to Tune."
+    st.session_state["tune_flash"] = f"{what} applied: {md(changes)}."
+    st.session_state["sweep_goto_tune"] = True     # a callback cannot switch pages: the run does
+
+
+if st.session_state.pop("sweep_goto_tune", False):
+    st.switch_page("pages/tune.py")
 
 
 def on_save_config(config, label: str, name_key: str) -> None:
@@ -108,7 +117,7 @@ if page_mode == "Optimise":
         st.caption(f"{len(picked)} parameter(s) · {int(trials)} trials per search · {int(folds)} outer folds × "
                    f"{tune_mod.DEFAULT_INNER_FOLDS} inner (the guard against the default) · {n_judged} judged queries")
         opt_clicked = st.button("Run optimiser", type="primary", icon=":material/play_arrow:", key="opt_run",
-                                use_container_width=True, disabled=not picked)
+                                width="stretch", disabled=not picked)
     if opt_clicked:
         asked = f"{int(trials)} trials per search × {int(folds) + 1} searches ({int(folds)} outer folds + final)"
         bar = st.progress(0.0, text=f"Optimising: {asked}…")
@@ -141,6 +150,10 @@ if page_mode == "Optimise":
                    help="The procedure run on all queries; its score on them is optimistic.")
     final_text = (" · ".join(f"{code(k)} = {v:g}" for k, v in tuned.final.params.items())
                   if tuned.final.kind == "tuned" else f"default {code(tuned.base.name)} kept")
+    if tuned.final.kind == "tuned":
+        for edge in views.on_edge(tuned.final.params, {sp.name: (sp.lo, sp.hi) for sp in tuned.space}):
+            st.warning(f"Final setting on the edge: {md(edge)}; the best value may lie outside the "
+                       "range searched.", icon=":material/warning:")
     st.markdown(f"**Final setting** {final_text}  \n{tuned.n_configs} configurations in {tuned.seconds:.1f} s · "
                 f"{tuned.sampler}, {tuned.trials} trials, {tuned.folds} folds, seed {tuned.seed}")
     st.dataframe([{"fold": f.fold, "held out": len(f.test_ids), "chosen": f.kind,
@@ -148,15 +161,17 @@ if page_mode == "Optimise":
                    "train": f.train_mean, "held-out": f.test_mean} for f in tuned.outer],
                  hide_index=True, key="opt_folds_table")
     acts = st.columns([1, 1, 1, 2])
-    acts[0].button("Apply to Tune", icon=":material/tune:", key="opt_apply", use_container_width=True,
-                   on_click=on_apply_config, args=(tuned.final_config, opt_label, "Optimised setting"))
-    with acts[1].popover("Save as profile", icon=":material/save:", use_container_width=True):
+    acts[0].button("Apply to Tune", icon=":material/tune:", key="opt_apply", width="stretch",
+                   on_click=on_apply_config,
+                   args=(tuned.final_config, opt_label, f"Optimised setting (held-out {d.delta:+.3f} vs "
+                                                        f"{d.name}, p {hx.fmt_p(d.p_fisher)})"))
+    with acts[1].popover("Save as profile", icon=":material/save:", width="stretch"):
         st.text_input("Profile name", key="opt_profile_name", placeholder="e.g. rrf-optimised")
         st.button("Save", type="primary", key="opt_save", on_click=on_save_config,
                   args=(tuned.final_config, opt_label, "opt_profile_name"))
     acts[2].download_button("Download TOML", tuned.to_toml(), file_name=f"{tuned.final_config.name}.toml",
                             mime="application/toml", icon=":material/download:", key="opt_download",
-                            use_container_width=True)
+                            width="stretch")
     flash()
     st.stop()
 
@@ -209,7 +224,7 @@ with st.container(border=True):
     # a fixed label and key: a label with the settings count changed as a value was typed, and the
     # changed button lost the click that followed the typing
     go_clicked = r[2].button("Run sweep", type="primary", icon=":material/play_arrow:", key="sweep_run",
-                             use_container_width=True, disabled=same_axis)
+                             width="stretch", disabled=same_axis)
     st.caption(":orange[Pick two different knobs.]" if same_axis else
                f"{n_settings:,} settings × {int(folds)} folds")
 
@@ -250,27 +265,38 @@ cols = st.columns([1, 1, 1, 1.6], vertical_alignment="center")
 cols[0].metric(f"best {sh.metric_label(m)}", f"{result.best_score:.3f}",
                delta=f"{result.best_score - result.base_score:+.3f}", delta_description="vs start", border=True,
                help="In-sample: the best setting on all queries (optimistic).")
-cols[1].metric(f"winner vs baseline {ws.baseline.name}", f"{vs_base['value']:.3f}",
+cols[1].metric("winner vs baseline", f"{vs_base['value']:.3f}",
                delta=f"{vs_base['delta']:+.3f}",
                delta_description=f"p {vs_base['p_text']}", border=True,
-               help=f"The winner's {sh.metric_label(m)} on all queries; the baseline scores {vs_base['baseline']:.3f}. "
+               help=f"The winner's {sh.metric_label(m)} on all queries; the baseline {ws.baseline.name} scores "
+                    f"{vs_base['baseline']:.3f}. "
                     "p: paired t-test over the counted queries.")
-cols[2].metric("held-out (CV)", f"{result.held_out_mean:.3f}", delta=f"{result.held_out_mean - result.train_mean:+.3f}",
-               delta_description="vs train", border=True,
-               help="Mean over folds of the training-fold winner's score on its held-out fold.")
+held, gain, gain_p = views.sweep_held_out(c, ws.judged()[1], result)
+cols[2].metric("held-out (CV)", f"{held:.3f}", delta=f"{gain:+.3f}",
+               delta_description=f"p {hx.fmt_p(gain_p)}", border=True,
+               help="Each query scored by the winner of the folds that held it out; the delta is "
+                    "against the start pipeline on the same queries, p the paired t-test: how much "
+                    "of the gain survives on queries the sweep did not pick on.")
 settings_text = " · ".join(f"{code(k)} = {v:g}" for k, v in result.best_params.items())
 cols[3].markdown(f"**Setting** {settings_text}  \n{len(result.scores)} settings in {result.seconds:.2f} s "
                  f"({result.configs_per_second:,.0f}/s) · ties go to the first setting enumerated")
+for edge in views.on_edge(result.best_params, {sp.name: (sp.lo, sp.hi) for sp in result.space.specs}):
+    st.warning(f"Winner on the edge: {md(edge)}; the best value may lie outside the range searched "
+               "— widen it before applying.", icon=":material/warning:")
+if gain <= 0 or not gain_p < 0.05:
+    st.caption(f"Held-out gain {gain:+.3f} (p {hx.fmt_p(gain_p)}): not a clear improvement on "
+               "queries the sweep did not pick on.")
 
 
 actions = st.columns([1, 1, 1, 2])
 actions[0].button("Apply winner to Tune", icon=":material/tune:", on_click=on_apply_config,
-                  args=(result.best_config, st.session_state["sweep_base"], "Winner"), use_container_width=True)
-with actions[1].popover("Save as profile", icon=":material/save:", use_container_width=True):
+                  args=(result.best_config, st.session_state["sweep_base"],
+                        f"Winner (held-out gain {gain:+.3f}, p {hx.fmt_p(gain_p)})"), width="stretch")
+with actions[1].popover("Save as profile", icon=":material/save:", width="stretch"):
     st.text_input("Profile name", key="sweep_profile_name", placeholder="e.g. rrf-swept")
     st.button("Save", on_click=on_save_config, type="primary", key="sweep_save",
               args=(result.best_config, st.session_state["sweep_base"], "sweep_profile_name"))
-if actions[2].button("Log experiment", icon=":material/science:", use_container_width=True):
+if actions[2].button("Log experiment", icon=":material/science:", width="stretch"):
     ws.log_experiment(best_cfg, best_ev.means, "sweep", base_ev.means)
     st.toast("Logged the winner; see Reports.")
 flash()
@@ -293,7 +319,7 @@ with right:
         st.plotly_chart(fig, config=ch.CONFIG, key="sweep_rrfk_chart")
         best_k = curve.best_params["rrf.rrf_k"]
         st.button(f"Apply the winner with the curve's rrf_k = {best_k:g}", key="sweep_apply_k",
-                  on_click=on_apply_config, use_container_width=True,
+                  on_click=on_apply_config, width="stretch",
                   args=(kn.apply(result.best_config, "rrf.rrf_k", best_k), st.session_state["sweep_base"],
                         f"Winner with rrf_k = {best_k:g}"),
                   help="The curve was measured at the starting weights: check the result on Tune.")

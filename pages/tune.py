@@ -13,6 +13,7 @@ import streamlit as st
 from eval.stores import configs as cfg
 from eval.experiments import views
 from eval.experiments.live import evaluate_config
+from eval.search.tune import in_sample_warning
 from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as s
@@ -20,6 +21,7 @@ from pages import _tables as tb
 from pages import _tune_state as tn
 from pages import _errors as er
 from pages import _queue as qu
+from pages import _snapshots as snaps
 from pages import _tries as tr
 from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
@@ -91,6 +93,7 @@ def on_grade(qid: str, doc: str, key: str) -> None:
         st.session_state["tune_flash"] = f":red[{md(error)}]"
         return
     st.session_state["tune_flash"] = f"Judged {md(doc)} = {value} for {md(qid)}."
+    st.session_state["tune_full_run"] = True      # the sidebar's count changes too: a full rerun
 
 
 def on_grade_all(qid: str, docs: list[str]) -> None:
@@ -106,6 +109,7 @@ def on_grade_all(qid: str, docs: list[str]) -> None:
                 return
             saved += 1
     st.session_state["tune_flash"] = f"Saved {saved} grade(s) for {md(qid)}."
+    st.session_state["tune_full_run"] = True
 
 
 def grade_row(prefix: str, qid: str, result, grade, width) -> None:
@@ -129,7 +133,7 @@ def header() -> None:
     row = st.columns([3, 1.25], vertical_alignment="bottom")
     row[0].selectbox("Start from", labels, key="tune_source_pick", format_func=s.format_label, on_change=on_source,
                      help="A seed pipeline, one of seed 001's profiles, or a saved profile.")
-    row[1].button("Reset", on_click=on_reset, use_container_width=True,
+    row[1].button("Reset", on_click=on_reset, width="stretch",
                   help="Reset every knob to the chosen starting point.")
 
 
@@ -151,9 +155,12 @@ def knob_panel(config, routed: str | None) -> str | None:
         st.session_state["tune_pane"] = panes[0]
     pane = st.segmented_control("Knobs", panes, key="tune_pane", required=True, format_func=kn.PANES.get,
                                 label_visibility="collapsed")
+    weights = views.learned_weights(config)           # a linear learned model: a table, not sliders
     for ref in refs:
-        if kn.pane_of(ref.path) == pane:
+        if kn.pane_of(ref.path) == pane and not (weights and ".weights." in ref.path):
             kn.render(ref, pool_depth, before, now)
+    if weights and pane == "fusion":
+        weights_table(weights)
     if pane in ("confidence", "vitality"):
         quality = next((r for r in refs if r.path.endswith(".quality.conf_high")), None)
         if quality is not None:
@@ -166,11 +173,48 @@ def knob_panel(config, routed: str | None) -> str | None:
                 st.caption(f":orange[Band order: {md(warning)}: a less trusted band now weighs more.]")
     if not any(kn.pane_of(r.path) == "confidence" for r in refs):
         st.button("Add F_conf / F_vit (seed 001's adaptive fusion)", on_click=on_quality, key="tune_quality",
-                  use_container_width=True, help="Switch the fusion to adaptive: confidence and vitality "
+                  width="stretch", help="Switch the fusion to adaptive: confidence and vitality "
                                                  "factors on top of the weighted paths.")
     if config.fusion in ("vector", "bm25"):
         st.caption("Single-path baseline: no weights to tune. Pick a fusion method above.")
     return edit_profile
+
+
+def on_weights(key: str, paths: list[str]) -> None:
+    """An edited weight in the learned model's table: each changed row is one knob move."""
+    edited = (st.session_state.get(key) or {}).get("edited_rows", {})
+    for row, change in sorted(edited.items()):
+        if "weight" in change and change["weight"] is not None:
+            tn.update(("knob", paths[int(row)], float(change["weight"])), pool_depth)
+    st.session_state["tune_weights_n"] = st.session_state.get("tune_weights_n", 0) + 1   # a fresh table
+
+
+def weights_table(rows: list[dict]) -> None:
+    """Feature → weight of the linear learned model, the top contributors first; a weight is
+    editable (over the standardised feature, as the TOML holds it)."""
+    key = f"tune_weights_{st.session_state.get('tune_weights_n', 0)}"
+    st.caption(f"Learned linear model · {len(rows)} features, largest |weight| first · score = "
+               "Σ weight × (feature − mean) / scale · features: `retrieval/features.py`")
+    st.data_editor(
+        [{"feature": r["feature"], "weight": r["weight"]} for r in rows], key=key, hide_index=True,
+        height=min(36 + 35 * len(rows), 320), width="stretch", disabled=["feature"],
+        on_change=on_weights, args=(key, [r["path"] for r in rows]),
+        column_config={
+            "feature": st.column_config.TextColumn(
+                "feature", help="the candidate table's feature the weight multiplies "
+                                "(retrieval.features: dense_*, bm25_*, time, metadata, type:*, q_*)"),
+            "weight": st.column_config.NumberColumn(
+                "weight", format="%+.3f", step=0.01,
+                help="weight of the standardised feature (x − mean) / scale; edit to move it")})
+
+
+def on_query_row() -> None:
+    """A row of the query list clicked: that query opens here (rows are in the pool's order)."""
+    rows = st.session_state["tune_query_table"].selection.rows
+    if rows:
+        tn.keep_try(store, "settled")
+        tn.update(("query", int(rows[0])))
+        st.session_state["tune_full_run"] = True    # the picker above the fragment follows: a full run
 
 
 def on_pick(kind: str, key: str) -> None:
@@ -198,7 +242,7 @@ def query_picker() -> None:
     picks[2].segmented_control("Rows", ["Read", "Grade"], key="tune_rows", required=True,
                                disabled=c is None,
                                help="Grade: one click per result sets its judgment for this query.")
-    row = st.columns([2.3, 0.75, 0.85, 1.05], vertical_alignment="center")   # one row, no tall column
+    row = st.columns([2.0, 0.75, 0.85, 1.05, 0.85], vertical_alignment="center")   # one row, no tall column
     row[1].toggle("Fisher p", key="tune_fisher", disabled=c is None,
                   help="Fisher's randomization test instead of the paired t-test (10,000 "
                        "permutations; computed once per configuration).")
@@ -208,6 +252,9 @@ def query_picker() -> None:
     row[3].toggle("Judging queue", key="tune_queue", disabled=c is None,
                   help="The unjudged results in this configuration's or the baseline's top 5, "
                        "by how far one grade could swing the comparison; grade them here.")
+    row[4].toggle("Snapshots", key="tune_snapshots", disabled=c is None,
+                  help="Compare two frozen snapshots: mean metrics, per-query deltas, both "
+                       "rankings with their text (Freeze keeps the current knobs' results).")
     if qi is not None:
         with row[0]:
             tr.query_note(store, c.query_ids[qi])
@@ -221,8 +268,8 @@ def query_pick(state) -> tuple[int | None, str]:
 def actions() -> None:
     """Save, log, export and tries, outside the live fragment: a knob move does not redraw them,
     and each reads the knobs when it is pressed."""
-    b = st.columns(4)
-    with b[0].popover("Save…", use_container_width=True):
+    b = st.columns(5)
+    with b[0].popover("Save…", width="stretch"):
         st.text_input("Profile name", key="tune_profile_name", placeholder="e.g. debug-heavier-bm25")
         st.button("Save", on_click=on_save_profile, type="primary", key="tune_save_profile")
         pending = st.session_state["tune_overwrite"]
@@ -230,14 +277,14 @@ def actions() -> None:
             st.warning(f"A profile named **{md(pending)}** exists.")
             st.button(f"Overwrite {pending}", on_click=on_save_profile, args=(True,),
                       key="tune_overwrite_yes")
-    if b[1].button("Log experiment", use_container_width=True, disabled=c is None,
+    if b[1].button("Log experiment", width="stretch", disabled=c is None,
                    help="Store config, dataset fingerprint and metrics."):
         scored = st.session_state.get(tn.SCORED)
         if scored is not None and scored[0] == tn.config():   # the scores of the knobs shown
             config, means, _, baseline_means = scored
             entry = ws.log_experiment(config, means, "tune", baseline_means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
-    with b[2].popover("Export…", use_container_width=True):  # the engine's own configuration
+    with b[2].popover("Export…", width="stretch"):  # the engine's own configuration
         from eval.export import EXPORTERS, export_config
 
         engine = st.selectbox("Engine", list(EXPORTERS), key="tune_export_engine",
@@ -251,8 +298,12 @@ def actions() -> None:
                                    icon=":material/download:")
             except ValueError as error:  # what the engine cannot express, named (not a fault)
                 st.info(md(str(error)))
+    b[3].button("Freeze", icon=":material/ac_unit:", width="stretch", disabled=c is None, key="tune_freeze",
+                on_click=snaps.on_freeze_tune, args=(ws,),
+                help="Freeze the current knobs' rankings and per-query values as a snapshot (named "
+                     "after the fusion and the time) to compare later, here or on Reports.")
     if c is not None:
-        with b[3]:
+        with b[4]:
             tr.panel(store, s.PRIMARY, s.metric_label(s.PRIMARY))
 
 
@@ -265,6 +316,8 @@ def live() -> None:
     fragment_run = bool(ctx is not None and ctx.fragment_ids_this_run)
     if not fragment_run:
         started = st.session_state.get(s.K_RUN_STARTED, started)
+    if st.session_state.pop("tune_full_run", False) and fragment_run:
+        st.rerun()       # a grade from inside the fragment: the sidebar's judgment count follows
 
     state = tn.state()                    # the one source: the knobs show it and it ranks
     config = state.config
@@ -296,6 +349,7 @@ def live() -> None:
         if fisher:
             with st.spinner("Fisher's randomization test: 10,000 permutations per metric…"):
                 ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, rev, ws.baseline, config)
+        in_sample = in_sample_warning(state.source, ws.dataset.fingerprint) if c is not None else None
         view = views.tune_view(
             config, ws.dataset.documents, pool=pool, ev=ev, baseline=ws.baseline, base_ev=base_ev, qrels=qrels,
             base_pool=(s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline)
@@ -304,6 +358,12 @@ def live() -> None:
             free_text=ws.free_text(free_text) if qi is None and free_text else None,
             metrics=s.METRICS, primary=s.PRIMARY, fisher=ps)
         summary = ""
+        badges = list(view.badges)
+        if in_sample and view.rows:        # fitted on these very queries: every figure says so
+            for row in view.rows:
+                row["p_text"] = f"{row['p_text']} · in-sample"
+                row["help"] = f"{row['help']} (in-sample: {in_sample.removeprefix('warning: ')})"
+            badges.insert(0, ("orange", "in-sample: " + in_sample.split(": ", 1)[-1]))
         if view.rows:
             test = ("Fisher's randomization test (10,000 permutations, cached per configuration)" if fisher
                     else "paired t-test")
@@ -316,8 +376,8 @@ def live() -> None:
             summary += "<br>" + tb.query_score_html(view.score, s.metric_label(view.score.metric))
         if qi is None and not free_text:
             st.info("Type a query to search the corpus with the current knobs.")
-        if view.rows or view.badges:
-            st.html(tb.summary_html(view.rows, summary, view.badges))   # one element: cards, caption, badges
+        if view.rows or badges:
+            st.html(tb.summary_html(view.rows, summary, badges))   # one element: cards, caption, badges
         response, baseline, judgments = view.response, view.baseline, view.judgments
         if response is not None:
             grading = qi is not None and st.session_state["tune_rows"] == "Grade"
@@ -348,13 +408,6 @@ def live() -> None:
                         st.form_submit_button("Save grades", type="primary", disabled=not unjudged,
                                               on_click=on_grade_all, args=(c.query_ids[qi], [r.id for r in unjudged]))
 
-        if ev is not None and st.session_state.get("tune_query_list"):
-            label = s.metric_label(s.PRIMARY)
-            st.dataframe(views.query_table(pool, ev, base_ev, qrels, s.PRIMARY), hide_index=True,
-                         use_container_width=True, column_config={
-                             "score": st.column_config.NumberColumn(label, format="%.4f"),
-                             "baseline": st.column_config.NumberColumn(f"baseline {label}", format="%.4f"),
-                             "delta": st.column_config.NumberColumn("Δ", format="%+.4f")})
         if st.session_state["tune_flash"]:
             st.toast(st.session_state["tune_flash"])
             st.session_state["tune_flash"] = ""
@@ -365,6 +418,19 @@ def live() -> None:
             st.caption(f"Server: this {'fragment ' if fragment_run else ''}rerun took **{total:.1f} ms** "
                        f"(engine: re-score + rank + metrics over {c.n_queries} queries {ev.seconds * 1000:.2f} ms); "
                        "the browser's own rendering comes on top.")
+    if ev is not None and st.session_state.get("tune_query_list"):      # full width: no column off-screen
+        label = s.metric_label(s.PRIMARY)
+        st.caption("Click a row to open its query here.")
+        st.dataframe(views.query_table(pool, ev, base_ev, qrels, s.PRIMARY), hide_index=True,
+                     width="stretch", key="tune_query_table", on_select=on_query_row,
+                     selection_mode="single-row", column_config={
+                         "query": st.column_config.TextColumn("query", width=70),
+                         "text": st.column_config.TextColumn("text", width=300),
+                         "score": st.column_config.NumberColumn(label, format="%.4f", width=80),
+                         "baseline": st.column_config.NumberColumn(f"base {label}", format="%.4f",
+                                                                   width=95),
+                         "delta": st.column_config.NumberColumn("Δ", format="%+.4f", width=70),
+                         "judged@5": st.column_config.NumberColumn(format="%d", width=75)})
     if ev is not None and st.session_state.get("tune_queue"):    # full width, below both columns
         qu.panel(ws, pool, qrels, ev, base_ev, run_name, on_grade)
 
@@ -376,3 +442,7 @@ st.caption(f"**{md(ws.dataset.name)}** · every knob re-scores the whole query s
 query_picker()
 actions()
 live()
+if c is not None and st.session_state.get("tune_snapshots"):
+    with st.container(border=True, key="tune_snapshots_pane"):
+        st.markdown("**Snapshots**")
+        snaps.section(ws, prefix="tune_snap")

@@ -277,7 +277,8 @@ def test_sweep_runs_applies_winner_and_card_shows_winner(app):
     at = run(at.button(key="sweep_apply_k").click())                # the rrf_k curve's best is not ignored
     assert at.session_state["tune_state"].config.params.rrf_k == curve_k
     assert at.session_state["tune_state"].config.params.w_dense == winner.params.w_dense
-    at = run(next(b for b in at.button if b.label == "Apply winner to Tune").click())
+    assert at.title[0].value == "Tune"                              # Apply goes to Tune and says what changed
+    assert any(t.value.startswith(f"Winner with rrf_k = {curve_k:g} applied: ") for t in at.toast)
     assert at.session_state["tune_state"].config.fusion == "rrf"
 
 
@@ -642,6 +643,9 @@ def test_optimise_result_applies_to_tune_saves_as_profile_and_clears_when_the_pi
     final = at.session_state["opt_result"].final_config
     at = run(at.button(key="opt_apply").click())
     assert at.session_state["tune_state"].config == final
+    assert at.title[0].value == "Tune"
+    at = goto(at, "pages/sweep.py")
+    at = run(at.segmented_control(key="sweep_page_mode").set_value("Optimise"))
     at = run(at.text_input(key="opt_profile_name").set_value("opt-k"))
     at = run(at.button(key="opt_save").click())
     from eval.stores.configs import resolve_config
@@ -691,12 +695,15 @@ def test_sweep_learn_mode_shows_held_out_figures_applies_to_tune_and_saves_a_pro
     assert list(folds["model chosen"]) == ["lambdamart", "lambdamart"]   # each outer fold's
     assert sorted(q for f in result.outer for q in f.test_ids) == ["q1", "q2", "q3", "q4"]
     at = run(at.button(key="learn_apply").click())
+    assert at.title[0].value == "Tune"
     state = at.session_state["tune_state"]
     applied = state.config
     assert (applied.fusion, applied.params.model) == ("learned", "lambdamart")
     model_file = Path(applied.params.file)                           # kept under $RWB_HOME/learned/
     assert model_file.parent == (home / "learned").resolve() and model_file.is_file()
     assert Path(state.source).parent == (home / "learned").resolve()  # the link names the kept TOML
+    at = goto(at, "pages/sweep.py")
+    at = run(at.segmented_control(key="sweep_page_mode").set_value("Learn"))
     at = run(at.text_input(key="learn_profile_name").set_value("learned-tiny"))
     at = run(at.button(key="learn_save").click())
     from eval.stores.configs import resolve_config

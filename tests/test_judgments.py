@@ -88,14 +88,15 @@ def test_rwb_judge_grades_undoes_and_exports_what_the_workbench_reads(home, tmp_
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "q1 d04: - → 3"
     assert effective_qrels(dataset, home).qrels["q1"] == {"d03": 3, "d04": 3}  # the workbench too
-    rwb(home, "judge", str(TINY), "q2", "d01", "0")             # clears q2's only judgment
+    rwb(home, "judge", str(TINY), "q2", "d01", "0")     # q2's only judgment: now "not relevant"
     used = effective_qrels(dataset, home)
-    assert (used.edits, "q2" in used.qrels) == (2, False)
+    assert (used.edits, used.qrels["q2"]) == (2, {"d01": 0})   # judged, not unjudged
 
     out = tmp_path / "combined.tsv"
     proc = rwb(home, "judge", str(TINY), "--export", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert out.read_text() == "q1\t0\td03\t3\nq1\t0\td04\t3\nq3\t0\td08\t3\nq4\t0\td06\t3\n"
+    assert out.read_text() == ("q1\t0\td03\t3\nq1\t0\td04\t3\nq2\t0\td01\t0\n"
+                               "q3\t0\td08\t3\nq4\t0\td06\t3\n")
     last = proc.stdout.splitlines()[-1]
     assert last == f"judgments: dataset qrels + 2 edits (history head {used.head})"
 
@@ -155,3 +156,75 @@ def test_implicit_judgments_are_a_separate_source(home, tiny_copy):
 def test_trec_export_is_sorted_qid_0_docid_grade():
     assert trec_qrels({"b": {"y": 1, "x": 2}, "a": {"z": 3}}) == (
         "a\t0\tz\t3\nb\t0\tx\t2\nb\t0\ty\t1\n")
+
+
+# ---- issue 33.1: a grade of 0 is a judgment ("judged not relevant"), never a removal ------------
+
+def eval_vector_bias(home: Path, out: Path) -> dict:
+    proc = rwb(home, "eval", str(TINY), "--pipeline", "vector", "--metrics", "ndcg@5",
+               "--permutations", "100", "--bootstrap", "100", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    return {**data["judgment_bias"][0], "ndcg@5": data["results"]["vector"]["ndcg@5"]}
+
+
+def test_a_grade_of_0_from_rwb_judge_is_stored_counted_exported_and_undone(home, tmp_path):
+    """vector on tiny ranks q2 [d02 d01 d04 d09 d03]; q2's one judgment is d01 = 3. Grading d02 0
+    (d02 is "Mina prefers tabs", not her colour scheme): judged@5 of q2 goes 1/5 → 2/5, so the
+    mean over the 4 queries 3/20 → 4/20 (q1, q4: 1/5 each; q3's d08 is below 5); q2's bpref 1 → 0
+    (one judged non-relevant above its one relevant: 1 − min(1, 1)/min(1, 1)), the mean 1 → 3/4;
+    q2's nDCG'@5 condensed list [d02 d01] → (3/log2 3)/3, the mean (3 + 1/log2 3)/4; nDCG@5 is
+    unchanged (a 0 is not relevant, so ranx's figure stays)."""
+    dataset = load_dataset(TINY)
+    before = eval_vector_bias(home, tmp_path / "a.json")
+    assert (before["judged@5"], before["bpref"], before["nDCG'@5"]) == pytest.approx((3 / 20, 1, 1))
+    vector_top = [("q2", "d02")]
+    holes_out = tmp_path / "holes.json"
+    assert rwb(home, "holes", str(TINY), "--pipeline", "rrf", "--pipeline", "vector",
+               "--json", str(holes_out)).returncode == 0
+    queued = [(h["query_id"], h["doc_id"]) for h in json.loads(holes_out.read_text())["holes"]]
+    assert vector_top[0] in queued
+
+    proc = rwb(home, "judge", str(TINY), "q2", "d02", "0")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == "q2 d02: - → 0"
+    used = effective_qrels(dataset, home)
+    assert used.qrels["q2"] == {"d01": 3, "d02": 0}
+    assert (used.edits, used.count) == (1, 5)                       # an edit, a fifth judgment
+    assert proc.stdout.splitlines()[-1] == f"judgments: dataset qrels + 1 edit (history head {used.head})"
+
+    after = eval_vector_bias(home, tmp_path / "b.json")
+    assert after["judged@5"] == pytest.approx(4 / 20)
+    assert after["bpref"] == pytest.approx(3 / 4)
+    assert after["nDCG'@5"] == pytest.approx((3 + 1 / math.log2(3)) / 4)
+    assert after["ndcg@5"] == pytest.approx(before["ndcg@5"])
+    assert rwb(home, "holes", str(TINY), "--pipeline", "rrf", "--pipeline", "vector",
+               "--json", str(holes_out)).returncode == 0
+    queued = [(h["query_id"], h["doc_id"]) for h in json.loads(holes_out.read_text())["holes"]]
+    assert vector_top[0] not in queued                               # judged: off the queue
+
+    out = tmp_path / "judged.tsv"
+    proc = rwb(home, "judge", str(TINY), "--export", str(out))
+    assert out.read_text() == ("q1\t0\td03\t3\nq2\t0\td01\t3\nq2\t0\td02\t0\n"
+                               "q3\t0\td08\t3\nq4\t0\td06\t3\n")
+    assert f"wrote {out}: 5 judgments as TREC qrels" in proc.stdout
+
+    proc = rwb(home, "judge", str(TINY), "--undo")
+    assert proc.stdout.splitlines()[0] == "undone: q2 d02: 0 → -"
+    assert effective_qrels(dataset, home).qrels == dataset.qrels
+
+
+def test_an_explicit_0_wins_over_an_implicit_grade(home, tmp_path):
+    """Issue 35.5: implicit judgments fill only the pairs nobody judged explicitly, a 0 included."""
+    import shutil
+
+    folder = tmp_path / "tiny-clicks"
+    shutil.copytree(TINY, folder)
+    (folder / "qrels" / "implicit.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq2\td02\t3\nq1\td05\t2\n")
+    dataset = load_dataset(folder)
+    JudgmentStore(dataset, home).grade("q2", "d02", 0, author="test")
+    both = effective_qrels(dataset, home, "both").qrels
+    assert both["q2"] == {"d01": 3, "d02": 0}                  # the explicit 0, not the clicks' 3
+    assert both["q1"] == {"d03": 3, "d05": 2}                   # nobody judged q1 d05: implicit
+    assert effective_qrels(dataset, home, "implicit").qrels["q2"] == {"d02": 3}

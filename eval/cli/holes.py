@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from eval.cli._common import add_pool_options, bounded, check_depth, load_with_pool, write_json
+from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
+                              write_json)
 from eval.experiments.holes import holes
 from eval.learning.router import prepare_pool
 from eval.reports.report import text_table
@@ -22,7 +23,8 @@ def cmd_holes(args) -> int:
     check_depth({c.name: c for c in configs}, pool.pool_depth)
     pool = prepare_pool(pool, dataset.queries, configs, args.embedder)
     a, b = (run_pipeline(pool, config).ranking for config in configs)
-    queue = holes(pool, dataset.qrels, a, b, args.k)
+    used = judgments(args, dataset)     # the workbench's grades too (a 0 is judged), as every command
+    queue = holes(pool, used.qrels, a, b, args.k)
     names = [c.name for c in configs]
     if names[0] == names[1]:
         names = list(args.pipeline)

@@ -10,6 +10,7 @@ score and its delta against the baseline. It reuses the runs it is given (no ext
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -216,3 +217,124 @@ def queue(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, document
     rows = [QueueRow(h, " ".join(query_text.get(h.query_id, "").split()),
                      " ".join(texts.get(h.doc_id, "").split())) for h in found[:limit]]
     return rows, len(found)
+
+
+def snapshot_means(a: dict, b: dict) -> list[dict]:
+    """Two frozen snapshots' mean metrics (``eval.stores.snapshots`` records) side by side: per
+    metric both hold, A, B and B − A."""
+    ma, mb = a.get("metrics") or {}, b.get("metrics") or {}
+    return [{"metric": metric_label(m), "A": ma[m], "B": mb[m], "delta": round(mb[m] - ma[m], 6)}
+            for m in ma if m in mb]
+
+
+def snapshot_rankings(a: dict, b: dict, query_id: str, documents, width: int = 160) -> list[dict]:
+    """One query's two frozen rankings side by side, rank for rank, with each document's text
+    (its first ``width`` characters) — what a reader compares, not ids alone."""
+    texts = {d.id: " ".join(d.text.split()) for d in documents}
+    ra = a["queries"].get(query_id, {}).get("ranking", [])
+    rb = b["queries"].get(query_id, {}).get("ranking", [])
+    rows = []
+    for i in range(max(len(ra), len(rb))):
+        da, db = (ra[i] if i < len(ra) else ""), (rb[i] if i < len(rb) else "")
+        rows.append({"rank": i + 1, "A": da, "A text": texts.get(da, "")[:width],
+                     "B": db, "B text": texts.get(db, "")[:width]})
+    return rows
+
+
+def config_changes(before: PipelineConfig, after: PipelineConfig, limit: int = 6) -> str:
+    """What applying ``after`` over ``before`` changes, in words: ``fusion rrf → wsum``, then
+    each knob whose value differs (``rrf.rrf_k 60 → 10``), the first ``limit`` and a count."""
+    from retrieval.pipeline import knobs
+
+    if before.fusion != after.fusion:
+        return f"fusion {before.fusion} → {after.fusion}"
+    old = {ref.path: ref.value for ref in knobs(before)}
+    changed = [(ref.path, old.get(ref.path), ref.value) for ref in knobs(after)
+               if old.get(ref.path) != ref.value]
+
+    def show(value) -> str:
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    words = [f"{path} {show(a)} → {show(b)}" for path, a, b in changed[:limit]]
+    more = len(changed) - limit
+    return ("; ".join(words) + (f"; and {more} more" if more > 0 else "")) if words else "no knob changed"
+
+
+def file_label(path: str) -> str:
+    """A readable name for a pipeline file: what its ``[tuning]`` table says it is — ``learned
+    linear · devmem · held-out nDCG@5 0.512`` — else the file's name (read once per version of
+    the file: a selectbox names its options on every rerun)."""
+    import os
+
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        stamp = 0
+    return _file_label(path, stamp)
+
+
+@functools.lru_cache(maxsize=256)
+def _file_label(path: str, stamp: int) -> str:
+    from pathlib import Path
+
+    from eval.search.tune import tuning_table
+
+    table = tuning_table(path) or {}
+    name = Path(path).name
+    if not table:
+        return name
+    tool = str(table.get("tool", ""))
+    what = (f"learned {table.get('chosen') or table.get('model', '')}".strip() if tool == "rwb learn"
+            else f"tuned {table.get('pipeline', '')}".strip())
+    held = table.get("held_out")
+    parts = [what, str(table.get("dataset", ""))]
+    if isinstance(held, (int, float)):
+        parts.append(f"held-out {metric_label(str(table.get('metric', '')))} {held:.3f}")
+    return " · ".join(p for p in parts if p)
+
+
+def learned_weights(config: PipelineConfig) -> list[dict]:
+    """A linear learned pipeline's weights as rows — feature, weight, and the knob path an edit
+    sets — the largest |weight| first (ties by name); [] for any other pipeline."""
+    params = config.params
+    if config.fusion != "learned" or getattr(params, "model", "") != "linear":
+        return []
+    rows = [{"feature": w.name, "weight": float(w.weight),
+             "path": f"{config.fusion}.weights.{w.name}.weight"} for w in params.weights]
+    return sorted(rows, key=lambda r: (-abs(r["weight"]), r["feature"]))
+
+
+def sweep_held_out(pool: Candidates, judged, result) -> tuple[float, float, float]:
+    """A sweep's held-out mean, its gain over the start and the paired t-test's p: each counted
+    query scored by the winner of the folds that held it out (``eval.search.sweep``'s folds,
+    rebuilt from its seed), against the start pipeline on the same queries."""
+    from eval.search.sweep import make_folds
+    from retrieval.pipeline import with_params
+
+    from eval.experiments.live import evaluate_config
+
+    metric = result.metric
+    base = judged.counted(evaluate_config(pool, judged, result.base, (metric,)).values[metric])
+    fold_of = make_folds(len(base), len(result.folds), result.seed)
+    held = np.zeros(len(base))
+    for f, fold in enumerate(result.folds):
+        config = with_params(result.base, fold.best)
+        values = judged.counted(evaluate_config(pool, judged, config, (metric,)).values[metric])
+        held[fold_of == f] = values[fold_of == f]
+    p = compare_pair({metric: base}, {metric: held}, "t")[metric]
+    return float(held.mean()), float(held.mean() - base.mean()), float(p)
+
+
+def on_edge(values: dict[str, float], ranges: dict[str, tuple[float, float]]) -> list[str]:
+    """The parameters whose chosen value sits on an end of the range searched (``name = lo`` or
+    ``hi``): the optimum may lie outside it — widen the range."""
+    out = []
+    for name, value in values.items():
+        if name not in ranges:
+            continue
+        lo, hi = ranges[name]
+        if math.isclose(value, lo, rel_tol=1e-9, abs_tol=1e-12) or math.isclose(
+                value, hi, rel_tol=1e-9, abs_tol=1e-12):
+            out.append(f"{name} = {value:g} is at the {'low' if math.isclose(value, lo, abs_tol=1e-12) else 'high'} "
+                       f"end of {lo:g}…{hi:g}")
+    return out

@@ -337,7 +337,9 @@ def _intent_figure(evaluation: Evaluation, first: str | None = None):
     fig.update_layout(barmode="group", title="Per intent (queries per intent in brackets)",
                       yaxis_title=first, yaxis_range=[0, 1],
                       updatemenus=[dict(buttons=buttons, direction="down", x=1.0, xanchor="right", y=1.0,
-                                        yanchor="bottom", pad=dict(b=6))])
+                                        yanchor="bottom", pad=dict(b=6),
+                                        active=list(evaluation.metrics).index(first)  # the menu names
+                                        if first in evaluation.metrics else 0)])      # what is plotted
     return fig
 
 

@@ -42,7 +42,7 @@ class JudgmentStore:
         return state
 
     def grade(self, query_id: str, doc_id: str, grade: int, author: str = "") -> None:
-        """Set (or, with grade 0, clear to not-relevant) one judgment."""
+        """Set one judgment; 0 is a judgment too ("judged not relevant"), kept as such."""
         if query_id not in {q.id for q in self.dataset.queries}:
             raise ValueError(f"unknown query {query_id!r}")
         if doc_id not in {d.id for d in self.dataset.documents}:
@@ -82,7 +82,7 @@ class JudgmentStore:
         return list(self._load()["history"])
 
     def qrels(self) -> dict[str, dict[str, int]]:
-        """The dataset's qrels with the overlay applied (grade 0 removes a judgment)."""
+        """The dataset's qrels with the overlay applied; a grade 0 stays (judged, not relevant)."""
         return self._merged(self._load())
 
     def _merged(self, state: dict) -> dict[str, dict[str, int]]:
@@ -92,10 +92,7 @@ class JudgmentStore:
             for doc_id, grade in docs.items():
                 if doc_id not in doc_ids:  # since removed from the corpus: it cannot be retrieved
                     continue
-                if grade > 0:
-                    merged.setdefault(query_id, {})[doc_id] = grade
-                else:
-                    merged.get(query_id, {}).pop(doc_id, None)
+                merged.setdefault(query_id, {})[doc_id] = grade
         return {q: d for q, d in merged.items() if d}
 
 
@@ -123,8 +120,10 @@ class Judgments:
 
 
 def _differences(dataset_qrels: dict, qrels: dict) -> int:
+    """Pairs whose judgment differs from the dataset's: a 0 where the dataset has none counts
+    (judged not relevant is not unjudged)."""
     pairs = {(q, d) for q, docs in (*dataset_qrels.items(), *qrels.items()) for d in docs}
-    return sum(dataset_qrels.get(q, {}).get(d, 0) != qrels.get(q, {}).get(d, 0) for q, d in pairs)
+    return sum(dataset_qrels.get(q, {}).get(d) != qrels.get(q, {}).get(d) for q, d in pairs)
 
 
 def history_head(history: list[dict]) -> str:
@@ -176,7 +175,7 @@ def effective_qrels(dataset: Dataset, home: Path | None = None,
     if source == "implicit":
         return Judgments({q: d for q, d in implicit.items() if d},
                          f"implicit judgments ({IMPLICIT_QRELS})", 0, "", source)
-    both = {q: dict(d) for q, d in implicit.items()}
+    both = {q: dict(d) for q, d in implicit.items()}  # an explicit grade, a 0 included, wins
     for query_id, docs in qrels.items():
         both.setdefault(query_id, {}).update(docs)
     return Judgments({q: d for q, d in both.items() if d},
