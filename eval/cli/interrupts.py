@@ -15,8 +15,8 @@ instance of 'pybind11::error_already_set'"). So, while a command runs:
   standard-library frames it called (a wait, a lock) and with no import in progress. Anywhere
   else (a library's code, which may have been called from native code) it notes the signal,
   and a watcher thread delivers it again every ``RETRY`` seconds until it lands in a safe place.
-- ``close`` (when the command has returned): the handlers only note, both signals are blocked,
-  and a signal noted or pending is returned, so that ``main`` ends with 130 / 143 and its one
+- ``close`` (when the command has returned): the handlers only note, then both signals are
+  ignored, and a signal noted is returned, so that ``main`` ends with 130 / 143 and its one
   line instead of the process dying of the signal during the interpreter's shutdown.
 """
 
@@ -126,13 +126,25 @@ def install() -> None:
         _state["watcher"] = watcher
 
 
+def _flush() -> int:
+    """Python code to run: a signal already caught has its handler called here, at the latest
+    (a handler runs between two steps of the main thread's Python code)."""
+    total = 0
+    for step in range(3):
+        total += step
+    return total
+
+
 def close() -> int:
     """The command returned: from now on a signal only ends the process with ``main``'s line.
-    Returns the signal that arrived since (or was still deferred), 0 when none did."""
+    Returns the signal that arrived since (or was still deferred), 0 when none did. Both
+    signals are then ignored, process-wide: a native library's thread that takes one during the
+    interpreter's shutdown (when Python puts back the default action) cannot kill the process."""
     _state["closing"] = True
-    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
-    pending = [s for s in SIGNALS if s in signal.sigpending()]
-    late = _state["noted"] or _state["deferred"] or (pending[0] if pending else 0)
+    _flush()
+    for signum in SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    late = _state["noted"] or _state["deferred"]
     _state["deferred"] = 0
     return late
 
