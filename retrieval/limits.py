@@ -34,7 +34,9 @@ def clip(value) -> str:
     when short, else the ``repr`` of its first ``MAX_ECHO`` characters and its length, so a
     50 MB id makes a line of about a hundred characters, not of 50 MB."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 512:
-        return f"an integer of {int(value.bit_length() * math.log10(2)) + 1} digits"
+        digits = int((abs(value).bit_length() - 1) * math.log10(2)) + 1
+        digits += abs(value) >= 10**digits  # the estimate is at most one short
+        return f"an integer of {digits} digits"
     if not isinstance(value, str):
         try:
             value = repr(value)

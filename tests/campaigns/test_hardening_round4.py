@@ -137,3 +137,370 @@ def test_rwb_eval_json_keeps_an_executable_output_executable(tmp_path, capsys, r
     status, _, err = rwb(capsys, "eval", TINY, "--pipeline", "rrf", "--json", out, "--quiet")
     assert status == 0, err
     assert json.loads(out.read_text()) and stat.S_IMODE(out.stat().st_mode) == 0o755
+
+
+# ---- 3. a damaged or hostile LightGBM model file never kills the process ----------------------
+
+N_FEATURES = 4
+
+
+def _booster_text() -> str:
+    import lightgbm
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(60, N_FEATURES))
+    y = (x[:, 0] + x[:, 2] > 0).astype(int) + (x[:, 1] > 1).astype(int)
+    ranker = lightgbm.LGBMRanker(objective="lambdarank", n_estimators=30, num_leaves=4,
+                                 min_child_samples=2, num_threads=1, deterministic=True,
+                                 verbose=-1)
+    ranker.fit(x, y, group=[20, 20, 20])
+    return ranker.booster_.model_to_string()
+
+
+def _resized(text: str) -> str:
+    """``text`` with ``tree_sizes`` recomputed for its trees, as a hostile editor would."""
+    head, _, rest = text.partition("\nTree=")
+    body = "Tree=" + rest
+    trees = body[:body.index("end of trees")]
+    blocks = ["Tree=" + b for b in trees.split("Tree=")[1:]]
+    sizes = " ".join(str(len(b)) for b in blocks)
+    lines = [f"tree_sizes={sizes}" if line.startswith("tree_sizes=") else line
+             for line in head.split("\n")]
+    return "\n".join(lines) + "\n" + body
+
+
+def _damages(text: str) -> dict[str, str]:
+    first_tree = text.index("Tree=0")
+    second = text.index("Tree=1")
+    garbage = text[:second] + "Tree=1\nnum_leaves=3\n%%%% not a field\n\x7f\x7f\x7f" + \
+        text[text.index("Tree=2"):]
+    cycle = text.replace("left_child=1 ", "left_child=0 ", 1)
+    assert len(text) // 2 < text.index("end of trees")  # half of the text cuts a tree
+    return {
+        "cut in half": text[:len(text) // 2],
+        "cut inside the trees": text[:first_tree + 120],
+        "tree_sizes edited": text.replace("tree_sizes=", "tree_sizes=9", 1),
+        "max_feature_idx=2": text.replace(f"max_feature_idx={N_FEATURES - 1}",
+                                          "max_feature_idx=2", 1),
+        "garbage Tree= section": garbage,
+        "garbage Tree= section, sizes fixed": _resized(garbage),
+        "a cycle in the children, sizes fixed": _resized(cycle),
+        "split on feature 99, sizes fixed": _resized(
+            text.replace("split_feature=", "split_feature=99 ", 1).replace(
+                "split_feature=99 ", "split_feature=99", 1)),
+        "leaf_value missing a value": _resized(text.replace("leaf_value=", "leaf_value=x", 1)),
+        "a categorical split": _resized(text.replace("num_cat=0", "num_cat=1", 1)),
+    }
+
+
+LOAD_EACH = """
+import json, sys
+import retrieval.pipeline  # the fusion package first (retrieval.features imports it)
+from retrieval.learned_model import load_model
+for path in sys.argv[1:]:
+    try:
+        load_model(path)
+        print(json.dumps(["loaded", path]), flush=True)
+    except ValueError as error:
+        print(json.dumps(["refused", str(error)]), flush=True)
+"""
+
+
+def test_every_damaged_model_file_is_one_clear_refusal(tmp_path):
+    from retrieval.features import feature_set_id
+    from retrieval.learned_model import TreeModel, model_to_json, save_model
+
+    names = ("dense_sim", "bm25_score", "confidence", "vitality")
+    text = _booster_text()
+    save_model(TreeModel(names, feature_set_id(names), text, {}), tmp_path / "good.model.json")
+    files = [tmp_path / "good.model.json"]
+    for i, (what, damaged) in enumerate(_damages(text).items()):
+        assert damaged != text, what
+        data = model_to_json(TreeModel(names, feature_set_id(names), text, {}))
+        data["booster"] = damaged  # damaged: the checksum written at save time no longer matches
+        (tmp_path / f"d{i}.model.json").write_text(json.dumps(data))
+        files.append(tmp_path / f"d{i}.model.json")
+        hostile = model_to_json(TreeModel(names, feature_set_id(names), damaged, {}))
+        (tmp_path / f"h{i}.model.json").write_text(json.dumps(hostile))  # checksum made to match
+        files.append(tmp_path / f"h{i}.model.json")
+    done = subprocess.run([sys.executable, "-c", LOAD_EACH, *map(str, files)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    outcomes = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(outcomes) == len(files)
+    assert outcomes[0] == ["loaded", str(files[0])]
+    for path, (kind, message) in zip(files[1:], outcomes[1:]):
+        assert kind == "refused" and "\n" not in message and len(message) < 400, (path, message)
+    assert "sha256 differs" in outcomes[1][1]  # a damaged file is named as damaged
+
+
+def test_rwb_eval_with_a_damaged_model_file_exits_2_with_one_line(tmp_path):
+    from retrieval.features import feature_set_id
+    from retrieval.learned_model import TreeModel, model_to_json
+
+    names = ("dense_sim", "bm25_score", "confidence", "vitality")
+    text = _booster_text()
+    hostile = model_to_json(TreeModel(names, feature_set_id(names),
+                                      text.replace("tree_sizes=", "tree_sizes=9", 1), {}))
+    (tmp_path / "m.model.json").write_text(json.dumps(hostile))
+    (tmp_path / "m.toml").write_text('fusion = "learned"\n[learned]\nmodel = "lambdamart"\n'
+                                     'file = "m.model.json"\n')
+    done = rwb_process(["eval", TINY, "--pipeline", tmp_path / "m.toml", "--quiet"],
+                       tmp_path / "home", tmp_path)
+    assert "tree_sizes do not match" in one_line_error(done.returncode, done.stderr)
+
+
+# ---- 4. files inside a dataset folder are read only inside it ---------------------------------
+
+DOCS = {"a": [1.0, 0.0, 0.0], "b": [1.0, 1.0, 0.0], "c": [0.0, 1.0, 0.0]}
+
+
+def _vectors_dataset(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": k, "text": f"memory {k}"}) + "\n" for k in DOCS))
+    (root / "queries.jsonl").write_text('{"_id": "q1", "text": "east"}\n')
+    (root / "qrels").mkdir()
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\ta\t1\n")
+    (root / "vectors").mkdir()
+    np.save(root / "vectors" / "corpus.npy", np.array(list(DOCS.values()), np.float32))
+    (root / "vectors" / "corpus_ids.txt").write_text("a\nb\nc\n")
+    np.save(root / "vectors" / "queries.npy", np.array([[1.0, 0.0, 0.0]], np.float32))
+    (root / "vectors" / "queries_ids.txt").write_text("q1\n")
+    return root
+
+
+def test_vectors_symlinked_out_of_the_dataset_are_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    outside = _vectors_dataset(tmp_path / "outside")  # a complete, valid set of vectors
+    cases = {}
+    ds = _vectors_dataset(tmp_path / "file")
+    (ds / "vectors" / "corpus.npy").unlink()
+    (ds / "vectors" / "corpus.npy").symlink_to(outside / "vectors" / "corpus.npy")
+    cases["corpus.npy a symlink out"] = ds
+    ds = _vectors_dataset(tmp_path / "folder")
+    shutil.rmtree(ds / "vectors")
+    (ds / "vectors").symlink_to(outside / "vectors")
+    cases["vectors/ a symlink out"] = ds
+    ds = _vectors_dataset(tmp_path / "ids")
+    (ds / "vectors" / "queries_ids.txt").unlink()
+    (ds / "vectors" / "queries_ids.txt").symlink_to(outside / "vectors" / "queries_ids.txt")
+    cases["queries_ids.txt a symlink out"] = ds
+    for what, ds in cases.items():
+        status, _, err = rwb(capsys, "index", ds, "--embedder", "precomputed", "--quiet")
+        assert "outside the dataset folder" in one_line_error(status, err), what
+    ds = _vectors_dataset(tmp_path / "inside")  # a symlink that stays inside is fine
+    (ds / "vectors" / "corpus_ids.txt").rename(ds / "ids.txt")
+    (ds / "vectors" / "corpus_ids.txt").symlink_to(ds / "ids.txt")
+    status, _, err = rwb(capsys, "index", ds, "--embedder", "precomputed", "--quiet")
+    assert status == 0, err
+
+
+def test_an_outside_target_that_exists_and_one_that_does_not_read_the_same(tmp_path, capsys,
+                                                                          monkeypatch):
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    secret = tmp_path / "secret.npy"
+    np.save(secret, np.zeros((3, 3), np.float32))
+    messages = []
+    for name, target in (("exists", secret), ("missing", tmp_path / "no-such.npy")):
+        ds = _vectors_dataset(tmp_path / name)
+        (ds / "vectors" / "corpus.npy").unlink()
+        (ds / "vectors" / "corpus.npy").symlink_to(target)
+        status, _, err = rwb(capsys, "index", ds, "--embedder", "precomputed", "--quiet")
+        messages.append(one_line_error(status, err).replace(str(ds), "DS"))
+    assert messages[0] == messages[1]
+
+
+def test_a_run_symlinked_out_of_the_dataset_is_refused(tmp_path, capsys, monkeypatch):
+    from eval.importers.runs import import_runs
+
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    runs = ROOT / "tests" / "fixtures" / "runs"
+    dest = import_runs(tmp_path / "mine", corpus=runs / "corpus.jsonl",
+                       queries=runs / "queries.jsonl", qrels=runs / "qrels.tsv",
+                       run=[f"dense={runs / 'dense.run'}", f"sparse={runs / 'sparse.run'}"]).dest
+    shutil.copy(dest / "runs" / "dense.run", tmp_path / "outside.run")
+    (dest / "runs" / "dense.run").unlink()
+    (dest / "runs" / "dense.run").symlink_to(tmp_path / "outside.run")
+    status, _, err = rwb(capsys, "eval", dest, "--pipeline", "rrf", "--quiet")
+    assert "outside the dataset folder" in one_line_error(status, err)
+
+
+def test_an_absolute_model_file_in_a_toml_is_refused_the_same_whether_it_exists(tmp_path,
+                                                                               capsys, rwb_home):
+    messages = []
+    for target in ("/etc/passwd", str(tmp_path / "no-such.model.json")):
+        (tmp_path / "m.toml").write_text('fusion = "learned"\n[learned]\nmodel = "lambdamart"\n'
+                                         f'file = "{target}"\n')
+        status, _, err = rwb(capsys, "eval", TINY, "--pipeline", tmp_path / "m.toml", "--quiet")
+        messages.append(one_line_error(status, err).replace(repr(target), "FILE"))
+    assert messages[0] == messages[1] and "absolute path is refused" in messages[0]
+
+
+def test_a_model_the_workbench_keeps_is_still_read_by_its_absolute_path(tmp_path, monkeypatch):
+    from retrieval.features import feature_set_id
+    from retrieval.learned_model import TreeModel, save_model
+    from retrieval.pipeline import get_pipeline
+
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    names = ("dense_sim", "bm25_score", "confidence", "vitality")
+    kept = tmp_path / "home" / "learned" / "k.model.json"
+    kept.parent.mkdir(parents=True)
+    save_model(TreeModel(names, feature_set_id(names), _booster_text(), {}), kept)
+    (tmp_path / "p.toml").write_text('fusion = "learned"\n[learned]\nmodel = "lambdamart"\n'
+                                     f'file = "{kept}"\n')
+    model = get_pipeline(str(tmp_path / "p.toml")).params.stored_model()
+    assert model.feature_names == names
+
+
+# ---- 11. no internal error, no unbounded message -----------------------------------------------
+
+def test_a_npy_header_claiming_a_huge_shape_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    ds = _vectors_dataset(tmp_path / "ds")
+    with open(ds / "vectors" / "corpus.npy", "wb") as handle:
+        np.lib.format.write_array_header_1_0(
+            handle, {"descr": "<f4", "fortran_order": False, "shape": (10**12, 384)})
+        handle.write(b"\0" * 64)
+    status, _, err = rwb(capsys, "index", ds, "--embedder", "precomputed", "--quiet")
+    line = one_line_error(status, err)
+    assert "header claims shape" in line and "MemoryError" not in line
+
+
+def test_error_lines_cut_long_values_from_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    ds = _vectors_dataset(tmp_path / "ds")
+    huge_id = "x" * 1_000_000
+    (ds / "vectors" / "corpus_ids.txt").write_text(f"a\nb\n{huge_id}\n")
+    status, _, err = rwb(capsys, "index", ds, "--embedder", "precomputed", "--quiet")
+    line = one_line_error(status, err)
+    assert len(line) < 400 and "(1000000 characters)" in line
+    for argv, length in ((["judge", TINY, "q" * 100_000, "d01", "1"], "(100000 characters)"),
+                         (["judge", TINY, "q1", "d01", "9" * 5_000], "(5000 characters)"),
+                         (["judge", TINY, "q1", "d01", "9" * 4_000], "4000 digits")):
+        status, _, err = rwb(capsys, *argv)
+        line = one_line_error(status, err)
+        assert len(line) < 300 and length in line, line
+
+
+def test_clip_shows_short_values_whole_and_long_ones_cut():
+    from retrieval.limits import clip
+
+    assert clip("q1") == "'q1'"
+    assert clip("é" * 80) == repr("é" * 80)
+    assert clip("a" * 81) == repr("a" * 80) + "… (81 characters)"
+    assert clip(10**1000) == "an integer of 1001 digits"
+    assert clip(2.5) == "2.5"
+
+
+# ---- 6. an interrupt ends every command with 130 / 143 and one line, always -------------------
+
+LEARN = ["learn", str(TINY), "--model", "lambdamart", "--folds", "2", "--inner-folds", "2",
+         "--quiet"]
+TUNE = ["tune", str(TINY), "--pipeline", "rrf", "--folds", "2", "--inner-folds", "2",
+        "--trials", "10000", "--quiet"]
+
+
+@pytest.mark.parametrize("argv,sig,delay", [
+    (LEARN, signal.SIGINT, 0.4), (LEARN, signal.SIGINT, 1.5), (LEARN, signal.SIGINT, 3.0),
+    (LEARN, signal.SIGTERM, 2.0), (TUNE, signal.SIGINT, 2.0), (TUNE, signal.SIGINT, 5.0),
+])
+def test_learn_and_tune_end_in_one_line_whenever_the_signal_lands(argv, sig, delay, tmp_path,
+                                                                  rwb_home):
+    assert main(["index", str(TINY), "--quiet"]) == 0  # the pool is built: the signal lands in the work
+    out = tmp_path / "learned.toml"
+    env = {**os.environ, "RWB_HOME": str(rwb_home), "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "eval.cli", *argv,
+                             *(["--out", str(out)] if argv is LEARN else [])],
+                            env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    if proc.poll() is not None:  # a fast machine finished first: nothing was interrupted
+        _, err = proc.communicate()
+        assert proc.returncode == 0 and out.is_file(), err
+        return
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=300)
+    expected = {signal.SIGINT: (130, "rwb: interrupted"),
+                signal.SIGTERM: (143, "rwb: terminated")}[sig]
+    assert (proc.returncode, err.strip()) == expected
+
+
+LIBRARY = """
+import os, signal, time
+
+def callback(value):  # a library's Python code, called back from native code
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.3)  # the signal arrives here
+    with open("callback-finished", "w") as handle:
+        handle.write("yes")
+    return value
+"""
+
+COMMAND = """
+import json, sys, time
+import eval.cli as cli
+import library
+
+def command(args):
+    json.loads('{"a": 1}', object_hook=library.callback)  # C code calling a library callback
+    time.sleep(5)  # the workbench's own code: the deferred interrupt lands here
+    return 0
+
+def parser():
+    p = cli.Parser(prog="rwb")
+    p.add_subparsers(dest="command").add_parser("work").set_defaults(func=command)
+    return p
+
+cli.build_parser = parser
+sys.exit(cli.main())
+"""
+
+
+def test_an_interrupt_is_never_raised_inside_a_library_callback(tmp_path):
+    # "terminate called after throwing an instance of 'pybind11::error_already_set'": Python raised
+    # KeyboardInterrupt inside a callback a native extension had called, and the C++ code could
+    # not unwind it. The handler now raises only in the workbench's own code.
+    (tmp_path / "library.py").write_text(LIBRARY)
+    (tmp_path / "command.py").write_text(COMMAND)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "command", "work"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=60,
+                          env={**os.environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"})
+    assert (done.returncode, done.stderr.strip()) == (130, "rwb: interrupted")
+    assert (tmp_path / "callback-finished").read_text() == "yes"  # the callback ran to its end
+    assert time.monotonic() - started < 4.5  # and the command did not run on
+
+
+AFTER_THE_COMMAND = """
+import os, signal, sys, threading, time
+import eval.cli as cli
+
+def command(args):
+    # a thread the command leaves behind (as native libraries do) takes the signal while the
+    # interpreter shuts down
+    threading.Thread(target=lambda: (time.sleep(0.2), os.kill(os.getpid(), signal.SIG{name})),
+                     daemon=False).start()
+    return 0
+
+def parser():
+    p = cli.Parser(prog="rwb")
+    p.add_subparsers(dest="command").add_parser("work").set_defaults(func=command)
+    return p
+
+cli.build_parser = parser
+status = cli.main()
+time.sleep(0.5)  # the signal arrives after main returned
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize("name", ["INT", "TERM"])
+def test_a_signal_after_the_command_returned_never_kills_the_process(name, tmp_path):
+    script = tmp_path / "after.py"
+    script.write_text(AFTER_THE_COMMAND.format(name=name))
+    done = subprocess.run([sys.executable, "-m", "after", "work"], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    # the command completed: its status stands, and the signal is neither fatal nor a traceback
+    assert (done.returncode, done.stderr.strip()) == (0, "")
