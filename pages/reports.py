@@ -150,9 +150,10 @@ with st.container(border=True):
             if path.is_file():
                 col.download_button(f"report.{kind}", path.read_bytes(), file_name=f"{folder.name}.{kind}", mime=mime,
                                     icon=":material/download:", use_container_width=True, key=f"reports_dl_{kind}")
-        if Path(report["md"]).is_file():
-            with st.expander("Preview (Markdown)", expanded=False):
-                st.markdown(Path(report["md"]).read_text("utf-8"))
+        # the preview shows report.md as text, and only when asked for: it carries the dataset's,
+        # the queries' and the pipelines' own strings (an image there must not be fetched)
+        if Path(report["md"]).is_file() and st.toggle("Preview report.md", key="reports_preview"):
+            st.code(Path(report["md"]).read_text("utf-8"), language="markdown", wrap_lines=True)
 
 compare_snapshots()
 snaps.section(ws)

@@ -504,3 +504,40 @@ def test_a_signal_after_the_command_returned_never_kills_the_process(name, tmp_p
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     # the command completed: its status stands, and the signal is neither fatal nor a traceback
     assert (done.returncode, done.stderr.strip()) == (0, "")
+
+
+# ---- 8. text from data is text on every page: the Reports page after Generate ------------------
+
+BEACON = "![beacon](http://127.0.0.1:9/b.png) <img src=http://127.0.0.1:9/i.png>"
+
+
+def test_the_reports_page_after_generate_renders_no_markup_from_data(tmp_path, monkeypatch):
+    import streamlit as st
+    from markdown_it import MarkdownIt
+    from streamlit.testing.v1 import AppTest
+
+    ds = tmp_path / "evil"
+    shutil.copytree(TINY, ds)
+    card = (ds / "dataset.toml").read_text("utf-8")
+    (ds / "dataset.toml").write_text(card.replace('name = "tiny"', f"name = {json.dumps(BEACON)}"))
+    monkeypatch.setenv("RWB_DATASET", str(ds))
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/reports.py").run()
+    at = next(b for b in at.button if b.label == "Generate").click().run()
+    assert not at.exception
+    report = Path(at.session_state["reports_file"]["md"]).read_text("utf-8")
+    assert "beacon" in report  # the name is in the report
+    rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    shown = [e.value for e in (*at.markdown, *at.caption, *at.info, *at.warning, *at.error)]
+    for text in shown:
+        assert "<img" not in rendered.render(text), text
+        assert "## Method" not in text  # report.md is not rendered as Markdown
+    at = at.toggle(key="reports_preview").set_value(True).run()  # the preview, when asked for
+    assert [c.value for c in at.code if "## Method" in c.value] == [report.rstrip("\n")]
+    st.cache_data.clear()
+    st.cache_resource.clear()
