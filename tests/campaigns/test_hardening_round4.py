@@ -235,7 +235,7 @@ def test_every_damaged_model_file_is_one_clear_refusal(tmp_path):
     assert "sha256 differs" in outcomes[1][1]  # a damaged file is named as damaged
 
 
-def test_rwb_eval_with_a_damaged_model_file_exits_2_with_one_line(tmp_path):
+def test_rwb_eval_with_a_damaged_model_file_exits_2_with_one_line(tmp_path, rwb_home):
     from retrieval.features import feature_set_id
     from retrieval.learned_model import TreeModel, model_to_json
 
@@ -247,7 +247,7 @@ def test_rwb_eval_with_a_damaged_model_file_exits_2_with_one_line(tmp_path):
     (tmp_path / "m.toml").write_text('fusion = "learned"\n[learned]\nmodel = "lambdamart"\n'
                                      'file = "m.model.json"\n')
     done = rwb_process(["eval", TINY, "--pipeline", tmp_path / "m.toml", "--quiet"],
-                       tmp_path / "home", tmp_path)
+                       rwb_home, tmp_path)  # the session's index and pool: the model is reached
     assert "tree_sizes do not match" in one_line_error(done.returncode, done.stderr)
 
 
@@ -330,7 +330,7 @@ def test_a_run_symlinked_out_of_the_dataset_is_refused(tmp_path, capsys, monkeyp
 def test_an_absolute_model_file_in_a_toml_is_refused_the_same_whether_it_exists(tmp_path,
                                                                                capsys, rwb_home):
     messages = []
-    for target in ("/etc/passwd", str(tmp_path / "no-such.model.json")):
+    for target in ("/etc/passwd", "/etc/no-such-file"):
         (tmp_path / "m.toml").write_text('fusion = "learned"\n[learned]\nmodel = "lambdamart"\n'
                                          f'file = "{target}"\n')
         status, _, err = rwb(capsys, "eval", TINY, "--pipeline", tmp_path / "m.toml", "--quiet")
