@@ -20,9 +20,9 @@ Three kinds:
 
 A tree or MoE model is stored as a JSON file (``save_model`` / ``load_model``) beside the
 pipeline TOML that names it; a tree model's LightGBM text carries its sha256 and is checked
-(``retrieval.lightgbm_text``) before LightGBM parses it. Every model records the feature set of the pool it was trained on
-(``feature_names``, ``feature_set``); ``check_feature_set`` refuses to score a table whose
-feature set differs.
+(``retrieval.lightgbm_text``) before LightGBM parses it. Every model records the feature set of
+the pool it was trained on (``feature_names``, ``feature_set``); ``check_feature_set`` refuses
+to score a table whose feature set differs.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ dimension that differs between the files, a NaN or infinite value and a zero vec
 direction, so no cosine) are each refused with a ``ValueError`` naming the file and the row.
 Every file is read only inside the dataset's folder (a symlink leaving it is refused), and a
 ``.npy`` header is checked against the file's size before anything is allocated; ids in
-messages are cut (``retrieval.limits.clip``). Vectors are unit-normalised (cosine similarity, as the bundled models). The model id is
+messages are cut (``retrieval.limits.clip``). Vectors are unit-normalised (cosine similarity,
+as the bundled models). The model id is
 ``precomputed:<sha256 of the files>``, so the index and the candidate pool are rebuilt when
 a vector changes. A free-text query has no vector: ``encode`` serves the texts of the
 dataset's own queries and refuses any other text, saying that it needs a query vector or an
@@ -85,9 +86,8 @@ def _read_npy(path: Path, shown: Path) -> np.ndarray:
     except FileNotFoundError:
         raise
     except (OSError, ValueError, SyntaxError, TypeError) as error:
-        raise ValueError(
-            f"{shown}: not a NumPy .npy array ({clip(str(error).splitlines()[0] if str(error) else type(error).__name__)})"
-        ) from None
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"{shown}: not a NumPy .npy array ({clip(reason)})") from None
     if dtype.hasobject:
         raise ValueError(f"{shown}: holds Python objects (pickled); give a float array")
     needed = math.prod(shape) * dtype.itemsize
@@ -168,8 +168,8 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
     if (norms == 0).any():
         row = int(np.flatnonzero(norms == 0)[0])
         raise ValueError(
-            f"{array_path}: row {row} (id {clip(ids[row])}, 0-based) is a zero vector (no direction, "
-            "so no cosine)"
+            f"{array_path}: row {row} (id {clip(ids[row])}, 0-based) is a zero vector (no "
+            "direction, so no cosine)"
         )
     unit = (vectors / norms[:, None]).astype(np.float32)
     return dict(zip(ids, unit))

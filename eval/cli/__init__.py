@@ -7,9 +7,9 @@ else is a bug, reported the same way (``RWB_DEBUG=1`` shows its traceback). Ctrl
 with ``rwb: interrupted``, SIGTERM 143 with ``rwb: terminated``: both unwind the command (its
 temporaries are removed on the way) and print nothing else; the signal is raised only where
 the main thread runs the workbench's own code, never inside a native library's callback, and
-one that arrives after the command ended still ends it that way (``eval.cli.interrupts``). Progress: ``eval.progress`` — each
-step named as it starts, bars where it counts (stderr, only on a terminal, never with
-``--quiet``).
+once the command has returned no signal can kill the process (``eval.cli.interrupts``).
+Progress: ``eval.progress`` — each step named as it starts, bars where it counts (stderr, only
+on a terminal, never with ``--quiet``).
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
 report), ``sweep`` (sweep, tune), ``learn`` (learn), ``holes`` (holes), ``importing``

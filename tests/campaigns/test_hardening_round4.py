@@ -1,6 +1,6 @@
-"""Hardening round 4 (issue 35, RELIABILITY.md §11): attacks from outside on the surfaces added in
-round 3 — model files, files inside a dataset, signals, durability, modes, unbounded values — and
-the attacks that held, kept held. Pass = the intended output, or exit 2 with ONE line
+"""Hardening round 4 (issue 35, RELIABILITY.md §11): attacks from outside on the surfaces added
+in round 3 — model files, files inside a dataset, signals, durability, modes, unbounded values —
+and the attacks that held, kept held. Pass = the intended output, or exit 2 with ONE line
 ``rwb: error: …`` (never "internal error", never a traceback, never a signal)."""
 
 from __future__ import annotations
@@ -408,7 +408,7 @@ TUNE = ["tune", str(TINY), "--pipeline", "rrf", "--folds", "2", "--inner-folds",
 ])
 def test_learn_and_tune_end_in_one_line_whenever_the_signal_lands(argv, sig, delay, tmp_path,
                                                                   rwb_home):
-    assert main(["index", str(TINY), "--quiet"]) == 0  # the pool is built: the signal lands in the work
+    assert main(["index", str(TINY), "--quiet"]) == 0  # built: the signal lands in the work
     out = tmp_path / "learned.toml"
     env = {**os.environ, "RWB_HOME": str(rwb_home), "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "eval.cli", *argv,
