@@ -100,7 +100,13 @@ def _booster(model: TreeModel):
 
         if len(_BOOSTERS) > 16:
             _BOOSTERS.clear()
-        hit = _BOOSTERS[key] = (model, lightgbm.Booster(model_str=model.booster))
+        try:
+            booster = lightgbm.Booster(model_str=model.booster)
+        except lightgbm.basic.LightGBMError as error:  # text check_booster let through
+            first = (str(error).splitlines() or [""])[0][:200]
+            raise ValueError(f"the learned model's booster is not one LightGBM reads: {first}") \
+                from None
+        hit = _BOOSTERS[key] = (model, booster)
     return hit[1]
 
 

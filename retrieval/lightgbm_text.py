@@ -9,7 +9,7 @@ model cut short or edited can so crash the process (SIGSEGV) or loop. ``check_bo
 refuses, with one line, any text that is not what ``Booster.model_to_string`` writes for a
 numerical, single-output tree model over ``n_features`` features:
 
-- the header: ``tree``, ``num_class=1``, ``num_tree_per_iteration=1``,
+- the header: ``tree``, ``objective=lambdarank``, ``num_class=1``, ``num_tree_per_iteration=1``,
   ``max_feature_idx = n_features − 1``, ``n_features`` feature names and infos, and
   ``tree_sizes`` equal to the byte size of each tree block;
 - each tree ``Tree=i`` (in order, ``i`` from 0): only LightGBM's keys, each once; every node
@@ -149,6 +149,8 @@ def check_booster(text: str, n_features: int) -> None:
         if header.get(key) != value:
             raise BoosterTextError(
                 f"{key}={header.get(key, '(missing)')[:40]}; this model needs {key}={value}")
+    if header.get("objective", "").split(" ")[0] != "lambdarank":
+        raise BoosterTextError("objective must be lambdarank (rwb learn's ranker)")
     if header.get("version") not in ("v3", "v4"):
         raise BoosterTextError("version must be v3 or v4")
     for key in ("feature_names", "feature_infos"):
