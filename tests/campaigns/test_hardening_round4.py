@@ -369,6 +369,27 @@ def test_a_run_symlinked_out_of_the_dataset_is_refused(tmp_path, capsys, monkeyp
     assert "outside the dataset folder" in one_line_error(status, err)
 
 
+def test_a_datasets_own_files_symlinked_out_are_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "dataset.toml"):
+        ds = tmp_path / name.replace("/", "-")
+        shutil.copytree(TINY, ds)
+        outside = tmp_path / f"outside-{name.replace('/', '-')}"
+        (ds / name).rename(outside)
+        (ds / name).symlink_to(outside)
+        status, _, err = rwb(capsys, "validate", ds)
+        assert "outside the dataset folder" in one_line_error(status, err), name
+    ds = tmp_path / "implicit"  # qrels/implicit.tsv, read by --judgments implicit
+    shutil.copytree(TINY, ds)
+    (tmp_path / "implicit.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td01\t1\n")
+    (ds / "qrels" / "implicit.tsv").symlink_to(tmp_path / "implicit.tsv")
+    from eval.stores.judgments import effective_qrels
+    from retrieval.dataset import load_dataset
+
+    with pytest.raises(ValueError, match="outside the dataset folder"):
+        effective_qrels(load_dataset(ds), source="implicit")
+
+
 def test_an_absolute_model_file_in_a_toml_is_refused_the_same_whether_it_exists(tmp_path,
                                                                                capsys, rwb_home):
     messages = []
