@@ -156,9 +156,10 @@ with st.container(border=True):
                                   "included; the file is self-contained and written by the workbench).")
         if opened and Path(report["html"]).is_file():
             st.iframe(Path(report["html"]), height=900)
-        if Path(report["md"]).is_file():
-            with st.expander("Preview (Markdown)", expanded=False):
-                st.markdown(Path(report["md"]).read_text("utf-8"))
+        # the preview shows report.md as text, and only when asked for: it carries the dataset's,
+        # the queries' and the pipelines' own strings (an image there must not be fetched)
+        if Path(report["md"]).is_file() and st.toggle("Preview report.md", key="reports_preview"):
+            st.code(Path(report["md"]).read_text("utf-8"), language="markdown", wrap_lines=True)
 
 compare_snapshots()
 snaps.section(ws)

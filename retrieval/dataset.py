@@ -15,11 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from retrieval.files import resolve_inside
 
 MAX_TEXT_CHARS = 100_000
 MIN_YEAR, MAX_YEAR = 1900, 2200  # every date (created_at, updated_at, reference_time) is in these
@@ -386,7 +389,8 @@ def read_qrels_file(path: Path, dataset: "Dataset") -> dict[str, dict[str, int]]
     (BEIR tsv or TREC); a ``DatasetError`` listing every problem."""
     problems = _Problems()
     doc_ids, query_ids = {d.id for d in dataset.documents}, {q.id for q in dataset.queries}
-    qrels = _load_qrels(path, doc_ids, query_ids, problems)
+    resolved = inside_dataset(dataset.root, path)
+    qrels = _load_qrels(path, doc_ids, query_ids, problems, resolved.read_bytes())
     if problems:
         raise DatasetError(problems)
     return qrels
@@ -443,14 +447,29 @@ def qrels_path(root: Path) -> Path | None:
     return None
 
 
+def inside_dataset(root: Path, path: Path) -> Path:
+    """``path`` (a file of the dataset at ``root``) resolved, when it stays inside the dataset's
+    folder; else a ``ValueError`` — the same line whether or not what a symlink points to
+    exists (``retrieval.files.resolve_inside``)."""
+    try:
+        relative = Path(path).relative_to(root).as_posix()
+    except ValueError:  # spelled differently (one of them resolved): compare as written
+        relative = os.path.relpath(Path(path).absolute(), Path(root).absolute())
+    try:
+        return resolve_inside(Path(root), relative)
+    except ValueError:
+        raise ValueError(f"{path}: resolves outside the dataset folder (a symlink leaving it); "
+                         "a dataset's files must be inside it") from None
+
+
 def _dataset_files(root: Path) -> dict[str, tuple[Path, bytes]]:
-    """The dataset's files, each read once: what is validated, loaded and fingerprinted is
-    the same bytes even when a file is edited while it is read."""
+    """The dataset's files, each read once (and only inside its folder): what is validated,
+    loaded and fingerprinted is the same bytes even when a file is edited while it is read."""
     files = {}
     for key, path in (("corpus", root / "corpus.jsonl"), ("queries", root / "queries.jsonl"),
                       ("qrels", qrels_path(root)), ("card", root / "dataset.toml")):
         if path is not None and path.is_file():
-            files[key] = (path, path.read_bytes())
+            files[key] = (path, inside_dataset(root, path).read_bytes())
     return files
 
 

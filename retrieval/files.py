@@ -14,7 +14,8 @@ built from it stays inside its root.
 ``atomic_write`` / ``atomic_write_bytes`` / ``atomic_write_text`` / ``atomic_write_files``:
 the ONE write path for every file the workbench writes (stores, pools, index files, and the
 outputs the user names: ``--json``, ``--out``, reports): a unique temporary file beside the
-target, fsync, rename over the target, fsync the folder; a symlink is written through to
+target (with the target's mode; a new file's follows the umask), fsync, rename over the
+target, fsync the folder (and every folder it had to create); a symlink is written through to
 its target (atomically beside it), a device or FIFO in place, never replaced
 (``output_target``); temporaries of killed writes are cleaned by the next write.
 ``fsync_tree`` makes a folder built aside durable before it is renamed into place.
@@ -80,6 +81,40 @@ def fsync_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def make_folders(folder: Path) -> None:
+    """``mkdir -p folder``, durably: every folder it creates is fsynced into its parent, so a
+    file saved in a new folder (the first profile, the first judgment) survives a crash."""
+    folder = Path(folder)
+    missing: list[Path] = []
+    while not folder.is_dir():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for new in reversed(missing):
+        try:
+            new.mkdir()
+        except FileExistsError:
+            if not new.is_dir():
+                raise
+            continue  # another writer made it; it fsyncs it
+        fsync_dir(new.parent)
+
+
+def _new_file_mode() -> int:
+    """The mode a new file gets under this process's umask (0666 & ~umask)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def fsync_tree(root: Path) -> None:
@@ -168,12 +203,21 @@ def _write_through(path: Path, write: Callable[[BinaryIO], None]) -> None:
 
 
 def _stage(target: Path, write: Callable[[BinaryIO], None]) -> str:
-    """A fsynced temporary file beside ``target`` holding what ``write`` writes."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """A fsynced temporary file beside ``target`` holding what ``write`` writes, with the mode
+    the target has (a new target: the mode the umask gives a new file)."""
+    make_folders(target.parent)
     clean_temporaries(target)
     prefix = f".{target.name}.{os.getpid()}-"
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = _new_file_mode()
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".tmp")
     try:
+        try:
+            os.fchmod(fd, mode)
+        except OSError:  # a file system without modes (a FAT stick): nothing to keep
+            pass
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()

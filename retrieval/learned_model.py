@@ -19,13 +19,15 @@ Three kinds:
   the seed's factors (C < 0.6 → 0.5, V > 80 → 1.2 …), 0 none.
 
 A tree or MoE model is stored as a JSON file (``save_model`` / ``load_model``) beside the
-pipeline TOML that names it. Every model records the feature set of the pool it was trained on
-(``feature_names``, ``feature_set``); ``check_feature_set`` refuses to score a table whose
-feature set differs.
+pipeline TOML that names it; a tree model's LightGBM text carries its sha256 and is checked
+(``retrieval.lightgbm_text``) before LightGBM parses it. Every model records the feature set of
+the pool it was trained on (``feature_names``, ``feature_set``); ``check_feature_set`` refuses
+to score a table whose feature set differs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -36,7 +38,9 @@ import numpy as np
 from retrieval.candidates import Candidates
 from retrieval import features as feats  # a module: retrieval.features imports the fusion package
 from retrieval.files import atomic_write_text, resolve_inside
+from retrieval.limits import clip
 from retrieval.fusion.adaptive import quality_multiplier, signals
+from retrieval.lightgbm_text import BoosterTextError, check_booster
 from retrieval.profiles import PENALTIES
 
 FORMAT = "rwb-learned-model"
@@ -96,7 +100,13 @@ def _booster(model: TreeModel):
 
         if len(_BOOSTERS) > 16:
             _BOOSTERS.clear()
-        hit = _BOOSTERS[key] = (model, lightgbm.Booster(model_str=model.booster))
+        try:
+            booster = lightgbm.Booster(model_str=model.booster)
+        except lightgbm.basic.LightGBMError as error:  # text check_booster let through
+            first = (str(error).splitlines() or [""])[0][:200]
+            raise ValueError(f"the learned model's booster is not one LightGBM reads: {first}") \
+                from None
+        hit = _BOOSTERS[key] = (model, booster)
     return hit[1]
 
 
@@ -173,8 +183,16 @@ def _array(data: dict, key: str, shape_ndim: int) -> np.ndarray:
     return value
 
 
+def booster_digest(booster: str) -> str:
+    """The sha256 of a booster's text, written beside it in the model's JSON."""
+    return hashlib.sha256(booster.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def model_from_json(data: dict, where: str) -> TreeModel | MoEModel:
-    """A model from its JSON form; ``ValueError`` naming ``where`` when it is not one."""
+    """A model from its JSON form; ``ValueError`` naming ``where`` when it is not one. A tree
+    model's booster text is checked against the sha256 written at save time and by
+    ``retrieval.lightgbm_text.check_booster`` before LightGBM ever parses it (LightGBM's reader
+    trusts its input: damaged text could crash the process)."""
     try:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not an rwb learned model (format {FORMAT!r})")
@@ -194,6 +212,14 @@ def model_from_json(data: dict, where: str) -> TreeModel | MoEModel:
             booster = data.get("booster")
             if not isinstance(booster, str) or not booster.startswith("tree"):
                 raise ValueError("booster must be LightGBM model text")
+            recorded = data.get("booster_sha256")
+            if recorded is not None and recorded != booster_digest(booster):
+                raise ValueError("booster text damaged (its sha256 differs from the one rwb "
+                                 "learn wrote beside it); rerun rwb learn")
+            try:
+                check_booster(booster, len(names))
+            except BoosterTextError as error:
+                raise ValueError(f"booster is not a model rwb can load: {error}") from None
             return TreeModel(names, feature_set, booster, meta)
         if kind == "moe":
             grid, coef = _array(data, "grid", 2), _array(data, "coef", 2)
@@ -234,6 +260,7 @@ def model_to_json(model: TreeModel | MoEModel) -> dict:
     }
     if isinstance(model, TreeModel):
         out["booster"] = model.booster
+        out["booster_sha256"] = booster_digest(model.booster)
     else:
         out.update(
             query_features=list(feats.QUERY_FEATURES),
@@ -280,9 +307,23 @@ def load_model(path: str | Path) -> TreeModel | MoEModel:
 
 
 def resolve_beside(file: str, base_dir: str | os.PathLike | None) -> Path:
-    """The model file a pipeline names: an absolute path as it is (a configuration built in
-    code); a relative one inside ``base_dir``, the folder of the TOML naming it (the working
-    folder when there is none), never outside it."""
+    """The model file a pipeline names: a relative path inside ``base_dir``, the folder of the
+    TOML naming it (the working folder when there is none), never outside it (``..`` or a
+    symlink leaving it is refused). An absolute path is taken only from a configuration built
+    in code (no ``base_dir``) or when it names one of the workbench's own models under
+    ``$RWB_HOME/learned`` (``eval.stores.learned`` writes those); any other absolute path in a
+    TOML is refused with the same line whether or not the file exists."""
     if os.path.isabs(file):
-        return Path(file)
+        if base_dir is None:
+            return Path(file)
+        from retrieval.index import rwb_home
+
+        store = rwb_home() / "learned"
+        try:
+            return resolve_inside(store, os.path.relpath(file, store))
+        except ValueError:
+            raise ValueError(
+                f"[learned] file = {clip(file)}: an absolute path is refused; give the model "
+                "file's path relative to the TOML's folder"
+            ) from None
     return resolve_inside(Path(base_dir or "."), file)

@@ -12,7 +12,10 @@ Every document of ``corpus.jsonl`` and every query of ``queries.jsonl`` needs ex
 vector; an id missing, extra or listed twice, a row count that differs from the ids, a
 dimension that differs between the files, a NaN or infinite value and a zero vector (no
 direction, so no cosine) are each refused with a ``ValueError`` naming the file and the row.
-Vectors are unit-normalised (cosine similarity, as the bundled models). The model id is
+Every file is read only inside the dataset's folder (a symlink leaving it is refused), and a
+``.npy`` header is checked against the file's size before anything is allocated; ids in
+messages are cut (``retrieval.limits.clip``). Vectors are unit-normalised (cosine similarity,
+as the bundled models). The model id is
 ``precomputed:<sha256 of the files>``, so the index and the candidate pool are rebuilt when
 a vector changes. A free-text query has no vector: ``encode`` serves the texts of the
 dataset's own queries and refuses any other text, saying that it needs a query vector or an
@@ -22,6 +25,7 @@ embedder of the same model.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -29,10 +33,25 @@ from typing import Sequence
 import numpy as np
 
 from retrieval.embedders import EmbedderUnavailable
+from retrieval.files import resolve_inside
+from retrieval.limits import clip
 
 PRECOMPUTED = "precomputed"
 FOLDER = "vectors"
 FILES = ("corpus.npy", "corpus_ids.txt", "queries.npy", "queries_ids.txt", "model.txt")
+
+
+def _file(root: str | Path, name: str) -> Path:
+    """``vectors/<name>`` of the dataset, read only inside the dataset's folder: ``vectors/``
+    or the file as a symlink leaving it is refused (``retrieval.files.resolve_inside``), with
+    the same line whether or not what it points to exists."""
+    try:
+        return resolve_inside(Path(root), f"{FOLDER}/{name}")
+    except ValueError:
+        raise ValueError(
+            f"{Path(root) / FOLDER / name}: resolves outside the dataset folder (a symlink "
+            "leaving it); the dataset's vectors must be files inside it"
+        ) from None
 
 
 def has_vectors(root: str | Path) -> bool:
@@ -42,22 +61,47 @@ def has_vectors(root: str | Path) -> bool:
 def vectors_label(root: str | Path) -> str:
     """``precomputed:<hash>`` over the sidecar's files (the index and pool identity)."""
     folder = Path(root) / FOLDER
-    if not (folder / "corpus.npy").is_file():
+    if not _file(root, "corpus.npy").is_file():
         raise ValueError(
             f"{folder}/corpus.npy: missing — --embedder precomputed reads the dataset's own "
             "vectors (vectors/corpus.npy + corpus_ids.txt, queries.npy + queries_ids.txt)"
         )
     digest = hashlib.sha256()
     for name in FILES:
-        path = folder / name
+        path = _file(root, name)
         if path.is_file():
             digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return f"{PRECOMPUTED}:{digest.hexdigest()[:16]}"
 
 
-def _read_ids(path: Path) -> list[str]:
+def _read_npy(path: Path, shown: Path) -> np.ndarray:
+    """The array of a ``.npy`` file, its header checked against the file's size first (a header
+    claiming 10¹² rows would make NumPy try to allocate them); never unpickles."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        with open(path, "rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            shape, _, dtype = (np.lib.format.read_array_header_1_0(handle) if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0(handle))
+            data_bytes = path.stat().st_size - handle.tell()
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, SyntaxError, TypeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"{shown}: not a NumPy .npy array ({clip(reason)})") from None
+    if dtype.hasobject:
+        raise ValueError(f"{shown}: holds Python objects (pickled); give a float array")
+    needed = math.prod(shape) * dtype.itemsize
+    if needed > data_bytes:
+        raise ValueError(
+            f"{shown}: its header claims shape {clip(shape)} of {dtype} ({needed} bytes) but the "
+            f"file holds {data_bytes} bytes of data (damaged or cut short)"
+        )
+    return np.load(path, allow_pickle=False)
+
+
+def _read_ids(resolved: Path, path: Path) -> list[str]:
+    try:
+        text = resolved.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
         raise ValueError(f"{path}: missing (one id per line, in the rows' order)") from None
     except UnicodeDecodeError as error:
@@ -69,10 +113,10 @@ def _read_ids(path: Path) -> list[str]:
     for line, raw in enumerate(ids, start=1):
         value = raw.rstrip("\r")
         if not value.strip() or value != value.strip():
-            raise ValueError(f"{path}:{line}: id {value!r} is empty or has surrounding spaces")
+            raise ValueError(f"{path}:{line}: id {clip(value)} is empty or has surrounding spaces")
         if value in seen:
             raise ValueError(
-                f"{path}:{line}: id {value!r} listed twice (first on line {seen[value]})"
+                f"{path}:{line}: id {clip(value)} listed twice (first on line {seen[value]})"
             )
         seen[value] = line
         ids[line - 1] = value
@@ -85,7 +129,7 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
     folder = Path(root) / FOLDER
     array_path, ids_path = folder / f"{kind}.npy", folder / f"{kind}_ids.txt"
     try:
-        array = np.load(array_path, allow_pickle=False)
+        array = _read_npy(_file(root, f"{kind}.npy"), array_path)
     except FileNotFoundError:
         raise ValueError(f"{array_path}: missing (a {len(expected)} × d float array)") from None
     except (OSError, ValueError) as error:
@@ -97,7 +141,7 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
             f"{array_path}: expected a 2-D float array (rows × dimensions), got shape "
             f"{array.shape} of {array.dtype}"
         )
-    ids = _read_ids(ids_path)
+    ids = _read_ids(_file(root, f"{kind}_ids.txt"), ids_path)
     if len(ids) != array.shape[0]:
         raise ValueError(
             f"{ids_path}: {len(ids)} ids but {array_path.name} has {array.shape[0]} rows"
@@ -107,25 +151,25 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
     for row, value in enumerate(ids):
         if value not in wanted:
             raise ValueError(
-                f"{ids_path}:{row + 1}: {value!r} is not a {what} of the dataset (extra vector)"
+                f"{ids_path}:{row + 1}: {clip(value)} is not a {what} of the dataset (extra vector)"
             )
     missing = [value for value in expected if value not in set(ids)]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise ValueError(f"{ids_path}: no vector for {what} {missing[0]!r}{more}")
+        raise ValueError(f"{ids_path}: no vector for {what} {clip(missing[0])}{more}")
     finite = np.isfinite(array).all(axis=1)
     if not finite.all():
         row = int(np.flatnonzero(~finite)[0])
         raise ValueError(
-            f"{array_path}: row {row} (id {ids[row]!r}, 0-based) holds NaN or infinity"
+            f"{array_path}: row {row} (id {clip(ids[row])}, 0-based) holds NaN or infinity"
         )
     vectors = array.astype(np.float64)
     norms = np.linalg.norm(vectors, axis=1)
     if (norms == 0).any():
         row = int(np.flatnonzero(norms == 0)[0])
         raise ValueError(
-            f"{array_path}: row {row} (id {ids[row]!r}, 0-based) is a zero vector (no direction, "
-            "so no cosine)"
+            f"{array_path}: row {row} (id {clip(ids[row])}, 0-based) is a zero vector (no "
+            "direction, so no cosine)"
         )
     unit = (vectors / norms[:, None]).astype(np.float32)
     return dict(zip(ids, unit))
@@ -164,8 +208,8 @@ class PrecomputedEmbedder:
         for query in dataset.queries:
             texts.setdefault(query.text, []).append(queries[query.id])
         by_text = {t: v[0] for t, v in texts.items() if all(np.array_equal(v[0], x) for x in v)}
-        model_file = root / FOLDER / "model.txt"
-        model = model_file.read_text("utf-8").strip() if model_file.is_file() else ""
+        model_file = _file(root, "model.txt")
+        model = model_file.read_text("utf-8").strip()[:200] if model_file.is_file() else ""
         return cls(
             label,
             dim,

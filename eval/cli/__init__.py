@@ -5,9 +5,11 @@ or flag, a value of the wrong type), an invalid dataset, a ``ValueError`` / ``OS
 the library — exits 2 with ONE line ``rwb: error: …`` on stderr and no traceback. Anything
 else is a bug, reported the same way (``RWB_DEBUG=1`` shows its traceback). Ctrl-C exits 130
 with ``rwb: interrupted``, SIGTERM 143 with ``rwb: terminated``: both unwind the command (its
-temporaries are removed on the way) and print nothing else. Progress: ``eval.progress`` — each
-step named as it starts, bars where it counts (stderr, only on a terminal, never with
-``--quiet``).
+temporaries are removed on the way) and print nothing else; the signal is raised only where
+the main thread runs the workbench's own code, never inside a native library's callback, and
+once the command has returned no signal can kill the process (``eval.cli.interrupts``).
+Progress: ``eval.progress`` — each step named as it starts, bars where it counts (stderr, only
+on a terminal, never with ``--quiet``).
 
 Modules: ``engine`` (index, search, show, pipelines, validate), ``experiment`` (eval,
 report), ``sweep`` (sweep, tune), ``learn`` (learn), ``holes`` (holes), ``importing``
@@ -23,6 +25,8 @@ import sys
 import threading
 
 from eval import progress
+from eval.cli import interrupts
+from eval.cli.interrupts import Terminated
 from retrieval.dataset import DatasetError
 
 
@@ -82,10 +86,6 @@ def fail(message: str, status: int = 2) -> int:
     return status
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived: unwinds like Ctrl-C (``finally`` blocks remove temporaries)."""
-
-
 def _on_sigterm(signum, frame):
     raise Terminated()
 
@@ -139,18 +139,27 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LANCEDB_LOG", "error")
     if threading.current_thread() is not threading.main_thread():
         return _main(argv, False)
+    standalone = argv is None
     previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    if previous[0] in (signal.SIG_DFL, None):  # a parent or a library reset it
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if standalone:
+        interrupts.install()
+    else:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        if previous[0] in (signal.SIG_DFL, None):  # a parent or a library reset it
+            signal.signal(signal.SIGINT, signal.default_int_handler)
     _felt()  # nothing left over from an earlier call in this process
     _hooks.append(sys.unraisablehook)
     sys.unraisablehook = _unraisable
     try:
-        status = _main(argv, argv is None)
+        status = _main(argv, standalone)
+        if standalone:  # a signal from here on ends the process with its status and one line
+            late = interrupts.close()
+            if late and status not in (130, 143):
+                status = _interrupted(*({signal.SIGINT: (130, "rwb: interrupted"),
+                                         signal.SIGTERM: (143, "rwb: terminated")}[late]), True)
     finally:
         sys.unraisablehook = _hooks.pop()
-    if argv is not None:  # called in-process: leave the caller's handlers as they were
+    if not standalone:  # called in-process: leave the caller's handlers as they were
         signal.signal(signal.SIGINT, previous[0] if previous[0] is not None else signal.SIG_DFL)
         signal.signal(signal.SIGTERM, previous[1] if previous[1] is not None else signal.SIG_DFL)
     return status

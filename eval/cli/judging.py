@@ -10,13 +10,14 @@ from __future__ import annotations
 from eval.cli._common import write_file
 from eval.stores.judgments import JudgmentStore, effective_qrels, trec_qrels
 from retrieval.dataset import load_dataset
+from retrieval.limits import clip
 
 
 def _grade(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ValueError(f"GRADE must be an integer 0–3, got {text!r}") from None
+        raise ValueError(f"GRADE must be an integer 0–3, got {clip(text)}") from None
 
 
 def cmd_judge(args) -> int:

@@ -49,7 +49,7 @@ from eval.importers._base import (
 )
 from eval.importers._files import write_atomically
 from eval.importers._qrels import copy_judged, parse_qrels
-from retrieval.files import atomic_write_text
+from retrieval.files import atomic_write_text, resolve_inside
 
 RUNS_FOLDER = "runs"
 PATHS_FILE = "paths.toml"
@@ -147,11 +147,23 @@ def has_runs(root: str | Path) -> bool:
     return (Path(root) / RUNS_FOLDER / PATHS_FILE).is_file()
 
 
+def _inside(root: str | Path, name: str) -> Path:
+    """``runs/<name>`` of the dataset, read only inside its folder: a symlink leaving it is
+    refused (``retrieval.files.resolve_inside``), the same line whether or not its target
+    exists."""
+    try:
+        return resolve_inside(Path(root), f"{RUNS_FOLDER}/{name}")
+    except ValueError:
+        raise ValueError(f"{Path(root) / RUNS_FOLDER / name}: resolves outside the dataset "
+                         "folder (a symlink leaving it); a dataset's runs must be files inside "
+                         "it") from None
+
+
 def run_files(root: str | Path) -> dict[str, Path]:
     """``{"dense": file, "sparse": file}`` of a dataset with runs (a path may be absent)."""
     folder = Path(root) / RUNS_FOLDER
     try:
-        paths = tomllib.loads((folder / PATHS_FILE).read_text("utf-8"))
+        paths = tomllib.loads(_inside(root, PATHS_FILE).read_text("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"{folder / PATHS_FILE}: not valid TOML ({error})") from None
     out = {}
@@ -161,9 +173,9 @@ def run_files(root: str | Path) -> dict[str, Path]:
             continue
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ValueError(f"{folder / PATHS_FILE}: {path} = {name!r} is not a run name")
-        if not (folder / f"{name}.run").is_file():
+        if not _inside(root, f"{name}.run").is_file():
             raise ValueError(f"{folder / PATHS_FILE}: {path} = {name!r} but {name}.run is missing")
-        out[path] = folder / f"{name}.run"
+        out[path] = _inside(root, f"{name}.run")
     if not out:
         raise ValueError(f"{folder / PATHS_FILE}: names neither a dense nor a sparse run")
     return out

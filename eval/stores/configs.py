@@ -125,10 +125,7 @@ def save_profile(name: str, config: PipelineConfig, origin: str | None = None) -
 
 
 def delete_profile(name: str) -> None:
-    path = ProfileStore().root / f"{check_name(name)}.toml"
-    if not path.is_file():
-        raise ValueError(f"no saved profile named {name!r}")
-    path.unlink()
+    ProfileStore().delete(name)
 
 
 def rename_profile(old: str, new: str) -> Path:

@@ -16,6 +16,8 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
+from retrieval.files import make_folders
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")
 
 
@@ -27,7 +29,7 @@ def locked(path: Path):
     ``ValueError`` naming the file, which every page's save handler shows; the file itself is
     unchanged (``retrieval.files.atomic_write``)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(path.parent)  # a new store folder is made durable too
         with open(path.with_name(path.name + ".lock"), "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from eval.stores.files import locked, read_json
 from retrieval.dataset import IMPLICIT_QRELS, MAX_GRADE, Dataset, read_qrels_file
 from retrieval.files import atomic_write_text, safe_component
+from retrieval.limits import clip
 from retrieval.index import rwb_home
 
 
@@ -44,11 +45,11 @@ class JudgmentStore:
     def grade(self, query_id: str, doc_id: str, grade: int, author: str = "") -> None:
         """Set one judgment; 0 is a judgment too ("judged not relevant"), kept as such."""
         if query_id not in {q.id for q in self.dataset.queries}:
-            raise ValueError(f"unknown query {query_id!r}")
+            raise ValueError(f"unknown query {clip(query_id)}")
         if doc_id not in {d.id for d in self.dataset.documents}:
-            raise ValueError(f"unknown document {doc_id!r}")
+            raise ValueError(f"unknown document {clip(doc_id)}")
         if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
-            raise ValueError(f"grade must be an integer 0–3, got {grade!r}")
+            raise ValueError(f"grade must be an integer 0–3, got {clip(grade)}")
         with locked(self.path):
             state = self._load()
             before = self._current(state, query_id, doc_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.stores.files import check_name, locked
-from retrieval.files import atomic_write_text
+from retrieval.files import atomic_write_text, fsync_dir
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig, from_toml, read_beside, to_toml
 
@@ -23,10 +23,21 @@ class ProfileStore:
         self.root = (home or rwb_home()) / "profiles"
 
     def save(self, name: str, config: PipelineConfig) -> Path:
+        """Write the profile durably (``atomic_write_text``: the file, its folder and a folder
+        made for it are fsynced) before returning, so a confirmed save survives a crash."""
         path = self.root / f"{check_name(name)}.toml"
         with locked(path):
             atomic_write_text(path, to_toml(config))
         return path
+
+    def delete(self, name: str) -> None:
+        """Remove a saved profile, durably (the folder is fsynced)."""
+        path = self.root / f"{check_name(name)}.toml"
+        with locked(path):
+            if not path.is_file():
+                raise ValueError(f"no saved profile named {name!r}")
+            path.unlink()
+            fsync_dir(self.root)
 
     def base_of(self, chain: tuple[str, ...] = ()):
         """What ``base = …`` may name in a profile (or a pipeline file): a pipeline (handled by
