@@ -1,8 +1,8 @@
 """Knob widgets generated from the parameter registry (``retrieval.pipeline.knobs``).
 
 Nothing here lists parameters by hand: every widget, label, range, step and help text
-comes from the fusion's own params class; the only page-side choices are how a path is
-grouped on screen and which routed profile's knobs are shown.
+comes from the fusion's own params class, and so does the group a knob is shown in
+(``Knob.group``); the only page-side choice is which routed profile's knobs are shown.
 """
 
 from __future__ import annotations
@@ -27,33 +27,21 @@ FUSION_KNOB = Knob("choice", "fusion method",
 """The fusion switch: its options and help come from the registry (one line per method)."""
 
 
-def group_of(path: str) -> str:
-    leaf = path.rsplit(".", 1)[-1]
-    if ".quality." in path:
-        return "quality"
-    if leaf.startswith("w_") or leaf.endswith("_weight"):
-        return "weights"
-    if "." not in path:
-        return "fusion" if path == FUSION_PATH else "ranking"
-    return "fusion"
-
-
 PANES = {"fusion": "Fusion", "confidence": "F_conf", "vitality": "F_vit", "ranking": "Limits"}
 """Tune's knob panes and their tab labels (seed 001 names the factors F_conf and F_vit; Limits: candidates,
 max results, min score, token budget)."""
 
 
-def pane_of(path: str) -> str | None:
-    """Which of Tune's knob panes shows ``path`` (the fusion switch sits above them all).
+def pane_of(ref: KnobRef) -> str | None:
+    """Which of Tune's knob panes shows ``ref`` (the fusion switch sits above them all): the
+    group its owner declared (``retrieval.params.GROUPS``); weights sit with the fusion.
 
     One pane at a time: the browser then redraws at most ~7 knobs per move instead of ~20
     (each slider costs a few ms per rerun, in Python and in the browser)."""
-    if path == FUSION_PATH:
+    if ref.path == FUSION_PATH:
         return None
-    group = group_of(path)
-    if group == "quality":
-        return "confidence" if path.rsplit(".", 1)[-1].startswith("conf_") else "vitality"
-    return "ranking" if group == "ranking" else "fusion"
+    group = ref.knob.group
+    return {"weights": "fusion", "limits": "ranking"}.get(group, group)
 
 
 def routed_profiles(config: PipelineConfig) -> list[str]:
@@ -150,6 +138,11 @@ def sweep_axes(config: PipelineConfig, edit_profile: str | None = None) -> dict[
 
 def axis_label(ref: KnobRef) -> str:
     return f"{ref.knob.label} · {ref.path}"
+
+
+def owner_of(config: PipelineConfig, ref: KnobRef):
+    """The parameter object ``ref`` is a field of (a profile's ``QualityFactors``, say)."""
+    return value_of_profile(config, ref.path.rsplit(".", 1)[0])
 
 
 def value_of_profile(config: PipelineConfig, profile_path: str):

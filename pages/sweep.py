@@ -194,7 +194,7 @@ with st.container(border=True):
     if len(paths) < 2:
         st.info(f"{code(base.name)} uses the {code(base.fusion)} fusion: too few knobs to sweep here.")
         st.stop()
-    weight_paths = [p for p in paths if kn.group_of(p) == "weights"] or paths
+    weight_paths = [p for p, ref in knobs.items() if ref.knob.group == "weights"] or paths
     for key, default in (("sweep_x", weight_paths[0]), ("sweep_y", (weight_paths + paths)[1])):
         if st.session_state.get(key) not in paths:
             st.session_state[key] = default

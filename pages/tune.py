@@ -150,28 +150,29 @@ def knob_panel(config, routed: str | None) -> str | None:
     refs = kn.tune_knobs(config, edit_profile)
     before, now = kn.drawn()
     kn.render(refs[0], pool_depth, before, now)                      # the fusion method, above the panes
-    panes = [p for p in kn.PANES if any(kn.pane_of(r.path) == p for r in refs)]
+    panes = [p for p in kn.PANES if any(kn.pane_of(r) == p for r in refs)]
     if st.session_state.get("tune_pane") not in panes:
         st.session_state["tune_pane"] = panes[0]
     pane = st.segmented_control("Knobs", panes, key="tune_pane", required=True, format_func=kn.PANES.get,
                                 label_visibility="collapsed")
     weights = views.learned_weights(config)           # a linear learned model: a table, not sliders
+    in_table = {row["path"] for row in weights}
     for ref in refs:
-        if kn.pane_of(ref.path) == pane and not (weights and ".weights." in ref.path):
+        if kn.pane_of(ref) == pane and ref.path not in in_table:
             kn.render(ref, pool_depth, before, now)
     if weights and pane == "fusion":
         weights_table(weights)
     if pane in ("confidence", "vitality"):
-        quality = next((r for r in refs if r.path.endswith(".quality.conf_high")), None)
-        if quality is not None:
-            profile = kn.value_of_profile(config, quality.path.rsplit(".quality.", 1)[0])
-            high, mid, low = kn.band_counts(*s.doc_quality(ws.dataset), profile.quality)[
+        factor = next((r for r in refs if kn.pane_of(r) == pane), None)
+        if factor is not None:
+            quality = kn.owner_of(config, factor)        # the QualityFactors the pane's knobs belong to
+            high, mid, low = kn.band_counts(*s.doc_quality(ws.dataset), quality)[
                 "confidence" if pane == "confidence" else "vitality"]
             st.caption(f"Documents per {pane} band: high {high} · mid {mid} · low {low} (of {high + mid + low}). "
                        "A factor whose band is empty changes nothing.")
-            for warning in views.band_warnings(profile.quality):
+            for warning in views.band_warnings(quality):
                 st.caption(f":orange[Band order: {md(warning)}: a less trusted band now weighs more.]")
-    if not any(kn.pane_of(r.path) == "confidence" for r in refs):
+    if not any(kn.pane_of(r) == "confidence" for r in refs):
         st.button("Add F_conf / F_vit (seed 001's adaptive fusion)", on_click=on_quality, key="tune_quality",
                   width="stretch", help="Switch the fusion to adaptive: confidence and vitality "
                                                  "factors on top of the weighted paths.")

@@ -8,6 +8,8 @@ validates every field — wrong types, booleans given as numbers, NaN, ±inf and
 bounds raise ``ValueError`` naming the field — so a bad value is refused where it is
 defined, whether it came from TOML, ``--param``, a page or code.
 
+Each declaration also names its ``group`` (``GROUPS``: a weight, a confidence or vitality
+factor, a limit), so a page places a knob by what its owner says it is, never by its name.
 The Tune knobs, the Sweep axes, ``--param``, ``rwb pipelines`` and the TOML schema all walk
 these declarations (``walk_knobs``); nothing keeps a second list of parameters.
 """
@@ -20,6 +22,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+
+
+GROUPS = ("fusion", "weights", "confidence", "vitality", "limits")
+"""What a knob acts on: the fusion's own shape, a weight of one of its terms, the confidence or
+vitality factors (seed 001's F_conf, F_vit), or the limits applied after scoring."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,11 @@ class Knob:
     options: tuple[str, ...] = ()
     sweepable: bool = True
     optional: bool = False         # None allowed (means "off")
+    group: str = "fusion"          # where a page shows it (``GROUPS``), declared by its owner
+
+    def __post_init__(self):
+        if self.group not in GROUPS:
+            raise ValueError(f"knob group must be one of {list(GROUPS)}, got {self.group!r}")
 
     def bounds_text(self) -> str:
         low = "" if self.min is None else (f"> {self.min:g}" if self.min_exclusive else f"≥ {self.min:g}")
@@ -82,27 +94,27 @@ def _declare(default, knob: Knob):
 
 
 def number(default: float | None, label: str, help: str = "", *, lo=None, hi=None, step=None, min=None, max=None,
-           min_exclusive=False, sweepable=True, optional=False):
+           min_exclusive=False, sweepable=True, optional=False, group="fusion"):
     """A float parameter (finite; ``min``/``max`` enforced)."""
     return _declare(default, Knob("float", label, help, lo, hi, step, min, max, min_exclusive, (), sweepable,
-                                  optional or default is None))
+                                  optional or default is None, group))
 
 
 def integer(default: int | None, label: str, help: str = "", *, lo=None, hi=None, step=1, min=None, max=None,
-            sweepable=True, optional=False):
+            sweepable=True, optional=False, group="fusion"):
     """An integer parameter (a float with an integral value is accepted; booleans are not)."""
     return _declare(default, Knob("int", label, help, lo, hi, step, min, max, False, (), sweepable,
-                                  optional or default is None))
+                                  optional or default is None, group))
 
 
-def flag(default: bool, label: str, help: str = ""):
+def flag(default: bool, label: str, help: str = "", *, group="fusion"):
     """A boolean parameter (only ``true``/``false``: the string "false" is refused)."""
-    return _declare(default, Knob("bool", label, help, sweepable=False))
+    return _declare(default, Knob("bool", label, help, sweepable=False, group=group))
 
 
-def choice(default: str, options: tuple[str, ...], label: str, help: str = ""):
+def choice(default: str, options: tuple[str, ...], label: str, help: str = "", *, group="fusion"):
     """One of a fixed set of strings."""
-    return _declare(default, Knob("choice", label, help, options=tuple(options), sweepable=False))
+    return _declare(default, Knob("choice", label, help, options=tuple(options), sweepable=False, group=group))
 
 
 def knob_of(f: dataclasses.Field) -> Knob | None:

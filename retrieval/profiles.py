@@ -33,30 +33,31 @@ from retrieval.params import Params, number
 _FACTOR = dict(lo=0.0, hi=1.5, step=0.05, min=0.0, max=10.0)
 
 
-def _factor(default: float, label: str, help: str):
-    return number(default, label, help, **_FACTOR)
+def _factor(default: float, label: str, help: str, group: str):
+    return number(default, label, help, **_FACTOR, group=group)
 
 
 @dataclass(frozen=True)
 class QualityFactors(Params):
     conf_high: float = number(0.9, "confidence: high from", "C ≥ this gets the high factor (user verified)",
-                              lo=0.0, hi=1.0, step=0.05, min=0.0, max=1.0)
+                              lo=0.0, hi=1.0, step=0.05, min=0.0, max=1.0, group="confidence")
     conf_low: float = number(0.6, "confidence: low below", "C < this gets the low factor (LLM inferred)",
-                             lo=0.0, hi=1.0, step=0.05, min=0.0, max=1.0)
-    conf_high_factor: float = _factor(1.0, "F_conf high", "multiplier for C ≥ conf_high (every strength: 1.0)")
+                             lo=0.0, hi=1.0, step=0.05, min=0.0, max=1.0, group="confidence")
+    conf_high_factor: float = _factor(1.0, "F_conf high", "multiplier for C ≥ conf_high (every strength: 1.0)",
+                                      "confidence")
     conf_mid_factor: float = _factor(0.8, "F_conf mid", "multiplier for conf_low ≤ C < conf_high; seed 001 is "
-                                     "silent here: strong 0.8, medium 0.85, weak 0.9, none 1.0")
+                                     "silent here: strong 0.8, medium 0.85, weak 0.9, none 1.0", "confidence")
     conf_low_factor: float = _factor(0.5, "F_conf low", "multiplier for C < conf_low; seed 001 §2.2: 0.5 "
                                      "(强惩罚 strong, debug); medium 0.65 (timeline), weak 0.8 (concept), "
-                                     "none 1.0 (brainstorm)")
+                                     "none 1.0 (brainstorm)", "confidence")
     vit_high: float = number(80.0, "vitality: high above", "V > this gets the high factor",
-                             lo=0.0, hi=100.0, step=5.0, min=0.0, max=100.0)
+                             lo=0.0, hi=100.0, step=5.0, min=0.0, max=100.0, group="vitality")
     vit_low: float = number(30.0, "vitality: low below", "V < this gets the low factor",
-                            lo=0.0, hi=100.0, step=5.0, min=0.0, max=100.0)
+                            lo=0.0, hi=100.0, step=5.0, min=0.0, max=100.0, group="vitality")
     vit_high_factor: float = _factor(1.2, "F_vit high", "multiplier for V > vit_high (seed 001: 1.2; "
-                                     "penalty none: 1.0)")
-    vit_mid_factor: float = _factor(1.0, "F_vit mid", "multiplier for vit_low ≤ V ≤ vit_high")
-    vit_low_factor: float = _factor(0.8, "F_vit low", "multiplier for V < vit_low (seed 001: 0.8; penalty none: 1.0)")
+                                     "penalty none: 1.0)", "vitality")
+    vit_mid_factor: float = _factor(1.0, "F_vit mid", "multiplier for vit_low ≤ V ≤ vit_high", "vitality")
+    vit_low_factor: float = _factor(0.8, "F_vit low", "multiplier for V < vit_low (seed 001: 0.8; penalty none: 1.0)", "vitality")
 
     def check(self) -> None:
         if not self.conf_low <= self.conf_high:
@@ -74,7 +75,7 @@ PENALTIES: dict[str, QualityFactors] = {
 
 
 def _weight(default: float, label: str, help: str):
-    return number(default, label, help, lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+    return number(default, label, help, lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0, group="weights")
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,7 @@ def test_tune_knobs_come_from_the_registry(app):
     for pane in PANES:                                   # one pane of knobs at a time
         at = run(at.segmented_control(key="tune_pane").set_value(pane))
         keys = {w.key for w in (*at.slider, *at.number_input, *at.toggle, *at.selectbox)}
-        expected = {f"tune_k_{r.path}" for r in knobs(config) if pane_of(r.path) == pane}
+        expected = {f"tune_k_{r.path}" for r in knobs(config) if pane_of(r) == pane}
         assert expected <= keys, pane
         shown |= expected
     assert shown == {f"tune_k_{r.path}" for r in knobs(config)}          # every parameter has a widget

@@ -151,3 +151,25 @@ def test_describe_is_one_line_with_the_values():
     line = describe(PIPELINES["openclaw"])
     assert "\n" not in line
     assert "min_score=0.35" in line and "weighted.vector_weight=0.7" in line and "max_results=6" in line
+
+
+def test_each_knob_declares_its_group_and_a_wrong_group_is_refused():
+    """The owner of a parameter says where a page shows it (``Knob.group``): the seed 001
+    factors in confidence / vitality, the path weights in weights, the limits after scoring in
+    limits; a page never guesses from a name."""
+    from retrieval.params import GROUPS, Knob
+    from retrieval.pipeline.presets import PIPELINES
+
+    groups = {}
+    for config in PIPELINES.values():
+        for ref in knobs(config):
+            assert ref.knob.group in GROUPS
+            groups[ref.path] = ref.knob.group
+    assert groups["rrf.w_dense"] == groups["wsum.w_sparse"] == "weights"
+    assert groups["adaptive.profile.quality.conf_low_factor"] == "confidence"
+    assert groups["adaptive.profile.quality.vit_high"] == "vitality"
+    assert groups["adaptive.profile.w_time"] == "weights"
+    assert groups["max_results"] == groups["token_budget"] == "limits"
+    assert groups["rrf.rrf_k"] == "fusion"
+    with pytest.raises(ValueError, match="knob group must be one of"):
+        Knob("float", "x", group="weight")

@@ -48,9 +48,9 @@ MIN_SCORE = 0.001
 @dataclass(frozen=True)
 class MeanParams(Params):
     w_dense: float = number(0.5, "vector weight", "weight of the normalised cosine in the mean",
-                            lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+                            lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0, group="weights")
     w_sparse: float = number(0.5, "BM25 weight", "weight of the normalised BM25 score in the mean",
-                             lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+                             lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0, group="weights")
     norm: str = choice("minmax", NORMS, "normalisation", norm_help())
     mean: str = choice("arithmetic", MEANS, "mean", "weighted arithmetic, geometric or harmonic mean (OpenSearch)")
     semantics: str = choice("rwb", SEMANTICS, "semantics",

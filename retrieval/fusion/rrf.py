@@ -43,9 +43,9 @@ class RRFParams(Params):
     rrf_k: float = number(60.0, "rrf_k", "rank constant: larger flattens the rank curve (seed 000: 60)",
                           lo=1.0, hi=200.0, step=1.0, min=0.0, max=1e6, min_exclusive=True)
     w_dense: float = number(1.0, "vector weight", "weight of the dense path's reciprocal rank",
-                            lo=0.0, hi=2.0, step=0.05, min=0.0, max=100.0)
+                            lo=0.0, hi=2.0, step=0.05, min=0.0, max=100.0, group="weights")
     w_sparse: float = number(1.0, "BM25 weight", "weight of the keyword path's reciprocal rank",
-                             lo=0.0, hi=2.0, step=0.05, min=0.0, max=100.0)
+                             lo=0.0, hi=2.0, step=0.05, min=0.0, max=100.0, group="weights")
     weighting: str = choice("multiply", WEIGHTINGS, "weighting",
                             "multiply: w / (rrf_k + rank + 1) · qdrant: 1 / ((rank + 1) / w + rrf_k), "
                             "Qdrant's weighted RRF (k = rrf_k + 1)")

@@ -19,7 +19,7 @@ from retrieval.params import Params, number
 
 
 def _weight(default: float, label: str, help: str):
-    return number(default, label, help, lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+    return number(default, label, help, lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0, group="weights")
 
 
 @dataclass(frozen=True)

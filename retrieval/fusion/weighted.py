@@ -24,9 +24,9 @@ TEXT_NORMS = ("rank", "minmax", "zscore")
 @dataclass(frozen=True)
 class WeightedParams(Params):
     vector_weight: float = number(0.7, "vector weight", "weight of the cosine similarity (OpenClaw: 0.7)",
-                                  lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+                                  lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0, group="weights")
     text_weight: float = number(0.3, "text weight", "weight of the normalised BM25 score (OpenClaw: 0.3)",
-                                lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+                                lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0, group="weights")
     text_norm: str = choice("rank", TEXT_NORMS, "BM25 normalisation",
                             "rank: 1/(1+rank) as OpenClaw · minmax: per query · zscore: Φ(z) per query")
 

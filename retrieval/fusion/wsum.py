@@ -22,9 +22,9 @@ from retrieval.params import Params, choice, number
 @dataclass(frozen=True)
 class WsumParams(Params):
     w_dense: float = number(0.5, "vector weight", "weight of the normalised cosine",
-                            lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+                            lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0, group="weights")
     w_sparse: float = number(0.5, "BM25 weight", "weight of the normalised BM25 score",
-                             lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0)
+                             lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0, group="weights")
     norm: str = choice("minmax", NORMS, "normalisation", norm_help())
 
 

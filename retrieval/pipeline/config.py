@@ -29,30 +29,32 @@ class PipelineConfig(Params):
     fusion: str = "rrf"
     description: str = ""
     max_results: int = integer(10, "max results", "results returned per query",
-                               lo=1, hi=50, min=1, max=MAX_DEPTH)
+                               lo=1, hi=50, min=1, max=MAX_DEPTH, group="limits")
     candidate_multiplier: float = number(2.0, "candidate multiplier",
                                          "per-path candidates = ⌈max_results × this⌉ (unless depth is set)",
-                                         lo=1.0, hi=10.0, step=0.5, min=1.0, max=1000.0)
+                                         lo=1.0, hi=10.0, step=0.5, min=1.0, max=1000.0, group="limits")
     depth: int | None = integer(None, "depth", "per-path candidates (overrides the multiplier)",
-                                lo=1, hi=200, min=1, max=MAX_DEPTH)
+                                lo=1, hi=200, min=1, max=MAX_DEPTH, group="limits")
     min_score: float | None = number(None, "min score", "drop results scoring below this",
-                                     lo=0.0, hi=1.0, step=0.01)
+                                     lo=0.0, hi=1.0, step=0.01, group="limits")
     min_similarity: float | None = number(
         None, "min similarity",
         "relevance floor on the vector path: drop a candidate only the vector path found whose "
         "cosine to the query is below this, so an unrelated query gets an empty answer (Lingxi's "
         "0–3, seed 004); a keyword hit is never dropped (recall first); not applied when the "
-        "query has no vector (keyword-only)", lo=0.0, hi=1.0, step=0.01, min=-1.0, max=1.0)
+        "query has no vector (keyword-only)", lo=0.0, hi=1.0, step=0.01, min=-1.0, max=1.0, group="limits")
     token_budget: int | None = integer(None, "token budget", "stop adding results past this many tokens",
-                                       lo=100, hi=8000, step=100, min=1, max=100_000_000)
-    fast_path: bool = flag(False, "fast path", "a query naming a memory file reads that file (seed 000)")
-    timeline_path: bool = flag(False, "timeline path", "a 'what did we do lately' query reads the journal (seed 000)")
+                                       lo=100, hi=8000, step=100, min=1, max=100_000_000, group="limits")
+    fast_path: bool = flag(False, "fast path", "a query naming a memory file reads that file (seed 000)",
+                           group="limits")
+    timeline_path: bool = flag(False, "timeline path", "a 'what did we do lately' query reads the journal (seed 000)",
+                               group="limits")
     keyword_match: str = choice("any", MATCH_MODES, "keyword match",
                                 "BM25 path: any = a memory holding some query word (OR); all = every query word "
                                 "(AND, as OpenClaw's FTS query, seed 002); technical = some "
                                 "technical term of the query: identifiers, error codes, paths, "
                                 "Han bigrams, no plain words (Lingxi's grep, seed 004). All three "
-                                "lists are in the candidate pool.")
+                                "lists are in the candidate pool.", group="limits")
     params: Params | None = None
 
     def check(self) -> None:
