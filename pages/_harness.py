@@ -1,7 +1,8 @@
 """Glue to the harness (``eval``): cached ranx evaluations, significance, sweeps, reports, imports.
 
-Most pages call these rather than composing harness steps themselves; the Tune page still
-composes its live view (evaluation, grading, missed-relevant results, badges) in the page.
+Pages call these rather than composing harness steps themselves; the Tune page evaluates its
+runs (``pages._state.live_evaluation``) and takes everything it shows of them (comparison rows,
+grades, missed-relevant results, badges) from ``eval.experiments.views.tune_view``.
 Tune's live p-value is the paired t-test (cheap enough for every knob move); Fisher's
 randomization test runs on demand and is cached per configuration. Both are raw p: correction
 is across systems per metric, as in ``rwb eval``, and a live comparison holds one system.

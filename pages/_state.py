@@ -1,9 +1,11 @@
 """Session state and cached handles: the workspace a page works on.
 
 Heavy objects (dataset, index, candidate pool, judgments) load once per process with
-``st.cache_resource`` and are never mutated; cache keys are plain strings plus a cheap
+``st.cache_resource`` and are never mutated; their keys are plain strings plus a cheap
 *stamp* (mtime and size of the dataset files or of the judgment store), so an edited
-dataset or a new judgment is picked up at once. Every page initialises the shared keys
+dataset or a new judgment is picked up at once. Whole-query-set evaluations are kept in one
+small LRU keyed by the frozen configuration itself (``live_evaluation``), under a lock: every
+session's script runs on its own thread of the one server process. Every page initialises the shared keys
 with ``init_shared_state`` and so also runs on its own.
 """
 
