@@ -118,26 +118,35 @@ def context_replay(args, dataset, handle, used) -> int:
     """Seed 003's retriever over the dataset's queries in reference_time order: cache counts and
     the contexts' scores against ``used`` (``eval.stores.judgments.Judgments``); ``rwb context
     --replay`` and ``rwb eval --context``."""
-    from eval.experiments.calibration import choose_threshold
-    from eval.experiments.context_eval import evaluate_contexts, score_table
+    from eval.experiments.calibration import cross_fit, parse_threshold
+    from eval.experiments.context_eval import evaluate_contexts, evaluate_contexts_cross_fitted, score_table
     from eval.reports.report import text_table
     from retrieval.seed003 import MemoryRetriever, Seed003Params
 
     bounded("--budget", args.budget, 1, 10_000_000)
-    chosen = choose_threshold(handle, dataset.queries, used.qrels, args.threshold)
-    params = Seed003Params(threshold=chosen.threshold, failure_threshold=chosen.failure_threshold,
-                           cache_key=args.cache_key)
-    retriever = MemoryRetriever(handle, params)
-    log, scores = evaluate_contexts(retriever, dataset, used.qrels, args.budget, args.variants,
-                                    args.warm_up)
-    data = {**log.to_json(), "threshold": chosen.how, "cache_key": args.cache_key,
+    chosen = parse_threshold(args.threshold)
+
+    def retriever(pattern: float, failure: float) -> MemoryRetriever:
+        return MemoryRetriever(handle, Seed003Params(threshold=pattern, failure_threshold=failure,
+                                                     cache_key=args.cache_key))
+    params = Seed003Params(cache_key=args.cache_key)
+    if isinstance(chosen, str):  # calibrated: never scored on the labels it was fitted on
+        cross = cross_fit(handle, dataset.queries, used.qrels)
+        how = cross.how
+        log, scores = evaluate_contexts_cross_fitted(lambda t: retriever(t, t), cross, dataset, used.qrels,
+                                                     args.budget, args.variants, args.warm_up)
+    else:
+        how = chosen.how
+        log, scores = evaluate_contexts(retriever(chosen.threshold, chosen.failure_threshold), dataset,
+                                        used.qrels, args.budget, args.variants, args.warm_up)
+    data = {**log.to_json(), "threshold": how, "cache_key": args.cache_key,
             "scores": scores.to_json(), "judgments": used.to_json()}
     if args.json is True:  # rwb context --json: the document on stdout
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return 0
     repeats = " (each query repeated 1 s later in another case and spacing)" * args.variants
     print(f"{dataset.name}: {len(log.query_ids)} queries replayed in reference_time order"
-          f"{repeats}; threshold {chosen.how}; L2 key {args.cache_key}, TTL {params.ttl_s:g} s on "
+          f"{repeats}; model {handle.embedder.model_id}; threshold {how}; L2 key {args.cache_key}, TTL {params.ttl_s:g} s on "
           "the queries' clock")
     records = log.records
     warm = (f"; warm-up: pattern records {records['hits']} hits / {records['misses']} misses"
@@ -176,7 +185,7 @@ def cmd_context(args) -> int:
             print(f"  relevant pairs {_quantiles(cal.relevant)}; other top-10 pairs {_quantiles(cal.other)}")
             print(f"  seed threshold {cal.seed_threshold:g}: {cal.answered['seed']} queries answered, F1 "
                   f"{cal.f1['seed']:.3f} · calibrated {cal.threshold:.4f}: {cal.answered['calibrated']} answered, "
-                  f"F1 {cal.f1['calibrated']:.3f}")
+                  f"F1 {cal.f1['calibrated']:.3f} (in-sample: fitted and scored on these labels)")
         if args.json:
             print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
@@ -230,11 +239,11 @@ def _line_range(text: str | None) -> tuple[int, int | None]:
 def add_context_options(p, budget: bool = True) -> None:
     """Seed 003's retriever's options (``rwb context``; ``rwb eval --context``, whose own
     ``--budget`` is the same token budget)."""
-    p.add_argument("--threshold", default="auto",
-                   help="auto (default): the seed's 0.85 / 0.8 for text-embedding-3-small, for "
-                        "other embedders a threshold calibrated on the dataset's labels "
-                        "(in-sample); literal: 0.85 / 0.8 as the seed writes them; calibrated; or "
-                        "a number (the pattern threshold)")
+    p.add_argument("--threshold", default="seed",
+                   help="seed (default; also 'literal'): seed 003's 0.85 for similar patterns and 0.8 "
+                        "for known failures; calibrated: a threshold fitted on the dataset's labels, "
+                        "opt-in, cross-fitted over 5 folds wherever contexts are scored (never "
+                        "scored on the labels it was fitted on); or a number (the pattern threshold)")
     p.add_argument("--cache-key", choices=("embedding", "text"), default="embedding",
                    help="L2 key: embedding = its first 10 values (seed 003, default); "
                         "text = the query text")
