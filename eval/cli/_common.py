@@ -13,7 +13,7 @@ from eval.progress import Progress, step
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates
 from retrieval.dataset import Dataset, load_dataset
-from retrieval.embedders import default_embedder, default_reason, language_warning
+from retrieval.embedders import default_embedder, language_warning
 from retrieval.files import atomic_write_text
 from retrieval.limits import MAX_DEPTH
 
@@ -51,11 +51,10 @@ def add_embedder(p: argparse.ArgumentParser, several: bool = False) -> None:
 
 def resolve_embedder(name: str | None, dataset: Dataset, query: str | None = None) -> str:
     """``name``, or the dataset's default embedder (``retrieval.embedders.default_embedder``)
-    when none was given, announced with its reason; the one warning line when an English-only
-    model meets text in another script (``language_warning``)."""
+    when none was given (every command's output names the model it used); the one warning line
+    when an English-only model meets text in another script (``language_warning``)."""
     if not name:
         name = default_embedder(dataset)
-        step(f"embedder {name} (the default for {dataset.name}: {default_reason(dataset)})")
     warning = language_warning(name, dataset, query)
     if warning:
         note(f"warning: {warning}")
