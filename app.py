@@ -18,6 +18,7 @@ from eval.stores.judgments import judgments_version  # noqa: E402
 from pages import _harness as hx  # noqa: E402
 from pages import _state as sh  # noqa: E402
 from pages._markup import md  # noqa: E402
+from retrieval.embedders import default_embedder, default_reason, language_warning  # noqa: E402
 
 sh.mark_run_start()
 # an emoji favicon is drawn locally (a data: URL); a ":material/…" one is fetched from fonts.gstatic.com
@@ -61,8 +62,11 @@ def sidebar() -> None:
                      help="A folder under datasets/ (BEIR layout), or type any path.")
         if st.session_state[sh.K_DATASET] == sh.OTHER_PATH:
             st.text_input("Dataset folder", key=sh.K_DATASET_TYPED, placeholder="path/to/dataset")
+        sh.sync_embedder(sh.dataset_path())      # each dataset keeps its own embedder
         st.selectbox("Embedder", sh.EMBEDDERS, key=sh.K_EMBEDDER,
-                     help="minilm: all-MiniLM-L6-v2 (English) · use-multilingual: USE v3 (Chinese too)")
+                     help="minilm: all-MiniLM-L6-v2 (English only) · use-multilingual: USE v3 (Chinese "
+                          "too). Each dataset starts with the one its language needs and keeps the one "
+                          "you choose for it; every figure on every page uses it.")
         labels = cfg.config_labels()
         if st.session_state[sh.K_BASELINE] not in labels:
             st.session_state[sh.K_BASELINE] = "vector"
@@ -83,6 +87,14 @@ def sidebar() -> None:
             judged = sh.judgment_count(path, sh.dataset_stamp(path), judgments_version(dataset, source))
             st.caption(f"**{md(dataset.name)}** · {len(dataset.documents)} docs · {len(dataset.queries)} queries · "
                        f"{judged} judgments ({source})")
+            embedder = st.session_state[sh.K_EMBEDDER]
+            default = default_embedder(dataset)
+            st.caption(f"Figures use embedder **{md(embedder)}**" + (
+                f" (this dataset's default: {md(default_reason(dataset))})" if embedder == default
+                else f" (chosen; the default here is {md(default)})"))
+            warning = language_warning(embedder, dataset)
+            if warning:
+                st.warning(md(warning.replace("try --embedder", "choose")), icon=":material/translate:")
         except Exception as error:  # the page itself shows the full problem list
             st.caption(f":red[dataset not loadable: {md(str(error).splitlines()[0][:120])}]")
 

@@ -51,6 +51,8 @@ GRADE_LABELS = {0: "0 · not relevant", 1: "1 · related", 2: "2 · relevant", 3
 K_DATASET = "rwb_dataset"
 K_DATASET_TYPED = "rwb_dataset_typed"
 K_EMBEDDER = "rwb_embedder"
+K_EMBEDDER_OF = "rwb_embedder_of"        # dataset path → the embedder last chosen for it
+K_EMBEDDER_FOR = "rwb_embedder_for"      # the dataset path K_EMBEDDER is the choice of
 K_BASELINE = "rwb_baseline"
 K_JUDGMENTS = "rwb_judgments"     # explicit | implicit | both (eval.stores.judgments.SOURCES)
 K_RUN_STARTED = "rwb_run_started"
@@ -94,6 +96,26 @@ def init_shared_state() -> None:
     st.session_state.setdefault(K_EMBEDDER, EMBEDDERS[0])
     st.session_state.setdefault(K_BASELINE, "vector")
     st.session_state.setdefault(K_JUDGMENTS, "explicit")
+
+
+def sync_embedder(path: str) -> None:
+    """Make ``K_EMBEDDER`` the embedder of the dataset at ``path``: the one last chosen for it in
+    this session, else its default (``retrieval.embedders.default_embedder``: the dataset's
+    language), so one dataset's choice is never carried to the next. Called before the
+    sidebar's picker is drawn (and by ``workspace``, for a page run on its own)."""
+    from retrieval.embedders import default_embedder
+
+    chosen = st.session_state.setdefault(K_EMBEDDER_OF, {})
+    if st.session_state.get(K_EMBEDDER_FOR) != path:
+        name = chosen.get(path)
+        if name is None:
+            try:
+                name = default_embedder(get_dataset(path, dataset_stamp(path)))
+            except (DatasetError, OSError, ValueError):  # the page shows the problem itself
+                name = EMBEDDERS[0]
+        st.session_state[K_EMBEDDER] = name if name in EMBEDDERS else EMBEDDERS[0]
+        st.session_state[K_EMBEDDER_FOR] = path
+    chosen[path] = st.session_state[K_EMBEDDER]
 
 
 def dataset_path() -> str:
@@ -319,6 +341,7 @@ def workspace() -> Workspace:
         st.error(f"Cannot read dataset {md(path)}: {md(one_line(error))}")
         st.stop()
     source = st.session_state[K_JUDGMENTS]
+    sync_embedder(path)
     ws = Workspace(path, stamp, st.session_state[K_EMBEDDER], dataset, st.session_state[K_BASELINE],
                    source if source in judgment_sources(dataset) else "explicit")
     try:  # a damaged judgments file (a grade stored as "3") is named once here, not in every widget

@@ -25,19 +25,35 @@ term clauses match), so the ``all`` hits are the ``any`` hits that hold every wo
 same order.
 
 ``technical`` (Lingxi's keyword path, seed 004: a grep "以当前用户消息中的技术词/短语为查询" —
-technical terms, error codes, configuration keys, API names) is an OR over the query's
-*technical* terms only (``technical_terms``): an identifier by its shape (a digit, one of
-``_ . / : -`` inside it, or a capital after its first letter: ``E11000``, ``ERR_CONN_REFUSED``,
-``utils/retry.py``, ``max_results``, ``LanceDB``, ``API``), matched whole in ``idents``; and a
-Han bigram (analyzer ``bigram``) holding none of the function characters ``HAN_FUNCTION``
-(``保存资料`` → ``保存 存资 资料``; ``我们``, ``怎么`` are dropped). Plain lower-case words
-(``and``, ``the``, ``login``) and single Han characters are never keyword terms: the vector
-path covers wording, the keyword path exact identifiers. The seed leaves the term extraction
-to the agent ("由 Agent 自然语言理解后执行"); this rule is our choice.
+"技术词、错误码、配置项名等为主"; an error code is the strongest signal a message carries) searches
+the query's *technical terms* (``technical_terms``), each matched whole in ``idents``:
+
+- an **error code**, weighted ``TERM_WEIGHTS["error-code"]`` (the most): capitals and digits
+  (``E11000``, ``ORA-00942``, ``TS2304``), a capitalised ``_`` constant that names an error
+  (``ERR_CONN_REFUSED``, ``E_FAIL``) or an errno (``ECONNREFUSED``), an exception class
+  (``KeyError``, ``NullPointerException``), and a number after ``HTTP``, ``status``,
+  ``error code``, ``errno``, ``exit code``, ``错误码``, ``状态码`` … (``HTTP 502`` → ``502``);
+- an **identifier** by its shape: a digit, one of ``_ . / : -`` inside it, or a capital after its
+  first letter (``max_results``, ``userId``, ``os.path.join``, ``utils/retry.py``, ``v1.2.3``,
+  ``LanceDB``, ``API``);
+- a **name**, a plain Latin word the user wrote as a technical noun: any Latin word in a message
+  that also holds Han text (``用 ruff 检查 Python`` → ``ruff``, ``python``), a capitalised word
+  that does not open a sentence (``How do we lint Python code?`` → ``python``), and a word in
+  backticks or quotes; English function words (scikit-learn's ``ENGLISH_STOP_WORDS``) never.
+
+A document must hold at least one of those terms to be a keyword hit. The query's Han bigrams
+(analyzer ``bigram``, free of the function characters ``HAN_FUNCTION``) then add to the score of
+those hits, weighted ``TERM_WEIGHTS["bigram"]``, but never make a hit alone: a note sharing
+``保存``/``资料``/``报错`` with the message is not "technical" for it, and the vector path covers
+wording. So a purely Chinese message without such a term has no keyword path (and with no
+vectors, no answer — Lingxi's silence). Chinese technical nouns cannot be told from other Chinese
+words without a dictionary; that is the rule's known gap. The seed leaves the extraction to the
+agent ("由 Agent 自然语言理解后执行"); these rules are our choice.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,16 +183,76 @@ def query_terms(text: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[str, 
     return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
 
 
-def technical_terms(text: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[str, str]]:
-    """The (field, term) pairs of ``text`` that match mode ``technical`` searches for: identifiers
-    by their shape (whole, in ``idents``) and, with the ``bigram`` analyzer, Han bigrams free of
-    function characters; deduplicated, capped at MAX_QUERY_TERMS (see the module docstring)."""
+TERM_WEIGHTS = {"error-code": 4.0, "identifier": 1.0, "name": 1.0, "bigram": 0.5}
+"""Tantivy boost of each kind of technical term in the ``technical`` query: an error code
+outweighs everything else a message holds (seed 004: the strongest signal); bigrams only re-rank."""
+
+_ERROR_CODE = re.compile(
+    r"[A-Z]{1,6}[-_]?\d{2,}"                               # E11000, ORA-00942, TS2304, HTTP502
+    r"|E[A-Z]{3,}"                                         # errno: ENOENT, ECONNREFUSED
+    r"|[A-Z][A-Za-z0-9]*(?:Error|Exception|Fault)")        # KeyError, NullPointerException
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # an _ constant: an error code if it names one
+_ERROR_WORDS = frozenset({"E", "ERR", "ERROR", "ERRNO", "FAIL", "FAILED", "FAILURE", "EXCEPTION",
+                          "REFUSED", "DENIED", "TIMEOUT", "TIMEDOUT", "INVALID", "UNAVAILABLE"})
+_CODE_AFTER = re.compile(r"(?i)(?:\bHTTP(?:/[\d.]+)?|\bstatus(?:\s+code)?|\berror\s+code|\berrno|"
+                         r"\bexit\s+code|\breturn\s+code|错误码|状态码|返回码|退出码|错误代码)"
+                         r"\s*[:=：]?\s*(-?\d{1,6})(?![\d.])")
+_QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|'([^'\s][^']*)'")
+_SENTENCE_END = re.compile(r"(?:^|[.!?。！？\n])[\s\"'“‘(（\[]*$")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+@functools.cache
+def _function_words() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # imported on first use: ~1 s
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
+def _is_error_code(token: str) -> bool:
+    if _ERROR_CODE.fullmatch(token):
+        return True
+    return bool(_CONSTANT.fullmatch(token)) and not _ERROR_WORDS.isdisjoint(token.split("_"))
+
+
+def technical_terms(text: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[str, str, str]]:
+    """The ``(kind, field, term)`` triples mode ``technical`` searches for, kinds as in
+    ``TERM_WEIGHTS``: error codes, identifiers and names (whole, in ``idents``), then Han bigrams
+    (analyzer ``bigram`` only); each term once, with the strongest kind it was found as; capped
+    at MAX_QUERY_TERMS (see the module docstring for the rules)."""
     text = scrub_text(text)
-    terms = [("idents", t.lower()) for t in re.findall(IDENTS_PATTERN, text)
-             if _TECHNICAL.search(t) and len(t.encode()) <= 64]
-    if get_analyzer(analyzer).bigrams:
-        terms += [("bigrams", t) for t in han_bigrams(text) if not HAN_FUNCTION.intersection(t)]
-    return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
+    kinds: dict[str, str] = {}
+
+    def add(term: str, kind: str) -> None:
+        term = term.lower()
+        if len(term.encode()) > 64:
+            return
+        if term not in kinds or TERM_WEIGHTS[kind] > TERM_WEIGHTS[kinds[term]]:
+            kinds[term] = kind
+
+    for match in _CODE_AFTER.finditer(text):
+        add(match.group(1).lstrip("-"), "error-code")
+    quoted = {m.start(): m.end() for m in _QUOTED.finditer(text)}
+    mixed = bool(_HAN.search(text))
+    function_words = None
+    for match in re.finditer(IDENTS_PATTERN, text):
+        token = match.group()
+        if _is_error_code(token):
+            add(token, "error-code")
+        elif _TECHNICAL.search(token):
+            add(token, "identifier")
+        elif len(token) > 1 and token.isalpha():
+            inside_quotes = any(a < match.start() and match.end() < b for a, b in quoted.items())
+            proper = token[0].isupper() and not _SENTENCE_END.search(text[:match.start()])
+            if mixed or proper or inside_quotes:
+                function_words = function_words or _function_words()
+                if token.lower() not in function_words:
+                    add(token, "name")
+    terms = [(kind, "idents", term) for term, kind in kinds.items()]
+    if terms and get_analyzer(analyzer).bigrams:
+        terms += [("bigram", "bigrams", t) for t in dict.fromkeys(han_bigrams(text))
+                  if not HAN_FUNCTION.intersection(t)]
+    return terms[:MAX_QUERY_TERMS]
 
 
 class BM25Index:
@@ -222,18 +298,34 @@ class BM25Index:
     def _query(self, text: str, filters: Filters, match: str) -> tantivy.Query | None:
         if match not in MATCH_MODES:
             raise ValueError(f"match must be one of {list(MATCH_MODES)}, got {match!r}")
-        pick = technical_terms if match == "technical" else query_terms
-        terms = pick(text, self.analyzer)
-        if not terms:
+        if match == "technical":
+            clause = self._technical_clause(text)
+        else:
+            terms = query_terms(text, self.analyzer)
+            required = tantivy.Occur.Must if match == "all" else tantivy.Occur.Should
+            clause = tantivy.Query.boolean_query(
+                [(required if f == "words" else tantivy.Occur.Should, tantivy.Query.term_query(self._schema, f, t))
+                 for f, t in terms]) if terms else None
+        if clause is None:
             return None
-        required = tantivy.Occur.Must if match == "all" else tantivy.Occur.Should
-        clauses = [(required if f == "words" else tantivy.Occur.Should, tantivy.Query.term_query(self._schema, f, t))
-                   for f, t in terms]
-        clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(clauses))]
+        clauses = [(tantivy.Occur.Must, clause)]
         for field, value in (("scope", filters.scope), ("project", filters.project), ("grp", filters.group)):
             if value:
                 clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, field, scrub_text(value))))
         return tantivy.Query.boolean_query(clauses)
+
+    def _technical_clause(self, text: str) -> tantivy.Query | None:
+        """Some error code, identifier or name is required (each boosted by its kind's weight);
+        the bigrams only add to a hit's score."""
+        def term(kind: str, field: str, value: str) -> tantivy.Query:
+            return tantivy.Query.boost_query(tantivy.Query.term_query(self._schema, field, value), TERM_WEIGHTS[kind])
+
+        terms = technical_terms(text, self.analyzer)
+        required = [(tantivy.Occur.Should, term(*t)) for t in terms if t[0] != "bigram"]
+        if not required:
+            return None
+        extra = [(tantivy.Occur.Should, term(*t)) for t in terms if t[0] == "bigram"]
+        return tantivy.Query.boolean_query([(tantivy.Occur.Must, tantivy.Query.boolean_query(required)), *extra])
 
     def search(self, text: str, depth: int, filters: Filters = Filters(),
                match: str = "any") -> list[tuple[str, float]]:

@@ -22,8 +22,8 @@ the memory's created_at lies in the window the query names, NaN when it names no
 Keyword match mode (``any`` / ``all`` / ``technical``, ``retrieval.bm25.MATCH_MODES``). The BM25
 path runs three times per query at retrieval time: the ``any`` query (OR of the terms), the
 ``all`` query (every query word required, as OpenClaw's ``buildFtsQuery`` joins its terms with
-AND, seed 002) and the ``technical`` query (OR of the technical terms only: identifiers, error
-codes, paths, Han bigrams; Lingxi's grep, seed 004); the pool holds the top ``pool_depth`` of
+AND, seed 002) and the ``technical`` query (the technical terms only: error codes, identifiers,
+technical names, Han bigrams re-ranking their hits; Lingxi's grep, seed 004); the pool holds the top ``pool_depth`` of
 each, and ``with_keyword_match("all")`` is the table seen through the ``all`` list (likewise
 ``technical``). So the mode is a pipeline parameter that re-scores without an
 index, like every other, and an ``all`` pipeline of depth d sees exactly Tantivy's AND top d.

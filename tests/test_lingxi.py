@@ -13,10 +13,12 @@ import json
 
 import pytest
 
+from eval.cli import main as rwb_main
 from retrieval.bm25 import technical_terms
 from retrieval.dataset import load_dataset
 from retrieval.index import open_index
 from retrieval.pipeline import PIPELINES, search, with_param
+from tests.conftest import ROOT
 
 NOTES = {
     "n1": "MongoDB E11000 duplicate key on save: the unique index on users.email; dedupe first.",
@@ -49,23 +51,40 @@ def cosine(handle, text: str, doc_id: str) -> float:
     return float(handle.vectors[handle.doc_ids.index(doc_id)] @ vector)
 
 
-def test_technical_terms_are_identifiers_and_han_bigrams_never_plain_words():
-    assert technical_terms(US1) == [("idents", "e11000"), *(("bigrams", b) for b in
-                                    ("保存", "存资", "资料", "料时", "时报", "报错"))]
+def test_technical_terms_are_error_codes_identifiers_and_names_bigrams_only_alongside():
+    assert technical_terms(US1) == [("error-code", "idents", "e11000"), *(
+        ("bigram", "bigrams", b) for b in ("保存", "存资", "资料", "料时", "时报", "报错"))]
     assert technical_terms("ERR_CONN_REFUSED in utils/retry.py and the LanceDB API") == [
-        ("idents", "err_conn_refused"), ("idents", "utils/retry.py"), ("idents", "lancedb"),
-        ("idents", "api")]
+        ("error-code", "idents", "err_conn_refused"), ("identifier", "idents", "utils/retry.py"),
+        ("identifier", "idents", "lancedb"), ("identifier", "idents", "api")]
+    # English words in a Chinese sentence are technical nouns; a capitalised word inside an
+    # English sentence is one; a sentence's first word and function words are not
+    assert technical_terms("用 ruff 检查 Python 代码") == [
+        ("name", "idents", "ruff"), ("name", "idents", "python"),
+        ("bigram", "bigrams", "检查"), ("bigram", "bigrams", "代码")]
+    assert technical_terms("How do we lint Python code?") == [("name", "idents", "python")]
+    assert technical_terms("Lint it with `ruff` please") == [("name", "idents", "ruff")]
+    # HTTP statuses, error-code numbers, errno names, exception classes are error codes
+    assert technical_terms("Got HTTP 502 then ECONNREFUSED and a KeyError") == [
+        ("error-code", "idents", "502"), ("identifier", "idents", "http"),
+        ("error-code", "idents", "econnrefused"), ("error-code", "idents", "keyerror")]
+    assert technical_terms("错误码：1062") == [("error-code", "idents", "1062"),
+                                              ("bigram", "bigrams", "错误"), ("bigram", "bigrams", "误码")]
+    # snake_case, camelCase, dotted names and versions are identifiers; a constant is an
+    # error code only when it names an error
+    assert [k for k, _, _ in technical_terms("MAX_RESULTS userId os.path.join v1.2.3")] == ["identifier"] * 4
     assert technical_terms(UNRELATED) == []                      # plain words only
     assert technical_terms("我们怎么做") == []                     # 我们 怎么 么做: function characters
-    assert technical_terms(US1, "unigram") == [("idents", "e11000")]  # no bigram field to search
+    assert technical_terms("保存资料时报错") == []                  # bigrams alone are no keyword query
+    assert technical_terms(US1, "unigram") == [("error-code", "idents", "e11000")]  # no bigram field
 
 
 def test_us1_an_error_code_in_a_chinese_message_finds_its_note(handle):
     assert cosine(handle, US1, "n1") < 0.3               # the vector path alone would drop it
     response = search(handle, US1, "lingxi")
     assert [r.id for r in response.results] == ["n1"]
-    # weighted 0.7·cos + 0.3·1/(1+0): the keyword path's first hit
-    expected = 0.7 * cosine(handle, US1, "n1") + 0.3
+    # weighted 0.7·cos + 0.3·1/(1+0): the keyword path's first hit, + (0.7 + 0.3) as a keyword hit
+    expected = 0.7 * cosine(handle, US1, "n1") + 0.3 + 1.0
     assert response.results[0].score == pytest.approx(expected, abs=1e-5)
     assert response.empty_reason == ""
 
@@ -94,3 +113,40 @@ def test_keyword_only_finds_the_error_code_and_is_silent_otherwise(handle):
     assert (empty.route, empty.results) == ("keyword-only", [])
     assert empty.empty_reason == ("keyword-only (no query vector): the keyword path (technical "
                                   "terms) matched nothing")
+
+
+# ---- issue 29 item 7: US-1 on a Chinese note store (tests/fixtures/lingxi_zh) ----------------------
+# Thirteen Chinese notes: n01 alone holds E11000 (a MongoDB duplicate-key note); n13 names MongoDB
+# three times without the code; eight notes share 保存/资料/报错 with the message; n10 says "Use ruff
+# for linting Python code". "Embedder down" is a model that cannot be loaded: Lingxi degrades to
+# its keyword path (route keyword-only), as seed 004 G3 asks.
+
+LINGXI_ZH = ROOT / "tests" / "fixtures" / "lingxi_zh"
+DOWN = "/nonexistent/embedding-model"
+E11000_NOTE, RUFF_NOTE = "n01", "n10"
+
+
+def lingxi_ids(query: str, embedder: str, capsys) -> tuple[str, list[str]]:
+    assert rwb_main(["--quiet", "search", str(LINGXI_ZH), query, "--pipeline", "lingxi", "--embedder", embedder,
+                     "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    return data["route"], [r["id"] for r in data["results"]]
+
+
+@pytest.mark.parametrize("embedder", ["minilm", "use-multilingual"])
+def test_us1_on_a_chinese_store_the_error_code_note_is_answered_first(rwb_home, capsys, embedder):
+    route, ids = lingxi_ids(US1, embedder, capsys)
+    assert route == "hybrid" and len(ids) == 3 and ids[0] == E11000_NOTE
+
+
+def test_us1_on_a_chinese_store_with_the_embedder_down(rwb_home, capsys):
+    # the keyword path alone: the one note holding E11000, none of the eight sharing 保存/资料/报错
+    assert lingxi_ids(US1, DOWN, capsys) == ("keyword-only", [E11000_NOTE])
+    # the error code outweighs MongoDB named three times in n13
+    assert lingxi_ids("MongoDB 保存资料报错 E11000", DOWN, capsys) == ("keyword-only", [E11000_NOTE, "n13"])
+    # a message without a technical term has no keyword path: silence, not a guess
+    assert lingxi_ids("保存资料时提示没有权限", DOWN, capsys) == ("keyword-only", [])
+
+
+def test_an_english_technical_query_finds_its_note_keyword_only(rwb_home, capsys):
+    assert lingxi_ids("How do we lint Python code?", DOWN, capsys) == ("keyword-only", [RUFF_NOTE])

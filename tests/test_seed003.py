@@ -158,20 +158,43 @@ def test_the_warm_up_stores_the_most_accessed_patterns_by_id_for_an_hour(tmp_pat
     assert cold.retrieve(cart, now=3600.0).cache["records"]["hits"] == 0
 
 
-def test_the_threshold_is_calibrated_for_other_embedders_and_literal_one_flag_away(seedpaths,
-                                                                                   handle):
+def test_the_seeds_085_and_08_are_the_default_and_calibration_is_opt_in(seedpaths, handle):
+    """Issue 29 item 8: the default is the seed's pair, whatever the embedder (main calibrated
+    in-sample for MiniLM by default)."""
     from eval.experiments.calibration import choose_threshold
 
-    auto = choose_threshold(handle, seedpaths.queries, seedpaths.qrels)  # minilm: not the seed's
-    calibrated = calibrate(handle, seedpaths.queries, seedpaths.qrels).threshold
-    assert (auto.threshold, auto.failure_threshold) == (calibrated, calibrated)
-    assert "in-sample" in auto.how
-    literal = choose_threshold(handle, seedpaths.queries, seedpaths.qrels, "literal")
-    assert (literal.threshold, literal.failure_threshold) == (0.85, 0.8)
-    assert choose_threshold(handle, seedpaths.queries, {}, "auto").threshold == 0.85  # no labels
+    default = choose_threshold(handle, seedpaths.queries, seedpaths.qrels)
+    assert (default.threshold, default.failure_threshold) == (0.85, 0.8)
+    assert default.how == "seed 003's 0.85 (patterns) / 0.8 (failures)"
+    assert choose_threshold(handle, seedpaths.queries, seedpaths.qrels, "literal") == default
     assert choose_threshold(handle, seedpaths.queries, seedpaths.qrels, "0.7").threshold == 0.7
-    with pytest.raises(ValueError, match="--threshold must be auto, literal, calibrated or a "):
-        choose_threshold(handle, seedpaths.queries, seedpaths.qrels, "high")
+    opted = choose_threshold(handle, seedpaths.queries, seedpaths.qrels, "calibrated")
+    calibrated = calibrate(handle, seedpaths.queries, seedpaths.qrels).threshold
+    assert (opted.threshold, opted.failure_threshold) == (calibrated, calibrated)
+    with pytest.raises(ValueError, match="--threshold must be seed, calibrated or a number"):
+        choose_threshold(handle, seedpaths.queries, seedpaths.qrels, "auto")
+
+
+def test_a_calibrated_threshold_is_never_scored_on_the_labels_it_was_fitted_on(seedpaths, handle):
+    """Cross-fitted: six labelled queries in five folds; each fold's threshold is calibrated on
+    the other folds' queries only, and each scored context was answered with its own fold's."""
+    from eval.experiments.calibration import cross_fit
+    from eval.experiments.context_eval import evaluate_contexts_cross_fitted
+
+    cross = cross_fit(handle, seedpaths.queries, seedpaths.qrels)
+    held_out = [ids for _, ids in cross.folds]
+    assert len(held_out) == 5 and sorted(q for ids in held_out for q in ids) == [f"r{i}" for i in range(1, 7)]
+    for threshold, ids in cross.folds:
+        train = [q for q in seedpaths.queries if q.id not in ids]
+        assert threshold == calibrate(handle, train, seedpaths.qrels).threshold
+    log, scores = evaluate_contexts_cross_fitted(
+        lambda t: MemoryRetriever(handle, Seed003Params(threshold=t, failure_threshold=t)),
+        cross, seedpaths, seedpaths.qrels)
+    fitted = cross.threshold_of()
+    assert all(c.threshold == fitted[q] for q, c in zip(log.query_ids, log.contexts))
+    assert scores.n_queries == 6
+    with pytest.raises(ValueError, match="at least 2 labelled queries"):
+        cross_fit(handle, seedpaths.queries, {"r1": {"t01": 3}})
 
 
 def test_a_context_is_scored_per_lookup_and_merged_at_its_size_and_within_the_budget(handle):
@@ -205,11 +228,18 @@ def test_a_context_is_scored_per_lookup_and_merged_at_its_size_and_within_the_bu
 
 
 def test_rwb_eval_context_scores_the_replayed_contexts(rwb_home, capsys):
-    assert rwb_main(["eval", str(SEEDPATHS), "--context", "--threshold", "literal", "--quiet"]) == 0
+    assert rwb_main(["eval", str(SEEDPATHS), "--context", "--quiet"]) == 0
     out = capsys.readouterr().out
-    # literal 0.85 / 0.8: no pattern, no failure passes with MiniLM; r1/r2/r4's profile s01 and
-    # r3's s02, r5's s03 are not judged relevant: every list scores 0
-    assert "threshold literal 0.85 / 0.8 (seed 003)" in out
+    # the default, 0.85 / 0.8: no pattern, no failure passes with MiniLM; r1/r2/r4's profile s01
+    # and r3's s02, r5's s03 are not judged relevant: every list scores 0
+    assert "model minilm; threshold seed 003's 0.85 (patterns) / 0.8 (failures)" in out
     assert "judgments: dataset qrels; 6 judged queries; token budget 1500" in out
     context = next(line for line in out.splitlines() if line.startswith("context "))
     assert context.split()[1:6] == ["0.0000"] * 5 and context.split()[-1] == "5/6"
+
+
+def test_rwb_eval_context_calibrated_says_it_is_cross_fitted(rwb_home, capsys):
+    assert rwb_main(["eval", str(SEEDPATHS), "--context", "--threshold", "calibrated", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "calibrated for minilm, cross-fitted over 5 folds of 6 labelled queries" in out
+    assert "judgments: dataset qrels; 6 judged queries; token budget 1500" in out

@@ -13,7 +13,7 @@ from eval.progress import Progress, step
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates
 from retrieval.dataset import Dataset, load_dataset
-from retrieval.embedders import DEFAULT_EMBEDDER
+from retrieval.embedders import default_embedder, language_warning
 from retrieval.files import atomic_write_text
 from retrieval.limits import MAX_DEPTH
 
@@ -36,10 +36,29 @@ def add_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress bars")
 
 
-def add_embedder(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--embedder", default=DEFAULT_EMBEDDER,
-                   help="minilm, use-multilingual, a model path, or precomputed (the dataset's own "
-                        "vectors/: no model loaded)")
+EMBEDDER_HELP = ("minilm, use-multilingual, a model path, or precomputed (the dataset's own vectors/: no "
+                 "model loaded). Default: by the dataset's language — minilm (English only) for English "
+                 "text, use-multilingual otherwise (dataset.toml languages, else the documents' script)")
+
+
+def add_embedder(p: argparse.ArgumentParser, several: bool = False) -> None:
+    if several:
+        p.add_argument("--embedder", action="append", default=None,
+                       help=EMBEDDER_HELP + "; repeat to compare embedders side by side")
+    else:
+        p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+
+
+def resolve_embedder(name: str | None, dataset: Dataset, query: str | None = None) -> str:
+    """``name``, or the dataset's default embedder (``retrieval.embedders.default_embedder``)
+    when none was given (every command's output names the model it used); the one warning line
+    when an English-only model meets text in another script (``language_warning``)."""
+    if not name:
+        name = default_embedder(dataset)
+    warning = language_warning(name, dataset, query)
+    if warning:
+        note(f"warning: {warning}")
+    return name
 
 
 def add_analyzer(p: argparse.ArgumentParser) -> None:
@@ -48,11 +67,11 @@ def add_analyzer(p: argparse.ArgumentParser) -> None:
                         + f" (default {DEFAULT_ANALYZER}); each has its own index and candidate pool")
 
 
-def add_pool_options(p: argparse.ArgumentParser) -> None:
+def add_pool_options(p: argparse.ArgumentParser, several_embedders: bool = False) -> None:
     """DATASET, --embedder, --analyzer, --judgments, --pool-depth, --quiet: what every pool-based
     command takes."""
     p.add_argument("dataset", help="dataset folder")
-    add_embedder(p)
+    add_embedder(p, several_embedders)
     add_analyzer(p)
     p.add_argument("--pool-depth", type=int, default=DEFAULT_POOL_DEPTH,
                    help=f"candidates per path retrieved once per query (default {DEFAULT_POOL_DEPTH})")
@@ -71,6 +90,7 @@ def load_with_pool(args, refresh: bool = False) -> tuple[Dataset, Candidates]:
     dataset = load_dataset(args.dataset)
     if not dataset.qrels:
         raise ValueError(f"dataset {dataset.name!r} has no qrels (qrels/test.tsv): nothing to evaluate")
+    args.embedder = resolve_embedder(args.embedder, dataset)
     step(f"loading the candidate pool ({len(dataset.queries):,} queries, {args.embedder}, "
          f"depth {args.pool_depth})")
     with Progress("doc") as progress:

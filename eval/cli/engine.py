@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from eval.cli._common import add_analyzer, add_embedder, add_quiet, bounded, note, write_json
+from eval.cli._common import add_analyzer, add_embedder, add_quiet, bounded, note, resolve_embedder, write_json
 from eval.progress import Progress
 from eval.stores.access import AccessStore, with_access_counts
 from eval.stores.configs import resolve_config
@@ -22,8 +22,11 @@ from retrieval.pipeline import PIPELINES, describe, search, to_dict
 from retrieval.profiles import penalty_table
 
 
-def _open(path: str, embedder: str, analyzer: str = DEFAULT_ANALYZER, rebuild: bool = False):
+def _open(path: str, embedder: str | None, analyzer: str = DEFAULT_ANALYZER, rebuild: bool = False,
+          query: str | None = None):
+    """The dataset and its index for ``embedder`` (None: the dataset's default embedder)."""
     dataset = load_dataset(path)
+    embedder = resolve_embedder(embedder, dataset, query)
     with Progress("doc") as progress:
         handle = open_index(dataset, embedder, progress=progress, rebuild=rebuild, on_notice=note, analyzer=analyzer)
     return dataset, handle
@@ -39,6 +42,7 @@ def cmd_index(args) -> int:
         from eval.stores.pool import prepare
 
         dataset = load_dataset(args.dataset)
+        args.embedder = resolve_embedder(args.embedder, dataset)
         with Progress("it") as progress:
             handle, pool = prepare(dataset, args.embedder, progress, rebuild=args.rebuild, on_notice=note,
                                    analyzer=args.analyzer)
@@ -57,7 +61,7 @@ def cmd_search(args) -> int:
     config = resolve_config(args.pipeline)
     if args.top_k is not None:
         config = replace(config, max_results=bounded("--top-k", args.top_k))
-    dataset, handle = _open(args.dataset, args.embedder, args.analyzer)
+    dataset, handle = _open(args.dataset, args.embedder, args.analyzer, query=args.query)
     # precomputed vectors: only the dataset's own queries have one
     check_text = getattr(handle.embedder, "check_text", None)
     if check_text is not None:
@@ -72,14 +76,17 @@ def cmd_search(args) -> int:
     write_back = args.write_back if args.write_back is not None else config.fusion == "salience"
     written = access.write_back(m for r in response.results for m in (r.members or (r.id,))) \
         if write_back else None
+    model = "none (keyword-only)" if response.route == "keyword-only" else (
+        handle.embedder.model_id if handle.embedder is not None else "none")
     if args.json:
-        data = response.to_json()
+        data = {**response.to_json(), "model": model}
         if written is not None:
             data["write_back"] = {"memories": written, "store": str(access.path)}
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return 0
     print(f"route={response.route} profile={response.profile or '-'} tokens={response.total_tokens}"
           + (f" budget_remaining={response.budget_remaining}" if response.budget_remaining is not None else "")
+          + f" model={model}"
           + (f" degraded={'; '.join(response.degraded)}" if response.degraded else ""))
     if not response.results:
         print("(no results)")
@@ -118,26 +125,35 @@ def context_replay(args, dataset, handle, used) -> int:
     """Seed 003's retriever over the dataset's queries in reference_time order: cache counts and
     the contexts' scores against ``used`` (``eval.stores.judgments.Judgments``); ``rwb context
     --replay`` and ``rwb eval --context``."""
-    from eval.experiments.calibration import choose_threshold
-    from eval.experiments.context_eval import evaluate_contexts, score_table
+    from eval.experiments.calibration import cross_fit, parse_threshold
+    from eval.experiments.context_eval import evaluate_contexts, evaluate_contexts_cross_fitted, score_table
     from eval.reports.report import text_table
     from retrieval.seed003 import MemoryRetriever, Seed003Params
 
     bounded("--budget", args.budget, 1, 10_000_000)
-    chosen = choose_threshold(handle, dataset.queries, used.qrels, args.threshold)
-    params = Seed003Params(threshold=chosen.threshold, failure_threshold=chosen.failure_threshold,
-                           cache_key=args.cache_key)
-    retriever = MemoryRetriever(handle, params)
-    log, scores = evaluate_contexts(retriever, dataset, used.qrels, args.budget, args.variants,
-                                    args.warm_up)
-    data = {**log.to_json(), "threshold": chosen.how, "cache_key": args.cache_key,
+    chosen = parse_threshold(args.threshold)
+
+    def retriever(pattern: float, failure: float) -> MemoryRetriever:
+        return MemoryRetriever(handle, Seed003Params(threshold=pattern, failure_threshold=failure,
+                                                     cache_key=args.cache_key))
+    params = Seed003Params(cache_key=args.cache_key)
+    if isinstance(chosen, str):  # calibrated: never scored on the labels it was fitted on
+        cross = cross_fit(handle, dataset.queries, used.qrels)
+        how = cross.how
+        log, scores = evaluate_contexts_cross_fitted(lambda t: retriever(t, t), cross, dataset, used.qrels,
+                                                     args.budget, args.variants, args.warm_up)
+    else:
+        how = chosen.how
+        log, scores = evaluate_contexts(retriever(chosen.threshold, chosen.failure_threshold), dataset,
+                                        used.qrels, args.budget, args.variants, args.warm_up)
+    data = {**log.to_json(), "threshold": how, "cache_key": args.cache_key,
             "scores": scores.to_json(), "judgments": used.to_json()}
     if args.json is True:  # rwb context --json: the document on stdout
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return 0
     repeats = " (each query repeated 1 s later in another case and spacing)" * args.variants
     print(f"{dataset.name}: {len(log.query_ids)} queries replayed in reference_time order"
-          f"{repeats}; threshold {chosen.how}; L2 key {args.cache_key}, TTL {params.ttl_s:g} s on "
+          f"{repeats}; model {handle.embedder.model_id}; threshold {how}; L2 key {args.cache_key}, TTL {params.ttl_s:g} s on "
           "the queries' clock")
     records = log.records
     warm = (f"; warm-up: pattern records {records['hits']} hits / {records['misses']} misses"
@@ -163,7 +179,7 @@ def cmd_context(args) -> int:
     from eval.stores.judgments import effective_qrels
     from retrieval.seed003 import MemoryRetriever, Seed003Params
 
-    embedders = args.embedder or ["minilm"]
+    embedders = args.embedder or [None]
     if args.calibrate:
         dataset = load_dataset(args.dataset)
         qrels = effective_qrels(dataset).qrels
@@ -172,11 +188,11 @@ def cmd_context(args) -> int:
             _, handle = _open(args.dataset, name, args.analyzer)
             cal = calibrate(handle, dataset.queries, qrels)
             out.append(cal.to_json())
-            print(f"{name}: {cal.n_queries} judged queries; best cosine per query {_quantiles(cal.best)}")
+            print(f"{cal.embedder}: {cal.n_queries} judged queries; best cosine per query {_quantiles(cal.best)}")
             print(f"  relevant pairs {_quantiles(cal.relevant)}; other top-10 pairs {_quantiles(cal.other)}")
             print(f"  seed threshold {cal.seed_threshold:g}: {cal.answered['seed']} queries answered, F1 "
                   f"{cal.f1['seed']:.3f} · calibrated {cal.threshold:.4f}: {cal.answered['calibrated']} answered, "
-                  f"F1 {cal.f1['calibrated']:.3f}")
+                  f"F1 {cal.f1['calibrated']:.3f} (in-sample: fitted and scored on these labels)")
         if args.json:
             print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
@@ -198,7 +214,7 @@ def cmd_context(args) -> int:
     if args.json:
         print(json.dumps(context.to_json(), ensure_ascii=False, indent=2))
         return 0
-    print(f"threshold {chosen.how}")
+    print(f"model {handle.embedder.model_id}; threshold {chosen.how}")
     print(f"site key {context.site_key or '-'} · cache L1 {context.cache['l1']['hits']} hits / "
           f"{context.cache['l1']['misses']} misses, L2 {context.cache['l2']['hits']} / {context.cache['l2']['misses']}")
     for label, hits in (("similar patterns", context.similar_tasks),
@@ -230,11 +246,11 @@ def _line_range(text: str | None) -> tuple[int, int | None]:
 def add_context_options(p, budget: bool = True) -> None:
     """Seed 003's retriever's options (``rwb context``; ``rwb eval --context``, whose own
     ``--budget`` is the same token budget)."""
-    p.add_argument("--threshold", default="auto",
-                   help="auto (default): the seed's 0.85 / 0.8 for text-embedding-3-small, for "
-                        "other embedders a threshold calibrated on the dataset's labels "
-                        "(in-sample); literal: 0.85 / 0.8 as the seed writes them; calibrated; or "
-                        "a number (the pattern threshold)")
+    p.add_argument("--threshold", default="seed",
+                   help="seed (default; also 'literal'): seed 003's 0.85 for similar patterns and 0.8 "
+                        "for known failures; calibrated: a threshold fitted on the dataset's labels, "
+                        "opt-in, cross-fitted over 5 folds wherever contexts are scored (never "
+                        "scored on the labels it was fitted on); or a number (the pattern threshold)")
     p.add_argument("--cache-key", choices=("embedding", "text"), default="embedding",
                    help="L2 key: embedding = its first 10 values (seed 003, default); "
                         "text = the query text")
@@ -336,7 +352,7 @@ def register(sub) -> None:
     p.add_argument("--calibrate", action="store_true",
                    help="similarity distribution per --embedder and a threshold calibrated on the labels")
     p.add_argument("--embedder", action="append", help="minilm, use-multilingual or a model path (repeat with "
-                                                       "--calibrate)")
+                                                       "--calibrate); default: by the dataset's language")
     add_analyzer(p)
     add_quiet(p)
     p.add_argument("--json", action="store_true")

@@ -69,12 +69,18 @@ def _experiment(args, dataset, pool, options: ExperimentOptions, used) -> Experi
 
 def cmd_eval(args) -> int:
     options = _options(args)
+    embedders = list(dict.fromkeys(args.embedder or [None]))
+    if len(embedders) > 1 and (args.context or args.replay):
+        raise ValueError("several --embedder compare pipelines side by side; --context and --replay take one")
+    args.embedder = embedders[0]
     if args.context:
         from eval.cli.engine import _open, context_replay
 
         dataset, handle = _open(args.dataset, args.embedder, args.analyzer)
         return context_replay(args, dataset, handle, judgments(args, dataset, say=False))
     experiment_configs(args.pipeline, args.baseline)  # unknown pipelines fail before the pool loads
+    if len(embedders) > 1:
+        return _compare_embedders(args, embedders, options)
     dataset, pool = load_with_pool(args)
     used = judgments(args, dataset, say=args.replay)  # else the method lines say it
     if args.replay:
@@ -83,9 +89,39 @@ def cmd_eval(args) -> int:
                                             for p in [args.baseline, *args.pipeline]))):
         note(text)
     experiment = _experiment(args, dataset, pool, options, used)
-    evaluation, significance, intervals = experiment.evaluation, experiment.significance, experiment.intervals
-    print(f"{dataset.name}: {evaluation.n_queries} judged queries · model {pool.embedder} · analyzer "
+    print(f"{dataset.name}: {experiment.evaluation.n_queries} judged queries · model {pool.embedder} · analyzer "
           f"{pool.analyzer} · pool depth {pool.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
+    return _print_experiment(args, options, experiment)
+
+
+def _compare_embedders(args, embedders: list[str], options: ExperimentOptions) -> int:
+    """``rwb eval`` with several ``--embedder``: each pipeline per embedder, all paired-tested
+    against the baseline with the first embedder (``eval.experiments.embedders``)."""
+    from eval.experiments.embedders import compare_embedders
+
+    pools = {}
+    for name in embedders:
+        args.embedder = name
+        dataset, pool = load_with_pool(args)
+        if pool.embedder in pools:
+            raise ValueError(f"--embedder {name} retrieves as {pool.embedder}, named twice")
+        pools[pool.embedder] = pool
+    used = judgments(args, dataset, say=False)
+    configs = experiment_configs(args.pipeline, args.baseline)
+    for pool in pools.values():
+        check_depth(configs, pool.pool_depth)
+    with Progress("embedder") as progress:
+        experiment = compare_embedders(pools, dataset, args.pipeline, args.baseline, options, qrels=used.qrels,
+                                       judgments=used.to_json(), progress=progress.stage("embedders"))
+    first = next(iter(pools.values()))
+    print(f"{dataset.name}: {experiment.evaluation.n_queries} judged queries · models {', '.join(pools)} "
+          f"(each pipeline as <pipeline>@<model>; baseline {experiment.baseline}) · analyzer {first.analyzer} "
+          f"· pool depth {first.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
+    return _print_experiment(args, options, experiment)
+
+
+def _print_experiment(args, options: ExperimentOptions, experiment: Experiment) -> int:
+    evaluation, significance, intervals = experiment.evaluation, experiment.significance, experiment.intervals
     for line in method_lines(experiment.settings(), significance, intervals):
         print(line)
     print()
@@ -195,7 +231,7 @@ def _add_experiment_options(p) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate pipelines on a dataset with significance tests")
-    add_pool_options(p)
+    add_pool_options(p, several_embedders=True)
     _add_experiment_options(p)
     p.add_argument("--detail", default=None, metavar="METRICS|all",
                    help="metrics whose CIs and p-values are printed in full (default: those at the primary "

@@ -7,6 +7,14 @@ of relevant (query, memory) pairs and of unjudged ones among each query's top ``
 threshold that maximises F1 of "cosine ≥ t" as a relevance test over those top-``depth`` pairs
 (relevant = graded > 0; ties: the larger t). Queries answered (≥ 1 memory over t) are reported at
 the seed's threshold and at the calibrated one.
+
+Seed 003's own thresholds, 0.85 (similar patterns) and 0.8 (known failures), are every command's
+default (``choose_threshold``). A calibrated threshold is opt-in (``--threshold calibrated``) and
+is never scored on the labels it was fitted on: where contexts are scored (``rwb context
+--replay``, ``rwb eval --context``) it is **cross-fitted** (``cross_fit``): the labelled queries
+are split into ``DEFAULT_FOLDS`` seeded folds (``eval.search.sweep.make_folds``); each fold's
+queries are answered with the threshold calibrated on the other folds' labels. A single free
+query (``rwb context QUERY``) is not scored, so there it is fitted on every label.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from eval.search.sweep import make_folds
 
 QUANTILES = (0, 10, 25, 50, 75, 90, 100)
 
@@ -80,6 +90,11 @@ SEED_EMBEDDERS = ("text-embedding-3-small",)
 SEED_FAILURE_THRESHOLD = 0.8
 
 
+THRESHOLD_CHOICES = ("seed", "calibrated")
+"""``--threshold``: ``seed`` (the default; ``literal`` is accepted for it) or ``calibrated``, or a number."""
+DEFAULT_FOLDS = 5
+
+
 @dataclass(frozen=True)
 class ThresholdChoice:
     threshold: float                  # similar patterns
@@ -87,34 +102,68 @@ class ThresholdChoice:
     how: str                          # in words, for every output
 
 
+SEED = ThresholdChoice(0.85, SEED_FAILURE_THRESHOLD, "seed 003's 0.85 (patterns) / 0.8 (failures)")
+
+
+def parse_threshold(choice: str) -> ThresholdChoice | str:
+    """``--threshold``'s value checked where it is defined: the seed's choice, a given number
+    (the pattern threshold; failures keep 0.8) or ``"calibrated"`` (fitted by the caller)."""
+    if choice in ("seed", "literal"):
+        return SEED
+    if choice == "calibrated":
+        return choice
+    try:
+        value = float(choice)
+    except (TypeError, ValueError):
+        raise ValueError("--threshold must be seed, calibrated or a number, "
+                         f"got {choice!r}") from None
+    if not -1.0 <= value <= 1.0:
+        raise ValueError(f"--threshold must lie in [-1, 1], got {value:g}")
+    return ThresholdChoice(value, SEED_FAILURE_THRESHOLD, f"{value:g} (given) / 0.8 (seed 003)")
+
+
 def choose_threshold(handle, queries, qrels: dict[str, dict[str, int]],
-                     choice: str = "auto") -> ThresholdChoice:
-    """Seed 003's thresholds for this index: ``literal`` (0.85 / 0.8, as the seed writes them),
-    ``calibrated`` (``calibrate``'s threshold for both lookups, fitted on these labels: in-sample),
-    ``auto`` (literal for the embedder the seed set them for, else calibrated — literal where no
-    query is labelled), or a number (the pattern threshold; failures keep 0.8)."""
-    literal = ThresholdChoice(0.85, SEED_FAILURE_THRESHOLD, "literal 0.85 / 0.8 (seed 003)")
-    if choice == "literal":
-        return literal
-    if choice not in ("auto", "calibrated"):
-        try:
-            value = float(choice)
-        except ValueError:
-            raise ValueError("--threshold must be auto, literal, calibrated or a number, "
-                             f"got {choice!r}") from None
-        if not -1.0 <= value <= 1.0:
-            raise ValueError(f"--threshold must lie in [-1, 1], got {value:g}")
-        return ThresholdChoice(value, SEED_FAILURE_THRESHOLD, f"{value:g} (given) / 0.8 (seed 003)")
-    model = handle.embedder.model_id if handle.embedder is not None else ""
-    if choice == "auto" and model in SEED_EMBEDDERS:
-        return literal
-    labelled = any(any(g > 0 for g in qrels.get(q.id, {}).values()) for q in queries)
-    if choice == "auto" and not labelled:
-        return ThresholdChoice(0.85, SEED_FAILURE_THRESHOLD,
-                               f"literal 0.85 / 0.8 (seed 003; nothing labelled to calibrate "
-                               f"{model} on)")
+                     choice: str = "seed") -> ThresholdChoice:
+    """One threshold pair for answering a query that is not scored: ``seed`` (0.85 / 0.8, the
+    default), a number, or ``calibrated`` — ``calibrate``'s threshold for both lookups, fitted on
+    every labelled query (never use it to score those queries: ``cross_fit`` does that)."""
+    parsed = parse_threshold(choice)
+    if isinstance(parsed, ThresholdChoice):
+        return parsed
     cal = calibrate(handle, queries, qrels)
+    model = handle.embedder.model_id if handle.embedder is not None else "-"
     return ThresholdChoice(cal.threshold, cal.threshold,
-                           f"calibrated {cal.threshold:.4f} for {model} on {cal.n_queries} "
-                           "labelled queries (in-sample), both lookups; the seed's 0.85 / 0.8 "
-                           "were set for text-embedding-3-small (--threshold literal)")
+                           f"calibrated {cal.threshold:.4f} for {model} on {cal.n_queries} labelled "
+                           "queries, both lookups (the seed's 0.85 / 0.8: --threshold seed)")
+
+
+@dataclass(frozen=True)
+class CrossFit:
+    """Per fold: the threshold calibrated on the other folds' labels, and the query ids it answers."""
+
+    folds: tuple[tuple[float, tuple[str, ...]], ...]
+    how: str
+
+    def threshold_of(self) -> dict[str, float]:
+        return {q: t for t, ids in self.folds for q in ids}
+
+
+def cross_fit(handle, queries, qrels: dict[str, dict[str, int]], folds: int = DEFAULT_FOLDS,
+              seed: int = 0) -> CrossFit:
+    """``calibrate`` cross-fitted: the labelled queries in ``min(folds, their number)`` seeded
+    folds; fold k's threshold is calibrated on the labelled queries outside fold k only."""
+    judged = [q for q in queries if any(g > 0 for g in qrels.get(q.id, {}).values())]
+    if len(judged) < 2:
+        raise ValueError("--threshold calibrated needs at least 2 labelled queries to cross-fit "
+                         f"(found {len(judged)}); use --threshold seed")
+    k = min(folds, len(judged))
+    fold = make_folds(len(judged), k, seed)
+    out = []
+    for f in range(k):
+        train = [q for q, x in zip(judged, fold) if x != f]
+        out.append((calibrate(handle, train, qrels).threshold, tuple(q.id for q, x in zip(judged, fold) if x == f)))
+    model = handle.embedder.model_id if handle.embedder is not None else "-"
+    values = ", ".join(f"{t:.4f}" for t, _ in out)
+    return CrossFit(tuple(out), f"calibrated for {model}, cross-fitted over {k} folds of {len(judged)} "
+                                f"labelled queries (each fold answered with the threshold fitted on the "
+                                f"others: {values}), both lookups")

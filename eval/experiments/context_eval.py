@@ -138,22 +138,63 @@ def case_space_variants(dataset) -> list:
     return queries
 
 
+def _log_queries(dataset, qrels: dict, variants: bool) -> tuple[list, dict]:
+    queries = list(dataset.queries)
+    if variants:
+        queries = case_space_variants(dataset)
+        qrels = {**qrels, **{f"{q}~v": d for q, d in qrels.items()}}
+    return queries, qrels
+
+
+def _replay(retriever, dataset, queries: list, warm_up: bool):
+    from eval.experiments.replay import replay_log
+
+    if warm_up and queries:
+        retriever.warm_up(min(dataset.query_reference_time(q) for q in queries).timestamp())
+    return replay_log(retriever, dataset, queries)
+
+
+def _scores(log, dataset, qrels: dict, token_budget: int) -> ContextScores:
+    from eval.metrics.budget import document_tokens
+
+    return score_contexts(log.contexts, log.query_ids, qrels, document_tokens(dataset.documents), token_budget)
+
+
 def evaluate_contexts(retriever, dataset, qrels: dict[str, dict[str, int]],
                       token_budget: int = 1500, variants: bool = False, warm_up: bool = False):
     """Replay the dataset's queries through seed 003's retriever (``replay.replay_log``)
     and score their contexts: (``LogReplay``, ``ContextScores``). ``variants``: each query is
     repeated in another case and spacing (``case_space_variants``); ``warm_up``: the retriever's
     warm-up runs first, at the earliest query's time."""
-    from eval.metrics.budget import document_tokens
-    from eval.experiments.replay import replay_log
+    queries, qrels = _log_queries(dataset, qrels, variants)
+    log = _replay(retriever, dataset, queries, warm_up)
+    return log, _scores(log, dataset, qrels, token_budget)
 
-    queries = list(dataset.queries)
-    if variants:
-        queries = case_space_variants(dataset)
-        qrels = {**qrels, **{f"{q}~v": d for q, d in qrels.items()}}
-    if warm_up and queries:
-        retriever.warm_up(min(dataset.query_reference_time(q) for q in queries).timestamp())
-    log = replay_log(retriever, dataset, queries)
-    scores = score_contexts(log.contexts, log.query_ids, qrels, document_tokens(dataset.documents),
-                            token_budget)
-    return log, scores
+
+def evaluate_contexts_cross_fitted(make_retriever, cross, dataset, qrels: dict[str, dict[str, int]],
+                                   token_budget: int = 1500, variants: bool = False,
+                                   warm_up: bool = False):
+    """``evaluate_contexts`` with a cross-fitted threshold (``calibration.cross_fit``): the whole
+    log is replayed once per fold, by ``make_retriever(threshold)`` with that fold's threshold,
+    and each query's context (its repeat's too) is taken from its own fold's replay, so no
+    scored context was answered with a threshold fitted on its labels; a query without labels
+    (not scored) from the first fold's. The cache counts are those of the contexts taken; the
+    wall time is the replays' mean."""
+    from eval.experiments.replay import LogReplay
+
+    queries, qrels = _log_queries(dataset, qrels, variants)
+    logs = [_replay(make_retriever(threshold), dataset, queries, warm_up) for threshold, _ in cross.folds]
+    owner = {q: i for i, (_, ids) in enumerate(cross.folds) for q in ids}
+    order = logs[0].query_ids
+    picked = tuple(logs[owner.get(q.removesuffix("~v"), 0)].contexts[i] for i, q in enumerate(order))
+    totals = {name: {"hits": 0, "misses": 0} for name in ("l1", "l2", "records")}
+    totals["l2"]["saved_s"] = 0.0
+    for context in picked:
+        for name in totals:
+            counts = context.cache.get(name, {"hits": 0, "misses": 0})
+            totals[name]["hits"] += counts["hits"]
+            totals[name]["misses"] += counts["misses"]
+        totals["l2"]["saved_s"] += context.cache["l2"]["saved_s"]
+    log = LogReplay(picked, order, totals["l1"], totals["l2"], sum(x.wall_s for x in logs) / len(logs),
+                    totals["records"])
+    return log, _scores(log, dataset, qrels, token_budget)

@@ -139,6 +139,12 @@ class Evaluation:
     excluded: tuple[str, ...] = ()                           # pool queries without a relevant judgment
     missing: tuple[str, ...] = ()                            # counted queries the pool lacks (score 0)
     n_results: dict[str, dict[str, int]] = field(default_factory=dict)  # pipeline → counted query → results
+    pools: dict[str, Candidates] = field(default_factory=dict, repr=False)  # pipeline → its own pool, when
+    # pipelines were retrieved apart (embedders compared: eval.experiments.embedders)
+
+    def pool_of(self, pipeline: str) -> Candidates:
+        """The candidate table ``pipeline``'s run ranks rows of."""
+        return self.pools.get(pipeline, self.candidates)
 
     @property
     def n_queries(self) -> int:

@@ -230,7 +230,7 @@ def compare_to_baseline(evaluation: Evaluation, qrels: dict[str, dict[str, int]]
                       for j, m in enumerate(metrics)}
     for label in raw:
         # fresh Run objects for every call: ranx.compare writes its scores into the runs it is given
-        runs = [to_run(evaluation.candidates, evaluation.runs[name].ranking, counted, name)
+        runs = [to_run(evaluation.pool_of(name), evaluation.runs[name].ranking, counted, name)
                 for name in (baseline, label)]
         report = _student_and_wtl(ranx_qrels, runs, metrics)
         pair = report.comparisons[frozenset([baseline, label])]

@@ -30,11 +30,12 @@ from retrieval.index import open_index, rwb_home
 from retrieval.precomputed import PRECOMPUTED, vectors_label
 from retrieval.limits import MAX_DEPTH, check_size
 
-POOL_VERSION = 7
+POOL_VERSION = 8
 # 2: checksummed file layout; 3: the keyword path's AND list (bm25_all_*), analyzer;
 # 4: created_age (the timeline path's journal-date order); 5: exact search keeps table order among
 # equal similarities at the depth cut; 6: the keyword path's technical-term list (bm25_tech_*);
 # 7: each document's memory_type (doc_types)
+# 8: the technical list requires an error code, identifier or name (bigrams only re-rank)
 
 
 def _stderr_notice(text: str) -> None:

@@ -3,7 +3,12 @@
 ``score(d) = vector_weight · cos(q, d) + text_weight · text(d)``; a path that missed ``d``
 adds 0. ``text`` is ``1 / (1 + rank)`` (``rank``, OpenClaw ``bm25RankToScore``), per-query
 min-max (``minmax``) or Φ of the per-query z-score (``zscore``). When the vector path
-returned nothing for a query (keyword-only), the text score carries both weights.
+returned nothing for a query (keyword-only), the text score carries both weights. With
+``keyword_first`` (Lingxi), a document the keyword path found scores ``vector_weight +
+text_weight`` more, which puts every keyword hit above every memory only the vector path found
+(whose score is at most ``vector_weight``): seed 004 US-1, the note holding the message's error
+code "在其候选中被优先考虑" (prioritised among the candidates), recall first; the order within
+each group is the weighted score's.
 Source: seed 002 OpenClaw ``mergeHybridResults`` (0.7 / 0.3); seed 004 Lingxi F2."""
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from scipy.special import ndtr
 from retrieval.candidates import Candidates
 from retrieval.memo import memo
 from retrieval.fusion._base import Fusion, LazyComponents, Scored, in_path, linear_score, normalise
-from retrieval.params import Params, choice, number
+from retrieval.params import Params, choice, flag, number
 
 TEXT_NORMS = ("rank", "minmax", "zscore")
 
@@ -29,6 +34,9 @@ class WeightedParams(Params):
                                 lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0, group="weights")
     text_norm: str = choice("rank", TEXT_NORMS, "BM25 normalisation",
                             "rank: 1/(1+rank) as OpenClaw · minmax: per query · zscore: Φ(z) per query")
+    keyword_first: bool = flag(False, "keyword hits first",
+                               "a memory the keyword path found ranks above every memory only the "
+                               "vector path found (score + vector_weight + text_weight); Lingxi, seed 004 US-1")
 
 
 def text_scores(c: Candidates, visible: np.ndarray, depth: int, norm: str) -> np.ndarray:
@@ -72,9 +80,18 @@ def weighted(c: Candidates, visible: np.ndarray, depth: int, params: WeightedPar
                                    lambda: _paths(c, visible, depth, params.text_norm), along=visible)
     alone = params.text_weight + params.vector_weight
 
+    first = None
+    if params.keyword_first:  # a tier, not a weight: only where the query also has vector-only rows
+        first = np.where(in_path(c.bm25_rank, depth) & ~keyword_only, alone, 0.0)
+
     def components() -> dict[str, np.ndarray]:
-        return {"dense": params.vector_weight * vec, "sparse": np.where(keyword_only, alone, params.text_weight) * text}
+        out = {"dense": params.vector_weight * vec, "sparse": np.where(keyword_only, alone, params.text_weight) * text}
+        if first is not None:
+            out["keyword first"] = first
+        return out
     score = linear_score(c, visible, vec, params.vector_weight, text, params.text_weight, keyword_only, alone)
+    if first is not None:
+        score = score + first  # −inf (not visible) stays −inf
     return Scored(score, LazyComponents(components))
 
 

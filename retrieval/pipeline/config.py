@@ -52,8 +52,9 @@ class PipelineConfig(Params):
     keyword_match: str = choice("any", MATCH_MODES, "keyword match",
                                 "BM25 path: any = a memory holding some query word (OR); all = every query word "
                                 "(AND, as OpenClaw's FTS query, seed 002); technical = some "
-                                "technical term of the query: identifiers, error codes, paths, "
-                                "Han bigrams, no plain words (Lingxi's grep, seed 004). All three "
+                                "technical word of the query: error codes (weighted most), "
+                                "identifiers, paths, technical names in any language; Han bigrams "
+                                "only re-rank (Lingxi's grep, seed 004). All three "
                                 "lists are in the candidate pool.", group="limits")
     params: Params | None = None
 
