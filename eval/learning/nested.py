@@ -521,6 +521,7 @@ def learn(
     choices: dict = {}
     refits: dict = {}
     tried: dict = {}  # procedure → how many candidates the guard has looked at
+    refusals: dict = {}  # procedure → {candidate: the guard's figures} for those it refused
 
     def inner_values(p: int, spec: Spec) -> np.ndarray:
         runs = [held_inner[p, spec, r] for r in range(repeats_of.get((p, spec), 1))]
@@ -551,7 +552,7 @@ def learn(
             if not means[str(best)] > default_mean + 1e-12:
                 return Choice("default", best, means, default_mean)
             return Choice("learned", best, means, default_mean)
-        refused = {}
+        refused = refusals.setdefault(p, {})
         tried.setdefault(p, 0)
         while tried[p] < len(order):
             spec = order[tried[p]]
