@@ -7,7 +7,6 @@ from pathlib import Path
 from eval.cli._common import add_pool_options, bounded, judgments, load_with_pool, write_file
 from eval.cli.sweep import add_fold_by, write_outputs
 from eval.learning.fit import MODELS
-from eval.learning.leakage import fold_groups
 from eval.learning.nested import (
     DEFAULT_DEPTH,
     DEFAULT_INNER_FOLDS,
@@ -18,11 +17,10 @@ from eval.learning.nested import (
     check_learn,
     learn,
 )
-from eval.learning.transfer import leave_one_kind_out, stability
+from eval.learning.transfer import learn_report
 from eval.learning.router import prepare_pool
 from eval.metrics.measure import parse_metric
 from eval.progress import Progress, step
-from eval.search.sweep import query_groups
 from eval.reports.report import text_table
 from eval.stores.configs import resolve_config
 from retrieval.learned_model import model_to_json
@@ -156,16 +154,6 @@ def cmd_learn(args) -> int:
     pool = prepare_pool(
         pool, dataset.queries, [default], args.embedder
     )  # learned routes, if it follows them
-    folding = fold_groups(dataset.queries, used.qrels, args.folds, args.fold_by)
-    if folding.note:
-        print(f"rwb: note: {folding.note}")
-    kinds = None
-    if args.kind_by.strip().lower() != "none":
-        try:
-            kinds = {q: v.split("=", 1)[1] for q, v in query_groups(dataset.queries, args.kind_by).items()}
-        except ValueError:
-            if args.kind_by != "intent":
-                raise
     options = dict(
         inner_folds=args.inner_folds,
         guard=not args.no_guard,
@@ -174,29 +162,21 @@ def cmd_learn(args) -> int:
         max_results=args.max_results,
         metric=args.metric,
         threads=args.threads,
-        kinds=kinds,
         inner_repeats=args.inner_repeats,
         guard_rule=args.guard_rule,
     )
     step(f"learning ({args.model}): features, then nested CV {args.folds} × {args.inner_folds} "
          "folds")
     with Progress("fit") as progress:
-        result = learn(pool, used.qrels, args.model, folds=args.folds, seed=args.seed,
-                       progress=progress.stage("fits"), fold_by=folding.fold_by,
-                       leak_groups=folding.check, **options)
-        loko = None
-        if kinds and not args.no_transfer:
-            loko = leave_one_kind_out(pool, used.qrels, model=args.model, seed=args.seed,
-                                      progress=progress.stage("leave one kind out"), **options)
-        runs = [result] + [
-            learn(pool, used.qrels, args.model, folds=args.folds, seed=args.seed + i,
-                  progress=progress.stage(f"fold seed {args.seed + i}"), fold_by=folding.fold_by,
-                  leak_groups=folding.check, **options)
-            for i in range(1, args.repeats)
-        ]
+        report = learn_report(pool, used.qrels, dataset.queries, args.model, folds=args.folds,
+                              seed=args.seed, fold_by=args.fold_by, kind_by=args.kind_by,
+                              transfer=not args.no_transfer, repeats=args.repeats,
+                              progress=progress.stage, **options)
+    result, loko, folding, stable = report.result, report.loko, report.folding, report.stability
+    if folding.note:
+        print(f"rwb: note: {folding.note}")
     print_learn(result)
     print_transfer(loko, result)
-    stable = stability(runs) if args.repeats > 1 else None
     if stable:
         print_stability(stable)
     name = model_file(args.out)

@@ -5,11 +5,26 @@ The learning procedure on a set of queries T (as ``rwb tune``'s, ``eval.search.t
 1. **choose** (inner cross-validation, ``inner_folds`` folds of T): every candidate model
    (``eval.learning.fit.specs``: the ``--model`` and its hyper-parameters; ``auto``: the linear
    models, LambdaMART and the MoEs) is fitted on each inner training part and scored on the
-   inner held-out part; the candidate with the highest pooled inner held-out mean wins (the
-   first in ``specs`` order on a tie);
-2. **guard**: when that mean does not exceed the default pipeline's mean on T, the procedure
-   returns the default (learning did not hold up inside T); else the winner **fitted on all
-   of T**.
+   inner held-out part. The simplest candidate is the default pipeline alone (nothing fitted);
+   the features include every fixed pipeline's score and rank (``retrieval.features``), so a
+   model can reproduce it and learn a correction on top of it;
+2. **guard** (``guard_rule="strict"``): the candidates are taken in order of their pooled inner
+   held-out mean (the first in ``specs`` order on a tie); the first one whose per-query inner
+   differences to the default pass ``guard_verdict`` is fitted on all of T and returned — it
+   must beat the default by more than one standard error of those differences (the
+   one-standard-error rule) and be clearly worse on no kind of query (``guard_detail``: each
+   ``kinds`` value on its own). Where the decision is close the candidate's inner folds are
+   rerun with further fold seeds (at most ``inner_repeats`` in all) and its per-query values
+   averaged over them. When no candidate passes, the procedure returns the default.
+   ``guard_rule="mean"`` is the earlier guard: the best inner mean above the default's.
+
+With ``fold_by`` the folds, outer and inner, hold out whole groups; with folds by kind the
+inner folds score each model on kinds it was not fitted on, so the per-kind check refuses a
+model that collapses on a kind it never saw. The **memorisation check**
+(``memorisation_check``) scores the most flexible candidate (LambdaMART when searched) once
+more on all queries with the other folding — by query when the folds go by group, by
+``leak_groups`` (``eval.learning.leakage``) when they go by query — and warns when the by-query
+figure is clearly above the by-group one.
 
 **Nested cross-validation**: the counted queries (those with a relevant judgment) are split into
 ``folds`` outer folds (``eval.search.sweep.make_folds``); for each, the procedure runs on the
