@@ -390,3 +390,21 @@ def test_a_linear_model_shows_its_weights_by_feature_name():
     assert max(weights, key=lambda f: abs(weights[f])) == "log_access"  # access count decides
     assert result.to_json()["weights"][0] == {"feature": "log_access", "weight": weights["log_access"]}
     assert "fixed:seed-adaptive" in result.feature_names and "fixed_rrank:rrf" in result.feature_names
+
+
+def test_cli_learn_reports_transfer_stability_and_weights(tmp_path, rwb_home, capsys):
+    data = tmp_path / "learned.json"
+    assert rwb_main(["learn", str(TINY), "--model", "linear", "--folds", "2", "--inner-folds", "2",
+                     "--repeats", "2", "--json", str(data), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    record = json.loads(data.read_text())
+    # tiny's four queries: debug ×2, preference, timeline — each kind held out whole
+    assert record["leave_one_kind_out"]["kinds"] == 3 and "leave one kind out (3 kinds" in printed
+    assert sorted(record["per_kind"]) == ["debug", "preference", "timeline"]
+    assert record["per_kind"]["debug"]["n"] == 2
+    assert record["stability"]["seeds"] == [0, 1] and len(record["stability"]["held_out"]) == 2
+    assert "stability over fold seeds [0, 1]" in printed
+    assert set(record["fixed_pipelines"]) >= {"seed-adaptive", "rrf", "wsum", "vector", "bm25"}
+    assert "(in-sample" in printed
+    assert rwb_main(["learn", str(TINY), "--kind-by", "nosuchfield", "--folds", "2"]) == 2
+    assert rwb_main(["learn", str(TINY), "--repeats", "0"]) == 2
