@@ -82,8 +82,8 @@ def print_learn(r: LearnResult) -> None:
     what = (
         str(f.spec)
         if f.kind == "learned"
-        else f"default {r.default.name} kept (no model beat it in inner CV: best "
-        f"{f.inner[str(f.spec)]:.4f} ≤ {f.inner_default:.4f})"
+        else f"default {r.default.name} kept (no model passed the guard in inner CV: best "
+        f"inner mean {f.inner[str(f.spec)]:.4f}, default {f.inner_default:.4f})"
     )
     print(f"final, learned on all {r.n_queries} queries: {what} → {r.final_score:.4f} "
           "(in-sample: scored on the queries it was fitted on)")
@@ -115,8 +115,8 @@ def print_learn(r: LearnResult) -> None:
                 f"with folds by query, {m['by_group']:.4f} with folds by group (gap {m['gap']:+.4f}, "
                 f"SE {m['se']:.4f})")
         print(("WARNING: " + line + ": the model scores queries of a group it was trained on "
-               "better than new groups — it memorises something of the group; trust the "
-               "by-group figure") if m["warn"] else line)
+               "better than new groups — it memorised something of the groups or does not "
+               "carry to new ones; trust the by-group figure") if m["warn"] else line)
 
 
 def print_transfer(loko: LearnResult | None, r: LearnResult) -> None:

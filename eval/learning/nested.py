@@ -265,7 +265,7 @@ class LearnResult:
                 name=f"{self.default.name}-kept",
                 description=(
                     f"rwb learn on {self.dataset} kept {self.default.name}: "
-                    "no model beat it in inner CV"
+                    "no model passed the guard in inner CV"
                 ),
             )
         model = self.final.model
