@@ -21,6 +21,12 @@ in ``retrieval.fusion._base``, the score fusions' own). Columns, in order:
 - memory metadata: ``confidence``, ``conf_low`` (C < 0.6), ``conf_high`` (C ≥ 0.9),
   ``vitality`` / 100, ``vit_high`` (V > 80), ``vit_low`` (V < 30), ``log_reinforcement``,
   ``log_access`` (log(1 + count)), ``log_tokens``, ``graph`` (linked to a top-3 hit);
+- the fixed pipelines a learned model must not lose to (``FIXED_PIPELINES``: seed-adaptive,
+  rrf, wsum, at their own presets; the single paths are the dense and BM25 columns above):
+  ``fixed:<name>`` (the pipeline's own score, min-max per query over the rows it scores, 0 on
+  the others) and ``fixed_rrank:<name>`` (1/(1 + its rank) in that pipeline's own ranking, 0
+  where it does not rank the row), so a model can reproduce a fixed pipeline and learn a
+  correction on top of it;
 - ``type:<memory_type>``: one-hot of the memory's type, one column per type of the dataset
   (sorted; none when the table carries no types, as a hand-built one);
 - query features, equal on every row of a query (``query_features``): the rule router's
@@ -42,7 +48,7 @@ import hashlib
 import numpy as np
 
 from retrieval.candidates import Candidates
-from retrieval.fusion._base import in_path, normalise, recency_decay, segment_max
+from retrieval.fusion._base import in_path, normalise, recency_decay, segment_max, segment_min
 from retrieval.learned_router import FEATURES as QUERY_TEXT_FEATURES
 from retrieval.learned_router import simple_features
 from retrieval.memo import memo
@@ -83,6 +89,10 @@ ROW_FEATURES = (
     "log_tokens",
     "graph",
 )
+FIXED_PIPELINES = ("seed-adaptive", "rrf", "wsum")
+FIXED_FEATURES = tuple(f"fixed:{name}" for name in FIXED_PIPELINES) + tuple(
+    f"fixed_rrank:{name}" for name in FIXED_PIPELINES
+)
 POOL_QUERY_FEATURES = ("q_dense_max", "q_bm25_max", "q_overlap", "q_bm25_hits")
 QUERY_FEATURES = (
     tuple(f"q_{name}" for name in QUERY_TEXT_FEATURES) + ("q_names_window",) + POOL_QUERY_FEATURES
@@ -99,7 +109,7 @@ def type_names(c: Candidates) -> tuple[str, ...]:
 
 def feature_names(c: Candidates) -> tuple[str, ...]:
     """The columns of ``feature_matrix(c, …)``, in order."""
-    return ROW_FEATURES + type_names(c) + QUERY_FEATURES
+    return ROW_FEATURES + FIXED_FEATURES + type_names(c) + QUERY_FEATURES
 
 
 def feature_set_id(names) -> str:
@@ -130,6 +140,35 @@ def query_features(c: Candidates, depth: int) -> np.ndarray:
         return np.hstack([text, window, pool]).astype(np.float64)
 
     return memo(c, ("learned query features", depth), build)
+
+
+def fixed_pipeline_features(c: Candidates) -> np.ndarray:
+    """(rows, ``FIXED_FEATURES``): each fixed pipeline's per-query min-max score and reciprocal
+    rank (``retrieval.pipeline.fuse`` at the pipeline's preset; ranked by (−score, doc id) as
+    ``retrieval.ranking.rank_rows`` ranks), once per table."""
+
+    def build():
+        from retrieval.pipeline import fuse, get_pipeline  # the pipeline imports this module
+        from retrieval.ranking import rank_rows
+
+        widest = int(np.diff(c.offsets).max(initial=1)) or 1
+        scores, rranks = [], []
+        for name in FIXED_PIPELINES:
+            score = np.asarray(fuse(c, get_pipeline(name)).scored.score, dtype=np.float64)
+            finite = np.isfinite(score)
+            lo = segment_min(c, score, finite)
+            hi = segment_max(c, score, finite)
+            span = hi - lo
+            scores.append(
+                np.where(finite, np.where(span > 0, (score - lo) / np.where(span > 0, span, 1.0), 1.0), 0.0)
+            )
+            ranking = rank_rows(c, score, widest)
+            rrank = np.zeros(c.n_rows)
+            rrank[ranking.rows] = 1.0 / (1.0 + ranking.rank)
+            rranks.append(rrank)
+        return np.column_stack(scores + rranks) if c.n_rows else np.zeros((0, len(FIXED_FEATURES)))
+
+    return memo(c, ("fixed pipeline features",), build)
 
 
 def feature_matrix(c: Candidates, visible: np.ndarray, depth: int) -> np.ndarray:
@@ -196,13 +235,15 @@ def feature_matrix(c: Candidates, visible: np.ndarray, depth: int) -> np.ndarray
         c.graph,
     ]
     types = type_names(c)
-    out = np.empty((c.n_rows, len(ROW_FEATURES) + len(types) + len(QUERY_FEATURES)))
+    head = len(ROW_FEATURES) + len(FIXED_FEATURES)
+    out = np.empty((c.n_rows, head + len(types) + len(QUERY_FEATURES)))
     for j, column in enumerate(columns):
         out[:, j] = column
+    out[:, len(ROW_FEATURES) : head] = fixed_pipeline_features(c)
     if types:
         doc_type = np.asarray(c.doc_types, dtype=object)[c.doc_idx]
         for j, name in enumerate(types):
-            out[:, len(ROW_FEATURES) + j] = doc_type == name[len("type:") :]
-    out[:, len(ROW_FEATURES) + len(types) :] = query_features(c, depth)[q]
+            out[:, head + j] = doc_type == name[len("type:") :]
+    out[:, head + len(types) :] = query_features(c, depth)[q]
     out[~np.isfinite(out)] = 0.0
     return out

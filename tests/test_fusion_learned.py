@@ -249,3 +249,31 @@ def test_a_rows_linear_score_is_its_own_whatever_rows_share_the_call():
     )
     scored = learned(c, everything_visible(c), 20, LearnedParams(weights=two))
     assert np.array_equal(sum(scored.components.values()), scored.score)
+
+
+def test_the_fixed_pipelines_are_features_a_model_can_reproduce():
+    """``fixed:rrf`` is rrf's own score min-maxed per query, ``fixed_rrank:rrf`` 1/(1 + its rank)
+    in rrf's own ranking: a linear model weighting only the latter ranks exactly as rrf does."""
+    from retrieval.pipeline import get_pipeline, run_pipeline
+
+    c = make_candidates([
+        [{"id": "a", "dense_rank": 0, "bm25_rank": 2, "bm25_score": 1.0},
+         {"id": "b", "dense_rank": 1, "bm25_rank": 0, "bm25_score": 3.0},
+         {"id": "c", "dense_rank": 2, "bm25_rank": -1},
+         {"id": "d", "dense_rank": -1, "bm25_rank": 1, "bm25_score": 2.0}]])
+    names = feature_names(c)
+    x = feature_matrix(c, everything_visible(c), 30)
+    at = {n: x[:, names.index(n)] for n in ("fixed:rrf", "fixed_rrank:rrf")}
+    rrf = {"a": 1 / 61 + 1 / 63, "b": 1 / 62 + 1 / 61, "c": 1 / 63, "d": 1 / 62}
+    order = sorted(rrf, key=lambda d: -rrf[d])                      # b, a, d, c
+    lo, hi = min(rrf.values()), max(rrf.values())
+    for row, doc in enumerate(c.doc_ids[i] for i in c.doc_idx):
+        assert at["fixed:rrf"][row] == pytest.approx((rrf[doc] - lo) / (hi - lo))
+        assert at["fixed_rrank:rrf"][row] == pytest.approx(1 / (1 + order.index(doc)))
+    from retrieval.pipeline import PipelineConfig
+
+    config = PipelineConfig("learned", "learned", params=LearnedParams(
+        weights=(FeatureWeight("fixed_rrank:rrf", 1.0),)))
+    ranked = run_pipeline(c, config).ranking
+    assert [c.doc_ids[c.doc_idx[r]] for r in ranked.rows] == order
+    assert [c.doc_ids[c.doc_idx[r]] for r in run_pipeline(c, get_pipeline("rrf")).ranking.rows] == order

@@ -274,3 +274,137 @@ def test_cli_learn_reads_the_judgments_source_and_folds_by_a_field(tmp_path, rwb
     assert "folds keep each of 3 query groups whole" in printed   # debug, preference, timeline
     record = json.loads(data.read_text())
     assert record["fold_groups"] == 3 and record["judgments"]["source"] == "explicit"
+
+
+def collapse_table(seed=7):
+    """Three kinds of queries (a, b, c; 16 each) whose relevant document is the one with the
+    highest access count, and one kind ("odd", 8 queries) whose relevant document has the
+    LOWEST access count and a vitality of 95 — a feature constant (50) on every other kind. The
+    default (the vector path) ranks every odd query's relevant document first and the other
+    kinds' at random. A model fitted without the odd kind ranks the odd kind's relevant
+    document last: it collapses on that kind."""
+    rng = np.random.default_rng(seed)
+    queries, qrels, kinds = [], {}, {}
+    sizes = {"a": 16, "b": 16, "c": 16, "odd": 8}
+    for kind, size in sizes.items():
+        for _ in range(size):
+            qi = len(queries)
+            access = rng.permutation(PER_QUERY).astype(float)
+            target = int(np.argmin(access) if kind == "odd" else np.argmax(access))
+            order = rng.permutation(PER_QUERY)
+            if kind == "odd":  # the vector path puts the relevant document first
+                order[[int(np.flatnonzero(order == 0)[0]), target]] = order[[target, int(np.flatnonzero(order == 0)[0])]]
+            queries.append([
+                {"id": f"d{j}", "dense_rank": int(order[j]), "dense_sim": 0.9 - order[j] / 20,
+                 "access_count": access[j],
+                 "vitality": 95.0 if (kind == "odd" and j == target) else 50.0}
+                for j in range(PER_QUERY)])
+            qrels[f"q{qi}"] = {f"d{target}": 1}
+            kinds[f"q{qi}"] = kind
+    return make_candidates(queries), qrels, kinds
+
+
+def test_the_guard_refuses_a_model_that_collapses_on_one_kind_of_query():
+    """Folds by kind (each kind held out whole, outer and inner): the procedure on all queries
+    sees, in its inner folds, the model fitted on a, b, c score the odd kind. Its mean beats the
+    default by far (a, b, c: ~0.35 → ~1.0), so the mean-only guard lets it through; on the odd
+    kind it scores 0 where the default scores 1, and the per-kind guard refuses it."""
+    c, qrels, kinds = collapse_table()
+    options = dict(folds=4, seed=0, inner_folds=3, default="vector", fold_by=kinds, kinds=kinds)
+    old = learn(c, qrels, "linear", guard_rule="mean", **options)
+    new = learn(c, qrels, "linear", **options)
+    assert old.final.kind == "learned"                          # the earlier guard: through
+    assert max(old.final.inner.values()) > old.final.inner_default + 0.2
+    assert new.final.kind == "default"                          # the new guard: refused
+    refused = new.final.guard["refused"]
+    assert set(refused) == {"linear C=0.01", "linear C=0.1", "linear C=1"}
+    assert all(d["refused_kinds"] == ["odd"] for d in refused.values())
+    odd = next(iter(refused.values()))["kinds"]["odd"]
+    assert odd["n"] == 8 and odd["delta"] < -0.5                 # 0 against the default's 1
+    # the outer fold holding the odd kind out never saw it: no guard can tell, both collapse
+    odd_fold = next(f for f in new.outer if kinds[f.test_ids[0]] == "odd")
+    assert odd_fold.test_mean < 0.2
+    # on every other fold the odd kind is in the inner folds: the new guard keeps the default
+    assert all(f.kind == "default" for f in new.outer if f is not odd_fold)
+    assert all(f.kind == "learned" for f in old.outer)
+    assert new.per_kind()["odd"]["held_out"] == pytest.approx(odd_fold.test_mean)
+
+
+def shared_passage_table(groups=6, per_group=20, seed=11):
+    """``groups`` passages a0…; every query ranks all of them plus four distractors, at random
+    (no signal), and its relevant document is its group's passage. A group's queries share a
+    pool feature (their best cosine, ``q_dense_max``), so a tree can learn "queries like these →
+    passage a_k" from a group's other queries: memorising the passage, which tells nothing about
+    a new group."""
+    rng = np.random.default_rng(seed)
+    docs = [f"a{k}" for k in range(groups)] + [f"x{k}" for k in range(4)]
+    tokens = {d: int(t) for d, t in zip(docs, rng.permutation(np.arange(100, 100 + 37 * len(docs), 37)))}
+    queries, qrels = [], {}
+    for k in range(groups):
+        for _ in range(per_group):
+            order = rng.permutation(len(docs))
+            top = 0.5 + 0.05 * k
+            queries.append([{"id": d, "dense_rank": int(order[j]), "dense_sim": top - order[j] / 100,
+                             "token_count": tokens[d]} for j, d in enumerate(docs)])
+            qrels[f"q{len(queries) - 1}"] = {f"a{k}": 1}
+    return make_candidates(queries), qrels
+
+
+def test_a_model_that_memorises_shared_passages_is_caught():
+    from eval.learning.leakage import fold_groups, shared_relevance_groups
+    from eval.cli.learn import print_learn
+    from retrieval.dataset import Query
+
+    c, qrels = shared_passage_table()
+    shared = shared_relevance_groups(qrels)
+    assert len(set(shared.values())) == 6 and shared["q0"] == shared["q19"] != shared["q20"]
+    result = learn(c, qrels, "lambdamart", folds=5, seed=0, guard=False, leak_groups=shared)
+    m = result.memorisation
+    assert m["model"] == "lambdamart" and m["groups"] == 6
+    assert m["by_query"] > m["by_group"] + 0.2 and m["warn"]
+    # folds by group: the held-out figure is the by-group one, and the check still runs
+    grouped = learn(c, qrels, "lambdamart", folds=3, seed=0, guard=False, fold_by=shared)
+    assert grouped.memorisation["warn"] and grouped.held_out_mean < result.held_out_mean - 0.2
+    # rwb learn's default folds keep them whole (clear: 6 groups ≥ 2 × 3 folds), --fold-by none opts out
+    qs = [Query(q, "text") for q in qrels]
+    chosen = fold_groups(qs, qrels, 3, None)
+    assert chosen.fold_by == shared and "share a relevant document" in chosen.note
+    assert fold_groups(qs, qrels, 3, "none").fold_by is None
+    assert fold_groups(qs, qrels, 5, None).fold_by is None  # 6 groups < 2 × 5 folds: by query
+    import io, contextlib
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_learn(result)
+    assert "WARNING: memorisation check (lambdamart, 6 groups)" in out.getvalue()
+
+
+def test_a_linear_model_shows_its_weights_by_feature_name():
+    from retrieval.fusion.learned import FeatureWeight, LearnedParams, feature_weights
+
+    params = LearnedParams(weights=(FeatureWeight("rrf", 0.5), FeatureWeight("both", -2.0),
+                                    FeatureWeight("graph", 0.5)))
+    assert feature_weights(params) == [("both", -2.0), ("graph", 0.5), ("rrf", 0.5)]
+    c, qrels = signal_table()
+    result = learn(c, qrels, "linear", folds=3, seed=0)
+    weights = dict(result.weights())
+    assert max(weights, key=lambda f: abs(weights[f])) == "log_access"  # access count decides
+    assert result.to_json()["weights"][0] == {"feature": "log_access", "weight": weights["log_access"]}
+    assert "fixed:seed-adaptive" in result.feature_names and "fixed_rrank:rrf" in result.feature_names
+
+
+def test_cli_learn_reports_transfer_stability_and_weights(tmp_path, rwb_home, capsys):
+    data = tmp_path / "learned.json"
+    assert rwb_main(["learn", str(TINY), "--model", "linear", "--folds", "2", "--inner-folds", "2",
+                     "--repeats", "2", "--json", str(data), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    record = json.loads(data.read_text())
+    # tiny's four queries: debug ×2, preference, timeline — each kind held out whole
+    assert record["leave_one_kind_out"]["kinds"] == 3 and "leave one kind out (3 kinds" in printed
+    assert sorted(record["per_kind"]) == ["debug", "preference", "timeline"]
+    assert record["per_kind"]["debug"]["n"] == 2
+    assert record["stability"]["seeds"] == [0, 1] and len(record["stability"]["held_out"]) == 2
+    assert "stability over fold seeds [0, 1]" in printed
+    assert set(record["fixed_pipelines"]) >= {"seed-adaptive", "rrf", "wsum", "vector", "bm25"}
+    assert "(in-sample" in printed
+    assert rwb_main(["learn", str(TINY), "--kind-by", "nosuchfield", "--folds", "2"]) == 2
+    assert rwb_main(["learn", str(TINY), "--repeats", "0"]) == 2

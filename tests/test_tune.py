@@ -171,3 +171,21 @@ def test_cli_tune_fold_by_a_query_field(tmp_path, rwb_home, pool, capsys):
     assert rwb_main(["tune", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10",
                      "--trials", "2", "--folds", "2", "--fold-by", "intent", "--quiet"]) == 0
     assert "folds keep each of 3 query groups whole" in capsys.readouterr().out  # debug, preference, timeline
+
+
+def test_cli_tune_says_when_queries_share_a_relevant_document(tmp_path, rwb_home, capsys):
+    import shutil
+
+    data = tmp_path / "tiny-shared"
+    shutil.copytree(TINY, data)
+    (data / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td03\t3\nq2\td03\t2\nq3\td08\t3\nq4\td06\t3\n")
+    args = ["tune", str(data), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10",
+            "--trials", "2", "--folds", "2", "--quiet"]
+    assert rwb_main(args) == 0
+    out = capsys.readouterr().out
+    # two of the four share d03: one group of two is too few to fold by, so folds stay by query
+    assert "2 of 4 judged queries share a relevant document with another" in out
+    assert "folds by query" in out and "query groups whole" not in out
+    assert rwb_main(args + ["--fold-by", "none"]) == 0
+    assert "(--fold-by none)" in capsys.readouterr().out

@@ -10,21 +10,25 @@ from eval.learning.fit import MODELS
 from eval.learning.nested import (
     DEFAULT_DEPTH,
     DEFAULT_INNER_FOLDS,
+    DEFAULT_INNER_REPEATS,
     DEFAULT_PIPELINE,
+    GUARD_RULES,
     LearnResult,
     check_learn,
     learn,
 )
+from eval.learning.transfer import learn_report
 from eval.learning.router import prepare_pool
 from eval.metrics.measure import parse_metric
 from eval.progress import Progress, step
-from eval.search.sweep import query_groups
 from eval.reports.report import text_table
 from eval.stores.configs import resolve_config
 from retrieval.learned_model import model_to_json
 from retrieval.limits import MAX_DEPTH
 
 MAX_THREADS = 1024
+MAX_REPEATS = 20
+TOP_WEIGHTS = 12
 
 
 def model_file(out: str | None) -> str:
@@ -78,10 +82,57 @@ def print_learn(r: LearnResult) -> None:
     what = (
         str(f.spec)
         if f.kind == "learned"
-        else f"default {r.default.name} kept (no model beat it in inner CV: best "
-        f"{f.inner[str(f.spec)]:.4f} ≤ {f.inner_default:.4f})"
+        else f"default {r.default.name} kept (no model passed the guard in inner CV: best "
+        f"inner mean {f.inner[str(f.spec)]:.4f}, default {f.inner_default:.4f})"
     )
-    print(f"final, learned on all {r.n_queries} queries: {what} → {r.final_score:.4f} (in-sample)")
+    print(f"final, learned on all {r.n_queries} queries: {what} → {r.final_score:.4f} "
+          "(in-sample: scored on the queries it was fitted on)")
+    refused = r.final.guard.get("refused") or {}
+    for spec, detail in refused.items():
+        kinds = detail.get("refused_kinds") or []
+        print(f"  guard refused {spec}: inner Δ {detail['mean']:+.4f} (SE {detail['se']:.4f}, "
+              f"{detail.get('repeats', 1)} fold seed(s))"
+              + (f"; clearly worse on {', '.join(kinds)}" if kinds else ""))
+    weights = r.weights()
+    if weights:
+        print(f"linear model's weights (standardised features, the {min(TOP_WEIGHTS, len(weights))} "
+              f"largest of {len(weights)}; all in the TOML): "
+              + ", ".join(f"{name} {w:+.3f}" for name, w in weights[:TOP_WEIGHTS]))
+    fixed = r.fixed_means()
+    print("every fixed pipeline's mean on the same queries: "
+          + ", ".join(f"{name} {v:.4f}" for name, v in fixed.items()))
+    per_kind = r.per_kind()
+    if per_kind:
+        rows = [[k, str(v["n"]), f"{v['held_out']:.4f}", f"{v[r.default.name]:.4f}",
+                 f"{v[r.best_single]:.4f}", f"{v['held_out'] - v[r.default.name]:+.4f}"]
+                for k, v in per_kind.items()]
+        print("held-out per kind of query (transfer):")
+        print(text_table(["kind", "queries", "learned", r.default.name, r.best_single,
+                          "Δ default"], rows))
+    m = r.memorisation
+    if m:
+        line = (f"memorisation check ({m['model']}, {m['groups']} groups): held-out {m['by_query']:.4f} "
+                f"with folds by query, {m['by_group']:.4f} with folds by group (gap {m['gap']:+.4f}, "
+                f"SE {m['se']:.4f})")
+        print(("WARNING: " + line + ": the model scores queries of a group it was trained on "
+               "better than new groups — it memorised something of the groups or does not "
+               "carry to new ones; trust the by-group figure") if m["warn"] else line)
+
+
+def print_transfer(loko: LearnResult | None, r: LearnResult) -> None:
+    if loko is None:
+        return
+    d = loko.comparisons[0]
+    print(f"leave one kind out ({loko.folds} kinds, each held out whole, inner folds by kind): "
+          f"learned {loko.held_out_mean:.4f} vs {loko.default.name} {d.mean:.4f} "
+          f"(Δ {d.delta:+.4f}, p Fisher {d.p_fisher:.4f}); folds by query: {r.held_out_mean:.4f}; "
+          f"chosen per kind: {', '.join(f.model for f in loko.outer)}")
+
+
+def print_stability(s: dict) -> None:
+    print(f"stability over fold seeds {s['seeds']}: held-out {s['mean']:.4f} ± {s['sd']:.4f} "
+          f"(sd; range {s['min']:.4f}–{s['max']:.4f}); final model per seed: "
+          f"{', '.join(s['final'])}")
 
 
 def cmd_learn(args) -> int:
@@ -91,6 +142,8 @@ def cmd_learn(args) -> int:
     bounded("--max-results", args.max_results, 1, MAX_DEPTH)
     if args.threads is not None:
         bounded("--threads", args.threads, 1, MAX_THREADS)
+    bounded("--repeats", args.repeats, 1, MAX_REPEATS)
+    bounded("--inner-repeats", args.inner_repeats, 1, MAX_REPEATS)
     default = resolve_config(args.default)
     if args.out and Path(args.out).suffix != ".toml":
         raise ValueError(
@@ -101,26 +154,31 @@ def cmd_learn(args) -> int:
     pool = prepare_pool(
         pool, dataset.queries, [default], args.embedder
     )  # learned routes, if it follows them
+    options = dict(
+        inner_folds=args.inner_folds,
+        guard=not args.no_guard,
+        default=default,
+        depth=args.depth,
+        max_results=args.max_results,
+        metric=args.metric,
+        threads=args.threads,
+        inner_repeats=args.inner_repeats,
+        guard_rule=args.guard_rule,
+    )
     step(f"learning ({args.model}): features, then nested CV {args.folds} × {args.inner_folds} "
          "folds")
     with Progress("fit") as progress:
-        result = learn(
-            pool,
-            used.qrels,
-            args.model,
-            folds=args.folds,
-            seed=args.seed,
-            inner_folds=args.inner_folds,
-            guard=not args.no_guard,
-            default=default,
-            depth=args.depth,
-            max_results=args.max_results,
-            metric=args.metric,
-            progress=progress.stage("fits"),
-            threads=args.threads,
-            fold_by=query_groups(dataset.queries, args.fold_by) if args.fold_by else None,
-        )
+        report = learn_report(pool, used.qrels, dataset.queries, args.model, folds=args.folds,
+                              seed=args.seed, fold_by=args.fold_by, kind_by=args.kind_by,
+                              transfer=not args.no_transfer, repeats=args.repeats,
+                              progress=progress.stage, **options)
+    result, loko, folding, stable = report.result, report.loko, report.folding, report.stability
+    if folding.note:
+        print(f"rwb: note: {folding.note}")
     print_learn(result)
+    print_transfer(loko, result)
+    if stable:
+        print_stability(stable)
     name = model_file(args.out)
     stored = result.stored_model if result.final.kind == "learned" else None
     if stored is not None and args.out:
@@ -131,7 +189,16 @@ def cmd_learn(args) -> int:
         )
         print(f"wrote {Path(args.out).with_name(name)} (the {stored.kind} model {args.out} names)")
     write_outputs(args, lambda: result.to_toml(name),
-                  lambda: {**result.to_json(name), "judgments": used.to_json()})
+                  lambda: {**result.to_json(name), "judgments": used.to_json(),
+                           "fold_note": folding.note,
+                           "leave_one_kind_out": None if loko is None else {
+                               "held_out": round(loko.held_out_mean, 6), "kinds": loko.folds,
+                               "default": round(loko.comparisons[0].mean, 6),
+                               "p_vs_default": round(loko.comparisons[0].p_fisher, 6),
+                               "chosen": [f.model for f in loko.outer],
+                               "per_kind": loko.per_kind(),
+                               "fixed_pipelines": {k: round(v, 6) for k, v in loko.fixed_means().items()}},
+                           "stability": stable})
     return 0
 
 
@@ -159,6 +226,21 @@ def register(sub) -> None:
         f"(default {DEFAULT_INNER_FOLDS})",
     )
     add_fold_by(p)
+    p.add_argument("--kind-by", default="intent", metavar="FIELD",
+                   help="the query field whose values are kinds of queries (default intent; none: "
+                        "no kinds): the guard refuses a model clearly worse on one kind, and the "
+                        "transfer report holds each kind out whole")
+    p.add_argument("--no-transfer", action="store_true",
+                   help="skip the leave-one-kind-out run (it runs the whole procedure once more)")
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="run the nested CV with N fold seeds (seed, seed+1, …) and report the "
+                        "held-out figure's spread and each seed's model (default 1)")
+    p.add_argument("--inner-repeats", type=int, default=DEFAULT_INNER_REPEATS, metavar="N",
+                   help="at most N fold seeds of the inner folds when the guard's decision is "
+                        f"close (default {DEFAULT_INNER_REPEATS})")
+    p.add_argument("--guard-rule", default="strict", choices=GUARD_RULES,
+                   help="strict (default): one standard error over the default, no kind clearly "
+                        "worse; mean: the inner mean above the default's (the earlier guard)")
     p.add_argument(
         "--no-guard", action="store_true", help="always take the inner-CV winner (no guard)"
     )

@@ -13,7 +13,7 @@ from eval.learning.router import prepare_pool
 from eval.progress import Progress, step
 from eval.reports.report import SWEEP_HEADER, sweep_rows, text_table
 from eval.search.space import Space, parse_param, parse_sum
-from eval.search.sweep import MAX_POINTS, SweepResult, query_groups, sweep
+from eval.search.sweep import MAX_POINTS, SweepResult, sweep
 from eval.search.tune import (DEFAULT_INNER_FOLDS, DEFAULT_TRIALS, SAMPLERS, TuneResult, check_sizes, check_space,
                        default_space, parse_tune_param, tune)
 from eval.stores.configs import resolve_config
@@ -156,12 +156,17 @@ def cmd_tune(args) -> int:
     check_depth({base.name: base}, pool.pool_depth)
     step(f"tuning {base.name}: {args.trials} trials per search, nested CV {args.folds} × "
          f"{args.inner_folds} folds")
+    from eval.learning.leakage import fold_groups  # shared with rwb learn: one default
+
+    folding = fold_groups(dataset.queries, used.qrels, args.folds, args.fold_by)
+    if folding.note:
+        print(f"rwb: note: {folding.note}")
     with make_executor(args.executor, args.address, args.workers) as executor, Progress("trial") as progress:
         result = tune(pool, used.qrels, base, space, trials=args.trials, folds=args.folds,
                       seed=args.seed, sampler=args.sampler, metric=args.metric,
                       inner_folds=args.inner_folds, guard=not args.no_guard,
                       progress=progress.stage("trials"), executor=executor,
-                      fold_by=query_groups(dataset.queries, args.fold_by) if args.fold_by else None)
+                      fold_by=folding.fold_by)
     print_tune(result)
     write_outputs(args, result.to_toml, lambda: {**result.to_json(), "judgments": used.to_json()})
     return 0
@@ -171,7 +176,9 @@ def add_fold_by(p) -> None:
     p.add_argument("--fold-by", metavar="FIELD",
                    help="keep the queries that share this field's value in one fold, outer and inner "
                         "(group, scope, intent, lang or a key of queries.jsonl, e.g. sample_id: one "
-                        "LoCoMo conversation); default: folds by query")
+                        "LoCoMo conversation); none: folds by query; default: the queries' group "
+                        "field, or the groups of queries that share a relevant document, where "
+                        "they are clear (the command says so), else folds by query")
 
 
 def add_executor_options(p, what: str) -> None:

@@ -5,11 +5,26 @@ The learning procedure on a set of queries T (as ``rwb tune``'s, ``eval.search.t
 1. **choose** (inner cross-validation, ``inner_folds`` folds of T): every candidate model
    (``eval.learning.fit.specs``: the ``--model`` and its hyper-parameters; ``auto``: the linear
    models, LambdaMART and the MoEs) is fitted on each inner training part and scored on the
-   inner held-out part; the candidate with the highest pooled inner held-out mean wins (the
-   first in ``specs`` order on a tie);
-2. **guard**: when that mean does not exceed the default pipeline's mean on T, the procedure
-   returns the default (learning did not hold up inside T); else the winner **fitted on all
-   of T**.
+   inner held-out part. The simplest candidate is the default pipeline alone (nothing fitted);
+   the features include every fixed pipeline's score and rank (``retrieval.features``), so a
+   model can reproduce it and learn a correction on top of it;
+2. **guard** (``guard_rule="strict"``): the candidates are taken in order of their pooled inner
+   held-out mean (the first in ``specs`` order on a tie); the first one whose per-query inner
+   differences to the default pass ``guard_verdict`` is fitted on all of T and returned — it
+   must beat the default by more than one standard error of those differences (the
+   one-standard-error rule) and be clearly worse on no kind of query (``guard_detail``: each
+   ``kinds`` value on its own). Where the decision is close the candidate's inner folds are
+   rerun with further fold seeds (at most ``inner_repeats`` in all) and its per-query values
+   averaged over them. When no candidate passes, the procedure returns the default.
+   ``guard_rule="mean"`` is the earlier guard: the best inner mean above the default's.
+
+With ``fold_by`` the folds, outer and inner, hold out whole groups; with folds by kind the
+inner folds score each model on kinds it was not fitted on, so the per-kind check refuses a
+model that collapses on a kind it never saw. The **memorisation check**
+(``memorisation_check``) scores the most flexible candidate (LambdaMART when searched) once
+more on all queries with the other folding — by query when the folds go by group, by
+``leak_groups`` (``eval.learning.leakage``) when they go by query — and warns when the by-query
+figure is clearly above the by-group one.
 
 **Nested cross-validation**: the counted queries (those with a relevant judgment) are split into
 ``folds`` outer folds (``eval.search.sweep.make_folds``); for each, the procedure runs on the
@@ -58,8 +73,8 @@ from eval.search.tune import SINGLE_PATHS, Comparison, compare_procedures, count
 from eval.statistics.significance import holm
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
-from retrieval.features import feature_set_id
-from retrieval.fusion.learned import LearnedParams
+from retrieval.features import FIXED_PIPELINES, feature_set_id
+from retrieval.fusion.learned import LearnedParams, feature_weights
 from retrieval.learned_model import MoEModel, TreeModel
 from retrieval.pipeline import PipelineConfig, fuse, get_pipeline, run_pipeline, to_dict
 from retrieval.ranking import rank_rows
@@ -81,6 +96,51 @@ class Choice:
     inner: dict  # str(spec) -> pooled inner held-out mean
     inner_default: float  # the default's mean on the same queries
     model: object = None  # the winner fitted on all of them (None when the default is kept)
+    guard: dict = field(default_factory=dict)  # the guard's figures (``guard_detail``)
+
+
+KIND_MARGIN = 0.02  # a kind of query is "clearly worse" below the default by more than this …
+MIN_KIND_QUERIES = 3  # … with at least this many queries of that kind in the inner folds
+DEFAULT_INNER_REPEATS = 3
+GUARD_RULES = ("strict", "mean")
+
+
+def guard_detail(delta: np.ndarray, kinds: np.ndarray | None = None) -> dict:
+    """The guard's figures on per-query inner held-out differences (model − default): their
+    mean and standard error (sample sd / √n), and per kind of query the same, with the kinds
+    on which the model is clearly worse (at least ``MIN_KIND_QUERIES`` queries, mean below
+    −``KIND_MARGIN`` and more than one standard error below 0)."""
+    delta = np.asarray(delta, dtype=np.float64)
+
+    def mean_se(d: np.ndarray) -> tuple[float, float]:
+        se = float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
+        return float(d.mean()) if len(d) else 0.0, se
+
+    mean, se = mean_se(delta)
+    per_kind, refused = {}, []
+    if kinds is not None:
+        for kind in sorted({str(k) for k in kinds if k}):
+            d = delta[kinds == kind]
+            m, e = mean_se(d)
+            per_kind[kind] = {"n": int(len(d)), "delta": round(m, 6), "se": round(e, 6)}
+            if len(d) >= MIN_KIND_QUERIES and m < -KIND_MARGIN and m + e < 0:
+                refused.append(kind)
+    return {"mean": mean, "se": se, "n": int(len(delta)), "kinds": per_kind,
+            "refused_kinds": refused}
+
+
+def guard_verdict(detail: dict) -> str:
+    """``pass`` (the model beats the default by more than three standard errors and no kind is
+    clearly worse), ``fail`` (a kind is clearly worse, or it is more than one standard error
+    below the default) or ``unsure`` (in between: the inner folds are repeated with another
+    fold seed, then it passes when its mean exceeds one standard error — the one-standard-error
+    rule)."""
+    mean, se = detail["mean"], detail["se"]
+    if detail["refused_kinds"]:
+        return "fail"
+    if mean > 3 * se and mean > 1e-12:
+        return "pass"
+    return "unsure" if mean > -se else "fail"
 
 
 @dataclass(frozen=True)
@@ -92,6 +152,7 @@ class OuterFold:
     inner: dict
     inner_default: float
     test_mean: float
+    guard: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,6 +184,34 @@ class LearnResult:
     n_fits: int
     n_groups: int = 0  # folds kept these groups whole (0: folds by query)
     extra: dict = field(default_factory=dict)
+    kinds: tuple[str, ...] | None = None  # each counted query's kind (intent), for the guard
+    memorisation: dict | None = None  # ``memorisation_check``'s figures, when it was run
+    fixed_values: dict = field(default_factory=dict)  # FIXED_PIPELINES' per-query values
+    inner_repeats: int = 1
+    guard_rule: str = "strict"
+
+    def per_kind(self) -> dict:
+        """Held-out figures per kind of query: the learned procedure's, the default's, the best
+        single path's and every fixed pipeline's mean over that kind's queries."""
+        if self.kinds is None:
+            return {}
+        kinds = np.array(self.kinds, dtype=object)
+        out = {}
+        for kind in sorted(set(self.kinds)):
+            at = kinds == kind
+            row = {"n": int(at.sum()), "held_out": round(float(self.held_out[at].mean()), 6),
+                   self.default.name: round(float(self.default_values[at].mean()), 6)}
+            for name, values in {**self.fixed_values, **self.single_values}.items():
+                row.setdefault(name, round(float(values[at].mean()), 6))
+            out[kind or "(none)"] = row
+        return out
+
+    def fixed_means(self) -> dict:
+        """Every fixed pipeline's mean (the default, ``FIXED_PIPELINES``, the single paths)."""
+        out = {self.default.name: float(self.default_values.mean())}
+        for name, values in {**self.fixed_values, **self.single_values}.items():
+            out.setdefault(name, float(values.mean()))
+        return out
 
     @property
     def held_out_mean(self) -> float:
@@ -162,6 +251,8 @@ class LearnResult:
             "p_vs_default": round(d.p_fisher, 6),
             "p_vs_best_single_path": round(s.p_fisher, 6),
             "in_sample": round(self.final_score, 6),
+            "guard_rule": self.guard_rule,
+            "inner_repeats": self.inner_repeats,
         }
 
     def final_config(self, model_file: str = "") -> PipelineConfig:
@@ -174,7 +265,7 @@ class LearnResult:
                 name=f"{self.default.name}-kept",
                 description=(
                     f"rwb learn on {self.dataset} kept {self.default.name}: "
-                    "no model beat it in inner CV"
+                    "no model passed the guard in inner CV"
                 ),
             )
         model = self.final.model
@@ -198,6 +289,12 @@ class LearnResult:
     @property
     def default_max_results(self) -> int:
         return int(self.extra.get("max_results", 10))
+
+    def weights(self) -> list[tuple[str, float]]:
+        """The final linear model's (feature, weight) pairs, largest |weight| first
+        (``retrieval.fusion.learned.feature_weights``); empty for another model or the default."""
+        model = self.final.model
+        return feature_weights(model) if isinstance(model, tuple) else []
 
     @property
     def stored_model(self) -> TreeModel | MoEModel | None:
@@ -226,11 +323,16 @@ class LearnResult:
             "depth": self.depth,
             "features": list(self.feature_names),
             "judged_at_5": self.judged,
+            "fixed_pipelines": {k: round(v, 6) for k, v in self.fixed_means().items()},
+            "per_kind": self.per_kind(),
+            "memorisation_check": self.memorisation,
+            "weights": [{"feature": f, "weight": w} for f, w in self.weights()],
             "final": {
                 "kind": self.final.kind,
                 "model": str(self.final.spec),
                 "inner": self.final.inner,
                 "inner_default": self.final.inner_default,
+                "guard": _plain(self.final.guard),
             },
             "outer": [{**dataclasses.asdict(f), "test_ids": list(f.test_ids)} for f in self.outer],
             "comparisons": [dataclasses.asdict(c) for c in self.comparisons],
@@ -246,6 +348,35 @@ class LearnResult:
             },
             "toml": self.to_toml(model_file) if (self.stored_model is None or model_file) else None,
         }
+
+
+LEAK_MARGIN = 0.01
+
+
+def memorisation_check(spec: str, by_query: np.ndarray, by_group: np.ndarray, n_groups: int) -> dict:
+    """The same model's held-out values with folds by query and by group, per query: when the
+    by-query figure is above the by-group one by more than ``LEAK_MARGIN`` and by more than two
+    standard errors of the paired difference, the model scores queries of a group it was
+    trained on better than queries of a new group — it memorised something of the group (a
+    passage, a conversation) — and ``warn`` is True."""
+    delta = np.asarray(by_query, dtype=np.float64) - np.asarray(by_group, dtype=np.float64)
+    se = float(delta.std(ddof=1) / math.sqrt(len(delta))) if len(delta) > 1 else 0.0
+    gap = float(delta.mean()) if len(delta) else 0.0
+    return {"model": spec, "by_query": round(float(np.mean(by_query)), 6),
+            "by_group": round(float(np.mean(by_group)), 6), "gap": round(gap, 6),
+            "se": round(se, 6), "groups": int(n_groups),
+            "warn": bool(gap > LEAK_MARGIN and gap > 2 * se)}
+
+
+def _plain(value):
+    """``value`` with numpy numbers as Python's (for JSON)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def check_learn(model: str, folds: int, inner_folds: int) -> tuple[Spec, ...]:
@@ -272,12 +403,20 @@ def learn(
     progress: Callable[[int, int], None] | None = None,
     threads: int | None = None,
     fold_by: Mapping[str, str] | None = None,
+    kinds: Mapping[str, str] | None = None,
+    inner_repeats: int = DEFAULT_INNER_REPEATS,
+    guard_rule: str = "strict",
+    leak_groups: Mapping[str, str] | None = None,
 ) -> LearnResult:
     """Nested cross-validation of the learning procedure, then the procedure on all queries;
     the fits run on ``threads`` threads (default: the CPUs this process may use), which changes
     how long it takes, never the result. ``fold_by`` (query id → group,
     ``eval.search.sweep.query_groups``): folds, outer and inner, keep each group whole."""
     candidates = check_learn(model, folds, inner_folds)
+    if guard_rule not in GUARD_RULES:
+        raise ValueError(f"guard rule must be one of {list(GUARD_RULES)}, got {guard_rule!r}")
+    if isinstance(inner_repeats, bool) or not isinstance(inner_repeats, int) or not 1 <= inner_repeats <= 20:
+        raise ValueError(f"--inner-repeats must be an integer from 1 to 20, got {inner_repeats!r}")
     if threads is not None and (
         isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
     ):
@@ -344,6 +483,16 @@ def learn(
     # ``threads`` threads; each fit is deterministic and single-threaded, and each result goes
     # to its own place, so the order they finish in changes nothing.
     groups = group_labels(ids, fold_by)
+    kind_of = None if kinds is None else np.array([kinds.get(q, "") for q in ids], dtype=object)
+    # the other way to fold, for the memorisation check: by query when the folds go by group,
+    # by ``leak_groups`` when they go by query
+    other = None
+    if groups is not None:
+        other = None  # by query
+        check_other = True
+    else:
+        other = group_labels(ids, leak_groups) if leak_groups else None
+        check_other = other is not None and group_count(other, n) >= 2
 
     def part(positions: np.ndarray):
         return None if groups is None else groups[positions]
@@ -353,48 +502,101 @@ def learn(
     plans.append((np.arange(n), None))  # the final procedure: no held-out fold
     inner_k = [min(inner_folds, group_count(part(positions), len(positions)))
                for positions, _ in plans]
-    inner_of = [
-        make_folds(len(positions), k, _seed(seed, p, -2), part(positions)) if k >= 2 else None
-        for p, ((positions, _), k) in enumerate(zip(plans, inner_k))
-    ]
-    held_inner: dict = {}  # (procedure, spec) → each position's inner held-out value
-    pending: deque = deque()  # (procedure, spec, inner fold): the final procedure's first
+
+    def inner_folds_of(p: int, r: int):
+        """Procedure ``p``'s inner folds, fold seed ``r`` (r = 0: the first, as before)."""
+        positions = plans[p][0]
+        if inner_k[p] < 2:
+            return None
+        return make_folds(len(positions), inner_k[p], _seed(seed, p, -2 - r), part(positions))
+
+    inner_of = {(p, 0): inner_folds_of(p, 0) for p in range(folds + 1)}
+    held_inner: dict = {}  # (procedure, spec, repeat) → each position's inner held-out value
+    pending: deque = deque()  # (procedure, spec, repeat, inner fold): the final procedure's first
     if any(spec.model == "moe" for spec in candidates):
         pending.append(("moe grid",))  # every MoE fit's targets, computed once
     slow_first = sorted(candidates, key=lambda s: (s.model != "lambdamart", s.model != "linear"))
+    leak_spec = next((s for s in candidates if s.model == "lambdamart"), None) or next(
+        (s for s in reversed(candidates) if s.model == "linear"), candidates[0])
+    leak_k = min(inner_folds, group_count(other, n)) if check_other else 0
+    leak_of = make_folds(n, leak_k, _seed(seed, folds, -9), other) if leak_k >= 2 else None
+    leak_values = np.empty(n)
+    if leak_of is not None:
+        pending.extend(("leak", leak_spec, j) for j in range(leak_k))
     for p in [folds, *range(folds)]:
-        if inner_of[p] is not None:
+        if inner_of[p, 0] is not None:
             for spec in slow_first:
-                held_inner[p, spec] = np.empty(len(plans[p][0]))
-                pending.extend((p, spec, j) for j in range(inner_k[p]))
+                held_inner[p, spec, 0] = np.empty(len(plans[p][0]))
+                pending.extend((p, spec, 0, j) for j in range(inner_k[p]))
     outstanding = [
-        inner_k[p] * len(candidates) if inner_of[p] is not None else 0 for p in range(folds + 1)
+        inner_k[p] * len(candidates) if inner_of[p, 0] is not None else 0 for p in range(folds + 1)
     ]
+    repeats_of: dict = {}  # (procedure, spec) → inner fold seeds run
     ready = deque(p for p in range(folds + 1) if outstanding[p] == 0)  # inner folds all run
     choices: dict = {}
     refits: dict = {}
+    tried: dict = {}  # procedure → how many candidates the guard has looked at
+    refusals: dict = {}  # procedure → {candidate: the guard's figures} for those it refused
 
-    def choose(p: int) -> Choice:
-        """Procedure ``p``'s choice from its inner held-out values (its refit comes later)."""
-        default_mean = float(default_values[plans[p][0]].mean())
-        means = {
-            str(spec): float(held_inner[p, spec].mean()) if inner_of[p] is not None else math.nan
-            for spec in candidates
-        }
-        best = max(
-            candidates, key=lambda s: (np.nan_to_num(means[str(s)], nan=-1.0), -candidates.index(s))
-        )
-        if guard and not means[str(best)] > default_mean + 1e-12:
-            return Choice("default", best, means, default_mean)
-        return Choice("learned", best, means, default_mean)
+    def inner_values(p: int, spec: Spec) -> np.ndarray:
+        runs = [held_inner[p, spec, r] for r in range(repeats_of.get((p, spec), 1))]
+        return np.mean(runs, axis=0)
+
+    def verdict(p: int, spec: Spec) -> tuple[str, dict]:
+        """The guard on procedure ``p``'s inner held-out values of ``spec`` against the default."""
+        positions = plans[p][0]
+        delta = inner_values(p, spec) - default_values[positions]
+        detail = guard_detail(delta, None if kind_of is None else kind_of[positions])
+        detail["repeats"] = repeats_of.get((p, spec), 1)
+        return guard_verdict(detail), detail
+
+    def choose(p: int):
+        """Procedure ``p``'s choice from its inner held-out values (its refit comes later); None
+        while a candidate's inner folds are repeated with another fold seed."""
+        positions = plans[p][0]
+        default_mean = float(default_values[positions].mean())
+        if inner_of[p, 0] is None:
+            means = {str(spec): math.nan for spec in candidates}
+            return Choice("default", candidates[0], means, default_mean)
+        means = {str(spec): float(held_inner[p, spec, 0].mean()) for spec in candidates}
+        order = sorted(candidates, key=lambda s: (-means[str(s)], candidates.index(s)))
+        best = order[0]
+        if not guard:
+            return Choice("learned", best, means, default_mean)
+        if guard_rule == "mean":  # the inner mean alone (the guard before the per-kind check)
+            if not means[str(best)] > default_mean + 1e-12:
+                return Choice("default", best, means, default_mean)
+            return Choice("learned", best, means, default_mean)
+        refused = refusals.setdefault(p, {})
+        tried.setdefault(p, 0)
+        while tried[p] < len(order):
+            spec = order[tried[p]]
+            kind, detail = verdict(p, spec)
+            if kind == "unsure" and repeats_of.get((p, spec), 1) < inner_repeats:
+                r = repeats_of.get((p, spec), 1)
+                repeats_of[p, spec] = r + 1
+                inner_of[p, r] = inner_folds_of(p, r)
+                held_inner[p, spec, r] = np.empty(len(positions))
+                outstanding[p] = inner_k[p]
+                pending.extendleft((p, spec, r, j) for j in reversed(range(inner_k[p])))
+                return None
+            if kind in ("pass", "unsure") and detail["mean"] > detail["se"] and not detail["refused_kinds"]:
+                return Choice("learned", spec, means, default_mean, None,
+                              {**detail, "refused": refused})
+            refused[str(spec)] = detail
+            tried[p] += 1
+        return Choice("default", best, means, default_mean, None, {"refused": refused})
 
     def next_job():
         """A chosen procedure's refit before any inner fit still waiting; None when none is."""
         while ready:
             p = ready.popleft()
-            choices[p] = choose(p)
-            if choices[p].kind == "learned":
-                return ("refit", p, choices[p].spec)
+            choice = choose(p)
+            if choice is None:
+                continue  # its repeated inner folds were queued first
+            choices[p] = choice
+            if choice.kind == "learned":
+                return ("refit", p, choice.spec)
         return pending.popleft() if pending else None
 
     def run(job):
@@ -403,8 +605,11 @@ def learn(
         if job[0] == "refit":
             _, p, spec = job
             return refit(spec, *plans[p])
-        p, spec, j = job
-        positions, inner = plans[p][0], inner_of[p]
+        if job[0] == "leak":
+            _, spec, j = job
+            return held_out_values(spec, np.flatnonzero(leak_of != j), np.flatnonzero(leak_of == j))
+        p, spec, r, j = job
+        positions, inner = plans[p][0], inner_of[p, r]
         return held_out_values(spec, positions[inner != j], positions[inner == j])
 
     workers = threads or len(os.sched_getaffinity(0))
@@ -433,8 +638,11 @@ def learn(
                 if job[0] == "refit":
                     refits[job[1]] = result
                     continue
-                p, spec, j = job
-                held_inner[p, spec][inner_of[p] == j] = result
+                if job[0] == "leak":
+                    leak_values[leak_of == job[2]] = result
+                    continue
+                p, spec, r, j = job
+                held_inner[p, spec, r][inner_of[p, r] == j] = result
                 outstanding[p] -= 1
                 if outstanding[p] == 0:
                     ready.append(p)
@@ -465,12 +673,20 @@ def learn(
                 choice.inner,
                 choice.inner_default,
                 float(values[test].mean()),
+                _plain(choice.guard),
             )
         )
     final = choices[folds]
     if final.kind == "learned":
         final = dataclasses.replace(final, model=refits[folds][0])
     singles = {name: of_config(get_pipeline(name)) for name in SINGLE_PATHS}
+    fixed = {name: of_config(get_pipeline(name)) for name in FIXED_PIPELINES}
+    leak = None
+    if leak_of is not None and inner_of[folds, 0] is not None:
+        same = held_inner[folds, leak_spec, 0]
+        by_query, by_group = (leak_values, same) if groups is not None else (same, leak_values)
+        leak = memorisation_check(str(leak_spec), by_query, by_group,
+                                  group_count(groups if groups is not None else other, n))
     best_single = max(
         SINGLE_PATHS, key=lambda name: (singles[name].mean(), -SINGLE_PATHS.index(name))
     )
@@ -523,4 +739,9 @@ def learn(
         n_fits=done[0],
         n_groups=0 if groups is None else group_count(groups, n),
         extra={"max_results": max_results},
+        kinds=None if kind_of is None else tuple(str(k) for k in kind_of),
+        memorisation=leak,
+        fixed_values=fixed,
+        inner_repeats=inner_repeats,
+        guard_rule=guard_rule if guard else "none",
     )

@@ -154,6 +154,19 @@ def standardised_sum(
     return out
 
 
+def feature_weights(model) -> list[tuple[str, float]]:
+    """A linear model's ``(feature name, weight)`` pairs, largest |weight| first (the name on a
+    tie): ``model`` is a ``LearnedParams`` (a learned pipeline's parameters) or its tuple of
+    ``FeatureWeight``. Each weight multiplies the standardised feature (x − mean) / scale, so
+    their sizes compare across features. Empty for a stored (LambdaMART, MoE) model."""
+    if isinstance(model, LearnedParams):
+        if model.model != "linear":
+            return []
+        model = model.weights
+    pairs = [(w.name, float(w.weight)) for w in model]
+    return sorted(pairs, key=lambda p: (-abs(p[1]), p[0]))
+
+
 def linear_scores(
     c: Candidates,
     visible: np.ndarray,
@@ -228,6 +241,7 @@ __all__ = [
     "FUSION",
     "FeatureWeight",
     "LearnedParams",
+    "feature_weights",
     "linear_scores",
     "model_scores",
     "standardised_sum",
