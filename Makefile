@@ -28,7 +28,7 @@ chromium:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver fonts-wqy-zenhei >/dev/null; }
 
 test: setup chromium
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile   # pytest-xdist: the test files shared by 2 workers
 
 bench: setup
 	$(PY) -m bench.run --full

@@ -212,7 +212,7 @@ def test_undo_restores_the_dataset_grade(workspace):
     assert store.qrels()["q1"] == {"d03": 3}
     store.grade("q1", "d03", 0)
     store.grade("q1", "d05", 2)
-    assert store.qrels()["q1"] == {"d05": 2}
+    assert store.qrels()["q1"] == {"d03": 0, "d05": 2}   # a 0 is a judgment (judged, not relevant)
     store.undo()
     store.undo()
     assert store.qrels()["q1"] == {"d03": 3}
