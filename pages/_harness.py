@@ -17,16 +17,16 @@ from typing import Callable, Sequence
 
 import streamlit as st
 
-from eval.statistics.significance import Significance
+from eval.statistics.significance import Significance, fmt_p
 from eval.metrics.ranx_eval import Evaluation
 from eval.experiments.experiment import Experiment, ExperimentOptions, run_experiment
 from eval.stores.judgments import effective_qrels
-from eval.reports.report import fmt_p
 from eval.search.space import ParamSpec, Space, spaced
 from eval.search.sweep import SweepResult
 from eval.search.sweep import sweep as harness_sweep
 from eval.experiments import views
 from eval.experiments.live import LiveRun
+from eval.reports.report import write_experiment_report
 from pages._state import METRICS, Workspace, get_dataset, get_pool
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig, get_param
@@ -134,7 +134,7 @@ def build_report(ws: Workspace, labelled: dict[str, PipelineConfig], sweep: Swee
     """The harness's offline report (report.html, .md, .json) of the chosen pipelines against the
     baseline, written under ``$RWB_HOME/reports/`` (``Experiment.write_report``, as ``rwb report``)."""
     out = rwb_home() / "reports" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', ws.dataset.name)}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return experiment_for(ws, labelled, options).write_report(out, sweep)
+    return write_experiment_report(experiment_for(ws, labelled, options), out, sweep)
 
 
 def import_kinds() -> dict:

@@ -8,7 +8,7 @@ import streamlit as st
 from eval.statistics.significance import CORRECTION_NAMES, CORRECTIONS
 from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS
 from eval.experiments.experiment import ExperimentOptions
-from eval.metrics.judgment_bias import bias_lines
+from eval.statistics.judged_below import bias_lines
 from eval.reports.report import BIAS_NOTE, SHORT_NOTE, legend, method_lines, short_notes
 from eval.stores import configs as cfg
 from pages import _charts as ch

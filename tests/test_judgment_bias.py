@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from eval.metrics.judgment_bias import (bias_lines, bias_means, bias_table, judged_per_query,
-                                         per_query_bias)
+from eval.metrics.judgment_bias import bias_means, judged_per_query, per_query_bias
+from eval.statistics.judged_below import bias_lines, bias_table
 from retrieval.ranking import rank_rows
 from tests.conftest import make_candidates
 

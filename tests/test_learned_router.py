@@ -22,7 +22,7 @@ import pytest
 
 from eval.learning.router import (cross_val_routes, evaluate_learned_router, fit_router, prepare_pool,
                                  query_vectors, uses_learned_router, with_learned_routes)
-from eval.experiments.router_eval import evaluate_router
+from eval.learning.router_eval import evaluate_router
 from retrieval.learned_router import FEATURES, apply_router
 from retrieval.pipeline import PIPELINES, from_toml, run_pipeline, to_toml
 from tests.conftest import make_candidates

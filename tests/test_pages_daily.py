@@ -120,7 +120,7 @@ def test_a_sweep_winner_carries_its_held_out_gain_and_p_and_an_edge_flag(app):
     result = at.session_state["sweep_result"]
     from eval.experiments.views import sweep_held_out
     from eval.metrics.measure import judge
-    from eval.reports.report import fmt_p
+    from eval.statistics.significance import fmt_p
     from pages._state import get_pool
     from tests.test_app import _stamp
 

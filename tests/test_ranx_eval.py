@@ -18,7 +18,7 @@ from eval.statistics.significance import bonferroni, compare_to_baseline, holm, 
 from eval.metrics.ranx_eval import evaluate_pipelines, fast_metrics, intent_of, parse_metrics, resolve_pipelines
 from eval.stores.pool import load_pool
 from eval.reports.report import eval_summary
-from eval.experiments.router_eval import INTENT_TO_PROFILE, evaluate_router
+from eval.learning.router_eval import INTENT_TO_PROFILE, evaluate_router
 from retrieval.pipeline import PipelineConfig, run_pipeline
 from retrieval.ranking import rank_rows
 from tests.conftest import make_candidates

@@ -11,7 +11,7 @@ import plotly.offline
 import pytest
 
 from eval.experiments.experiment import ExperimentOptions, run_experiment
-from eval.reports.report import PLOTLY_BUNDLE, _sweep_figure, colour_range
+from eval.reports.report import PLOTLY_BUNDLE, _sweep_figure, colour_range, write_experiment_report
 from eval.stores.pool import load_pool
 from eval.search.space import Space, parse_param
 from eval.search.sweep import sweep
@@ -28,7 +28,7 @@ def written(tiny, rwb_home, tmp_path_factory):
     result = sweep(pool, tiny.qrels, base, Space((parse_param("rrf.rrf_k=10:60:10", base),
                                                   parse_param("rrf.w_dense=0:1:0.5", base))), folds=2)
     out = tmp_path_factory.mktemp("report")
-    paths = experiment.write_report(out, result)
+    paths = write_experiment_report(experiment, out, result)
     return paths, experiment.evaluation, tiny
 
 

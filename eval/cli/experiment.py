@@ -8,7 +8,7 @@ from eval.statistics.bootstrap import DEFAULT_RESAMPLES
 from eval.metrics.budget import DEFAULT_BUDGET
 from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
                               note, write_json)
-from eval.metrics.judgment_bias import bias_lines
+from eval.statistics.judged_below import bias_lines
 from eval.cli.sweep import add_sweep_options, check_sweep, run_sweep
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS
 from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS, metric_cutoff, parse_cutoffs
@@ -16,8 +16,8 @@ from eval.experiments.experiment import DEFAULT_FAMILIES, Experiment, Experiment
 from eval.progress import Progress, step
 from eval.experiments.replay import replay_metrics, replay_table
 from eval.reports.report import (SHORT_NOTE, detail_header, detail_rows, intent_rows, legend, means_rows, method_lines,
-                         short_notes, text_table)
-from eval.experiments.router_eval import router_lines
+                         short_notes, text_table, experiment_summary, write_experiment_report)
+from eval.learning.router_eval import router_lines
 from eval.cli.engine import add_context_options
 from eval.stores.history import DEFAULT_WAIT, dataset_lock
 from retrieval.dataset import load_dataset
@@ -156,7 +156,7 @@ def _print_experiment(args, options: ExperimentOptions, experiment: Experiment) 
     if evaluation.missing:
         note(f"{len(evaluation.missing)} judged queries are missing from the pool and score 0")
     if args.json:
-        write_json(args.json, experiment.summary())
+        write_json(args.json, experiment_summary(experiment))
         print(f"wrote {args.json}")
     return 0
 
@@ -197,7 +197,7 @@ def cmd_report(args) -> int:
         result = (run_sweep(args, dataset, pool, args.sweep, args.sweep_seed, qrels=used.qrels)
                   if args.sweep else None)
         step(f"writing the report into {args.out}")
-        paths = experiment.write_report(args.out, result)
+        paths = write_experiment_report(experiment, args.out, result)
     print(f"wrote {', '.join(p.name for p in paths.values())} into {args.out} "
           f"({experiment.evaluation.n_queries} judged queries; judgments: {used.label})")
     return 0

@@ -4,9 +4,9 @@
 (``eval.metrics.ranx_eval``), paired significance against the baseline with a correction per metric
 (``eval.statistics.significance``), bootstrap confidence intervals of every mean and every difference
 (``eval.statistics.bootstrap``), the token-budget metric (``eval.metrics.budget``) and the intent router's
-accuracy and regret (``eval.experiments.router_eval``). ``rwb eval``, ``rwb report`` and the workbench's Evaluate and Reports
-pages all call it, so they show the same numbers; ``Experiment.summary()`` is the JSON document
-and ``Experiment.write_report()`` the report files (``eval.reports.report``).
+accuracy and regret (``eval.learning.router_eval``). ``rwb eval``, ``rwb report`` and the workbench's Evaluate and Reports
+pages all call it, so they show the same numbers; ``eval.reports.report.experiment_summary`` is its
+JSON document and ``eval.reports.report.write_experiment_report`` its report files.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from eval.metrics.budget import DEFAULT_BUDGET, BudgetScore, budget_recall, docu
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, Significance, compare_to_baseline
 from eval.metrics.ranx_eval import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluation, evaluate_pipelines, intent_of,
                            parse_cutoffs, parse_metrics, resolve_pipelines, with_gain)
-from eval.metrics.judgment_bias import BiasRow, bias_table
+from eval.statistics.judged_below import BiasRow, bias_table
 from eval.metrics.ranx_eval import metric_cutoff
-from eval.reports.report import eval_summary, write_report
 from eval.learning.router import evaluate_learned_router, prepare_pool, query_vectors
-from eval.experiments.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
+from eval.learning.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
 from eval.stores.configs import resolve_config
 from eval.stores.inputs import inputs_of, pipeline_hash
 from retrieval.candidates import Candidates
@@ -125,23 +124,6 @@ class Experiment:
             "inputs": self.inputs,
         }
 
-    def summary(self) -> dict:
-        """The ``rwb eval --json`` document (also the core of ``report.json``)."""
-        out = eval_summary(self.evaluation, self.significance, self.budget, self.router, self.intervals,
-                           self.settings())
-        if self.learned_router is not None:
-            out["learned_router"] = self.learned_router.to_json()
-        out["judgments"] = self.judgments
-        if self.bias:
-            out["judgment_bias"] = [row.to_json() for row in self.bias]
-        return out
-
-    def write_report(self, out_dir: str | Path, sweep=None, title: str | None = None) -> dict[str, Path]:
-        """report.json, report.md and report.html in ``out_dir`` (``sweep``: an optional
-        ``eval.search.sweep.SweepResult`` to include); returns their paths by kind."""
-        return write_report(out_dir, self.evaluation, self.significance, self.budget, self.router, sweep, title,
-                            intervals=self.intervals, settings=self.settings(), bias=self.bias)
-
 
 def experiment_configs(pipelines: Sequence[str | PipelineConfig] | Mapping[str, PipelineConfig],
                        baseline: str | PipelineConfig = "vector") -> dict[str, PipelineConfig]:
@@ -150,7 +132,7 @@ def experiment_configs(pipelines: Sequence[str | PipelineConfig] | Mapping[str, 
     ``pipelines`` is a list of names / TOML paths / configs (labelled by their names, which
     must be unique) or a mapping label → config (a config equal to the baseline is dropped)."""
     if not isinstance(pipelines, Mapping):
-        return resolve_pipelines(list(pipelines), baseline=baseline)
+        return resolve_pipelines(list(pipelines), baseline=baseline, resolve=resolve_config)
     base = resolve_config(baseline)
     configs = {str(base): base}
     for label, config in pipelines.items():

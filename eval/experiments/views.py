@@ -20,8 +20,7 @@ import numpy as np
 from eval.experiments.holes import Hole, holes
 from eval.experiments.live import LiveRun
 from eval.metrics.judgment_bias import judged_per_query, label as bias_label
-from eval.reports.report import fmt_p
-from eval.statistics.significance import compare_pair
+from eval.statistics.significance import compare_pair, fmt_p
 from retrieval.candidates import Candidates
 from retrieval.memo import memo
 from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline

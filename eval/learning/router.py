@@ -5,7 +5,7 @@ Model: scikit-learn's ``LogisticRegression`` (L2, ``C = 1``, lbfgs; multinomial 
 profiles present) on the query's embedding and the simple features of
 ``retrieval.learned_router`` (the rule router's choice among them), each column standardised
 on the training queries. Targets are profiles: a label maps to a profile as the rule router's
-evaluation maps it (``eval.experiments.router_eval.INTENT_TO_PROFILE``, preference → concept); other labels
+evaluation maps it (``eval.learning.router_eval.INTENT_TO_PROFILE``, preference → concept); other labels
 and unlabelled queries are not trained on. The fitted model is plain data
 (``retrieval.learned_router.RouterModel``) applied with NumPy.
 
@@ -32,7 +32,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from eval.experiments.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_routes
+from eval.learning.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_routes
 from eval.search.sweep import make_folds
 from retrieval.candidates import Candidates
 from retrieval.memo import memo
@@ -203,7 +203,7 @@ def evaluate_learned_router(c: Candidates, qrels: dict[str, dict[str, int]], lab
                             metric: str = "ndcg@5", folds: int = DEFAULT_FOLDS, seed: int = 0
                             ) -> RouterEvaluation | None:
     """Accuracy, confusion matrix and regret of the learned router's cross-validated routes
-    (``eval.experiments.router_eval.evaluate_routes``); None when no query is labelled."""
+    (``eval.learning.router_eval.evaluate_routes``); None when no query is labelled."""
     learned = cross_val_routes(c, labels, vectors, folds, seed)
     if learned.fallback:
         return None

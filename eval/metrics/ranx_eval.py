@@ -20,9 +20,8 @@ from eval.metrics.measure import (
     DEFAULT_METRICS, MAX_CUTOFF, METRICS, UNCUT, judge, mean_metrics, parse_metric,
 )
 from eval.metrics.ranx_io import judged_query_ids, ranx_per_query, to_qrels, to_run
-from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
-from retrieval.pipeline import PipelineConfig, PipelineRun, run_pipeline
+from retrieval.pipeline import PipelineConfig, PipelineRun, get_pipeline, run_pipeline
 
 INTENT_ORDER = ("debug", "concept", "timeline", "brainstorm", "preference")
 UNLABELLED = "unlabelled"
@@ -91,13 +90,17 @@ def metric_cutoff(name: str) -> int:
     return parse_metric(name)[1]
 
 
-def resolve_pipelines(names: Sequence[str | PipelineConfig], baseline: str | PipelineConfig | None = None
+def resolve_pipelines(names: Sequence[str | PipelineConfig], baseline: str | PipelineConfig | None = None,
+                      resolve: Callable[[str | PipelineConfig], PipelineConfig] = get_pipeline
                       ) -> dict[str, PipelineConfig]:
-    """Configs by label, the baseline first (added when not listed); labels must be unique."""
+    """Configs by label, the baseline first (added when not listed); labels must be unique.
+    ``resolve`` turns a label into a config: a named pipeline or a TOML file here; the commands
+    and pages pass ``eval.stores.configs.resolve_config``, which also reads the workbench's
+    ``profile:`` and ``saved:`` labels."""
     configs: dict[str, PipelineConfig] = {}
     wanted = ([baseline] if baseline is not None else []) + list(names)
     for item in wanted:
-        config = resolve_config(item)
+        config = resolve(item)
         label = str(config)
         if label in configs:
             if configs[label] == config:
@@ -213,6 +216,7 @@ def evaluate_pipelines(c: Candidates, qrels: dict[str, dict[str, int]],
 
 def fast_metrics(c: Candidates, qrels: dict[str, dict[str, int]], config: str | PipelineConfig,
                  metrics: Sequence[str] = DEFAULT_METRICS) -> dict[str, float]:
-    """Mean metrics of one pipeline with the vectorised evaluator (for sweeps and the UI)."""
-    config = resolve_config(config)
+    """Mean metrics of one pipeline (a config, a named pipeline or a TOML file) with the
+    vectorised evaluator (for sweeps and the UI)."""
+    config = get_pipeline(config)
     return mean_metrics(c, judge(c, qrels), run_pipeline(c, config).ranking, parse_metrics(list(metrics)))

@@ -30,9 +30,9 @@ import numpy as np
 
 from eval.statistics.bootstrap import Intervals
 from eval.metrics.budget import BudgetScore
-from eval.statistics.significance import CORRECTION_NAMES, DOWN, UP, Significance
+from eval.statistics.significance import CORRECTION_NAMES, DOWN, UP, Significance, fmt_p
 from eval.metrics.ranx_eval import Evaluation
-from eval.experiments.router_eval import RouterEvaluation
+from eval.learning.router_eval import RouterEvaluation
 from eval.search.sweep import SweepResult
 from retrieval.bm25 import ANALYZERS
 from eval.reports.markup import code, fence, md_inline, plain_figure
@@ -128,13 +128,6 @@ def eval_summary(evaluation: Evaluation, significance: Significance | None,
 # ---- text tables ---------------------------------------------------------------------------
 
 # The report's number formats; the workbench's pages use the same ones.
-
-def fmt_p(p: float | None) -> str:
-    """A p-value: ``<0.001``, else three decimals; ``–`` when there is none (NaN, None)."""
-    if p is None or not math.isfinite(p):
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
 
 def fmt_value(value: float | None, digits: int = 4) -> str:
     """A metric mean: ``digits`` decimals; ``–`` when there is none."""
@@ -500,8 +493,8 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
                  bias=()) -> dict[str, Path]:
     """Write report.json, report.md and report.html into ``out_dir``; return their paths.
     ``settings``: ``Experiment.settings()`` (the method section and the primary metric); ``bias``:
-    ``eval.metrics.judgment_bias.bias_table``'s rows (judged@k, nDCG'@k, bpref)."""
-    from eval.metrics.judgment_bias import bias_lines
+    ``eval.statistics.judged_below.bias_table``'s rows (judged@k, nDCG'@k, bpref)."""
+    from eval.statistics.judged_below import bias_lines
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a folder")
@@ -673,3 +666,25 @@ def _sweep_note(result: SweepResult) -> str:
             f"Training mean {result.train_mean:.4f}, held-out mean {result.held_out_mean:.4f} "
             f"(the honest estimate); as shipped {result.base_score:.4f}; best on all queries {best} → "
             f"{result.best_score:.4f} (in-sample).")
+
+
+def experiment_summary(experiment) -> dict:
+    """The ``rwb eval --json`` document of an ``eval.experiments.experiment.Experiment`` (also
+    the core of ``report.json``)."""
+    out = eval_summary(experiment.evaluation, experiment.significance, experiment.budget, experiment.router,
+                       experiment.intervals, experiment.settings())
+    if experiment.learned_router is not None:
+        out["learned_router"] = experiment.learned_router.to_json()
+    out["judgments"] = experiment.judgments
+    if experiment.bias:
+        out["judgment_bias"] = [row.to_json() for row in experiment.bias]
+    return out
+
+
+def write_experiment_report(experiment, out_dir: str | Path, sweep: SweepResult | None = None,
+                            title: str | None = None) -> dict[str, Path]:
+    """report.json, report.md and report.html of an experiment in ``out_dir`` (``sweep``: an
+    optional ``eval.search.sweep.SweepResult`` to include); their paths by kind."""
+    return write_report(out_dir, experiment.evaluation, experiment.significance, experiment.budget,
+                        experiment.router, sweep, title, intervals=experiment.intervals,
+                        settings=experiment.settings(), bias=experiment.bias)

@@ -254,3 +254,10 @@ def compare_to_baseline(evaluation: Evaluation, qrels: dict[str, dict[str, int]]
             p_values={t: r[t] for t in TESTS}, p_adjusted_by_test={t: adjusted[t][(label, m)] for t in TESTS},
         )
     return Significance(baseline, test, correction, alpha, n_permutations, seed, len(raw), cells)
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value: ``<0.001``, else three decimals; ``–`` when there is none (NaN, None)."""
+    if p is None or not math.isfinite(p):
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"

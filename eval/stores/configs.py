@@ -16,21 +16,12 @@ from pathlib import Path
 
 from eval.stores.files import check_name
 from eval.stores.profiles import ProfileStore
-from retrieval.fusion import get_fusion
 from retrieval.index import rwb_home
 from retrieval.pipeline import PIPELINES, PipelineConfig, get_pipeline
+from retrieval.pipeline.presets import profile_pipeline
 from retrieval.profiles import PRESETS
 
 ORIGIN_PREFIX = "from: "
-
-
-def profile_pipeline(name: str) -> PipelineConfig:
-    """One of seed 001's presets as a pipeline: adaptive fusion with that fixed profile."""
-    profile = next((p for p in PRESETS if p.name == name), None)
-    if profile is None:
-        raise ValueError(f"unknown profile {name!r}; choose from {[p.name for p in PRESETS]}")
-    return PipelineConfig(f"profile-{name}", "adaptive", f"Adaptive fusion with the {name} profile.",
-                          params=get_fusion("adaptive").params(profile=profile))
 
 
 def config_labels() -> list[str]:

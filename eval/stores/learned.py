@@ -14,13 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eval.learning.nested import LearnResult
 from eval.stores.configs import learned_root
 from eval.stores.files import locked
 from retrieval.files import atomic_write_text
 from retrieval.learned_model import model_to_json, save_model
 from retrieval.pipeline import PipelineConfig, get_pipeline
+
+if TYPE_CHECKING:  # a store keeps what a layer above made; it never calls that layer
+    from eval.learning.nested import LearnResult
 
 
 def _digest(text: str) -> str:

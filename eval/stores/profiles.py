@@ -12,6 +12,7 @@ from eval.stores.files import check_name, locked
 from retrieval.files import atomic_write_text, fsync_dir
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig, from_toml, read_beside, to_toml
+from retrieval.pipeline.presets import profile_pipeline
 
 MAX_BASE_CHAIN = 8
 
@@ -44,7 +45,6 @@ class ProfileStore:
         ``retrieval.pipeline``), ``profile:<preset>``, or a profile of this store."""
         def resolve(label: str) -> PipelineConfig:
             if label.startswith("profile:"):
-                from eval.stores.configs import profile_pipeline
                 return profile_pipeline(label.split(":", 1)[1])
             name = label.removeprefix("saved:")
             if name in chain:

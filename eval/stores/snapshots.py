@@ -17,8 +17,8 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eval.experiments.live import LiveRun
 from eval.stores.files import check_name, locked, read_json
 from eval.stores.inputs import Inputs, inputs_of, judgments_hash
 from retrieval.candidates import Candidates
@@ -26,6 +26,9 @@ from retrieval.dataset import Dataset
 from retrieval.files import atomic_write_text, safe_component
 from retrieval.index import rwb_home
 from retrieval.pipeline import to_toml
+
+if TYPE_CHECKING:  # a store keeps what a layer above made; it never calls that layer
+    from eval.experiments.live import LiveRun
 
 KEEP = 10          # ranked ids kept per query
 DIGITS = 6         # per-query values and means are kept to this many decimals

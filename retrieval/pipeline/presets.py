@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from retrieval.fusion import get_fusion
 from retrieval.params import Params
+from retrieval.profiles import PRESETS
 from retrieval.pipeline.config import PipelineConfig
 
 
@@ -63,3 +64,12 @@ PIPELINES: dict[str, PipelineConfig] = {p.name: p for p in (
     PipelineConfig("relative-score", "relative_score",
                    "Weaviate relative score fusion: 0.75·minmax(cos) + 0.25·minmax(BM25)."),
 )}
+
+
+def profile_pipeline(name: str) -> PipelineConfig:
+    """One of seed 001's presets as a pipeline: adaptive fusion with that fixed profile."""
+    profile = next((p for p in PRESETS if p.name == name), None)
+    if profile is None:
+        raise ValueError(f"unknown profile {name!r}; choose from {[p.name for p in PRESETS]}")
+    return PipelineConfig(f"profile-{name}", "adaptive", f"Adaptive fusion with the {name} profile.",
+                          params=get_fusion("adaptive").params(profile=profile))
