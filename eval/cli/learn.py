@@ -191,13 +191,7 @@ def cmd_learn(args) -> int:
     write_outputs(args, lambda: result.to_toml(name),
                   lambda: {**result.to_json(name), "judgments": used.to_json(),
                            "fold_note": folding.note,
-                           "leave_one_kind_out": None if loko is None else {
-                               "held_out": round(loko.held_out_mean, 6), "kinds": loko.folds,
-                               "default": round(loko.comparisons[0].mean, 6),
-                               "p_vs_default": round(loko.comparisons[0].p_fisher, 6),
-                               "chosen": [f.model for f in loko.outer],
-                               "per_kind": loko.per_kind(),
-                               "fixed_pipelines": {k: round(v, 6) for k, v in loko.fixed_means().items()}},
+                           "leave_one_kind_out": report.transfer_json(),
                            "stability": stable})
     return 0
 
