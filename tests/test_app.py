@@ -747,7 +747,7 @@ def test_sweep_learn_mode_shows_held_out_figures_applies_to_tune_and_saves_a_pro
     at = run(at.number_input(key="learn_inner").set_value(2))
     at = run(at.toggle(key="learn_guard").set_value(False))        # as rwb learn --no-guard
     at = run(at.button(key="learn_run").click())
-    result = at.session_state["learn_result"][1]
+    result = at.session_state["learn_result"][1].result   # a LearnReport: rwb learn's whole run
     labels = [m.label for m in at.metric]
     assert labels[:3] == ["learned · held-out nDCG@5", "vs default seed-adaptive",
                           f"vs best single path {result.best_single}"]
