@@ -369,7 +369,7 @@ def _refusal(spec: str, detail: dict) -> str:
     kinds = detail.get("refused_kinds") or []
     if kinds:
         return f"{spec} (clearly worse on {', '.join(kinds)})"
-    return f"{spec} (inner Δ {detail['mean']:+.4f}, SE {detail['se']:.4f})"
+    return f"{spec} (inner Δ {detail['mean']:+.4f}, not above one SE {detail['se']:.4f})"
 
 
 def guard_words(model: str, inner: dict, inner_default: float, guard: dict, default: str,
@@ -443,7 +443,7 @@ def learn_view(report) -> LearnView:
     weights = r.weights()
     s = report.stability
     stability = "" if not s else (
-        f"Over fold seeds {', '.join(map(str, s['seeds']))}: held-out {s['mean']:.4f} ± "
+        f"Stability over fold seeds {', '.join(map(str, s['seeds']))}: held-out {s['mean']:.4f} ± "
         f"{s['sd']:.4f} (sd; range {s['min']:.4f}–{s['max']:.4f}); final model per seed: "
         f"{', '.join(s['final'])}")
     return LearnView(
