@@ -16,7 +16,7 @@ from eval.experiments.views import LearnView, learn_view
 from eval.learning.fit import MODELS
 from eval.learning.leakage import AUTO, fold_choices
 from eval.learning.nested import DEFAULT_INNER_FOLDS, DEFAULT_PIPELINE, LearnResult
-from eval.learning.transfer import learn_report
+from eval.learning.transfer import MAX_REPEATS, learn_report
 from eval.stores.learned import keep
 from pages import _harness as hx
 from pages import _state as sh
@@ -24,7 +24,6 @@ from pages._markup import md
 from retrieval.learned_model import model_to_json
 
 RESULT = "learn_result"          # (what it was learned on, LearnReport)
-MAX_SEEDS = 20                   # rwb learn --repeats' bound
 MODEL_HELP = ("auto: chosen in the inner folds among all · linear: one weight per feature "
               "(knobs on Tune) · lambdamart: LightGBM's lambdarank · moe: seed 001 §6, query "
               "features → the profile's weights per query")
@@ -59,7 +58,7 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
         row = st.columns([1.4, 0.9, 1.1, 0.8, 1.0], vertical_alignment="bottom")
         fold_by = row[0].selectbox("Folds by", fold_choices(ws.dataset.queries),
                                    key="learn_fold_by", help=FOLD_BY_HELP)
-        seeds = row[1].number_input("Fold seeds", 1, MAX_SEEDS, value=1, key="learn_repeats",
+        seeds = row[1].number_input("Fold seeds", 1, MAX_REPEATS, value=1, key="learn_repeats",
                                     help="Run the nested CV with this many fold seeds (seed, "
                                          "seed+1, …) and show the held-out figure's spread.")
         transfer = row[2].toggle("Leave one kind out", value=True, key="learn_transfer",

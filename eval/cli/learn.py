@@ -17,7 +17,7 @@ from eval.learning.nested import (
     check_learn,
     learn,
 )
-from eval.learning.transfer import learn_report
+from eval.learning.transfer import MAX_REPEATS, learn_report
 from eval.learning.router import prepare_pool
 from eval.metrics.measure import parse_metric
 from eval.progress import Progress, step
@@ -27,7 +27,6 @@ from retrieval.learned_model import model_to_json
 from retrieval.limits import MAX_DEPTH
 
 MAX_THREADS = 1024
-MAX_REPEATS = 20
 TOP_WEIGHTS = 12
 
 

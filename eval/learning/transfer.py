@@ -20,6 +20,7 @@ from eval.learning.nested import MAX_FOLDS, LearnResult, learn
 from eval.search.sweep import query_groups
 
 NO_KIND = "(none)"
+MAX_REPEATS = 20  # fold seeds of one run (rwb learn --repeats, the Learn mode's "Fold seeds")
 
 
 def kinds_of(qrels: Mapping[str, Mapping[str, int]], kinds: Mapping[str, str]) -> dict[str, str]:
