@@ -1,7 +1,9 @@
-"""The Sweep page's Learn mode: ``rwb learn`` (``eval.learning.nested.learn``) on the page's pool
-and judgments — a fusion learned from the judgments, its nested-CV held-out score against the
-default and the better single path, judged@5 beside each, the model each outer fold chose —
-and the learned pipeline applied to Tune, saved as a profile or downloaded."""
+"""The Sweep page's Learn mode: ``rwb learn``'s whole run (``eval.learning.transfer.learn_report``:
+the folds' groups, nested CV with the guard and the memorisation check, leave one kind out, fold
+seeds) on the page's pool and judgments, drawn from ``eval.experiments.views.learn_view`` — the
+held-out figure against the default and the best single path, the folds' grouping, the figures
+per kind of query, the guard's decisions, a linear model's weights — and the learned pipeline
+applied to Tune, saved as a profile or downloaded."""
 
 from __future__ import annotations
 
@@ -10,18 +12,24 @@ from typing import Callable
 
 import streamlit as st
 
+from eval.experiments.views import LearnView, learn_view
 from eval.learning.fit import MODELS
-from eval.learning.nested import DEFAULT_INNER_FOLDS, DEFAULT_PIPELINE, LearnResult, learn
+from eval.learning.leakage import AUTO, fold_choices
+from eval.learning.nested import DEFAULT_INNER_FOLDS, DEFAULT_PIPELINE, LearnResult
+from eval.learning.transfer import MAX_REPEATS, learn_report
 from eval.stores.learned import keep
 from pages import _harness as hx
 from pages import _state as sh
-from pages._markup import code, md
+from pages._markup import md
 from retrieval.learned_model import model_to_json
 
-RESULT = "learn_result"          # (what it was learned on, LearnResult)
+RESULT = "learn_result"          # (what it was learned on, LearnReport)
 MODEL_HELP = ("auto: chosen in the inner folds among all · linear: one weight per feature "
               "(knobs on Tune) · lambdamart: LightGBM's lambdarank · moe: seed 001 §6, query "
               "features → the profile's weights per query")
+FOLD_BY_HELP = ("auto (rwb learn's default): the queries' group field, or the groups of queries "
+                "that share a relevant document, where they are clear, else by query · none: by "
+                "query · a field: folds keep each of its values whole")
 
 
 def _key(ws: sh.Workspace, default_label: str) -> tuple:
@@ -47,29 +55,42 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
                                     key="learn_inner", help="Inside each outer training part: "
                                     "they choose the model and guard the default.")
         seed = row[4].number_input("Seed", 0, 1_000_000, value=0, key="learn_seed")
-        row = st.columns([3.2, 1.0, 1.3], vertical_alignment="center")
-        row[0].caption(f"{int(folds)} outer folds × {int(inner)} inner · {n_judged} judged "
-                       "queries · features from the candidate table, labels from the judgments "
-                       "every figure uses")
-        guard = row[1].toggle("Guard", value=True, key="learn_guard",
+        row = st.columns([1.4, 0.9, 1.1, 0.8, 1.0], vertical_alignment="bottom")
+        fold_by = row[0].selectbox("Folds by", fold_choices(ws.dataset.queries),
+                                   key="learn_fold_by", help=FOLD_BY_HELP)
+        seeds = row[1].number_input("Fold seeds", 1, MAX_REPEATS, value=1, key="learn_repeats",
+                                    help="Run the nested CV with this many fold seeds (seed, "
+                                         "seed+1, …) and show the held-out figure's spread.")
+        transfer = row[2].toggle("Leave one kind out", value=True, key="learn_transfer",
+                                 help="Run the whole procedure once more with each kind of "
+                                      "query (intent) held out whole.")
+        guard = row[3].toggle("Guard", value=True, key="learn_guard",
                               help="Keep the default unless a model beats it in the inner "
-                                   "folds (off: rwb learn --no-guard).")
-        clicked = row[2].button("Learn", type="primary", icon=":material/model_training:",
+                                   "folds by a standard error and is clearly worse on no kind "
+                                   "of query (off: rwb learn --no-guard).")
+        clicked = row[4].button("Learn", type="primary", icon=":material/model_training:",
                                 key="learn_run", width="stretch", disabled=n_judged < 2)
+        st.caption(f"{int(folds)} outer folds × {int(inner)} inner · {n_judged} judged queries · "
+                   "features from the candidate table, labels from the judgments every figure "
+                   "uses")
     default = sh.config_or_stop(default_label)
     if clicked:
         asked = f"{model} · {int(folds)} outer folds × {int(inner)} inner"
         bar = st.progress(0.0, text=f"Learning ({asked}): fitting…")
 
-        def progress(done: int, total: int) -> None:
-            bar.progress(min(1.0, done / max(1, total)),
-                         text=f"Learning ({asked}): fit {done}/{total}")
+        def stage(name: str) -> Callable[[int, int], None]:
+            def progress(done: int, total: int) -> None:
+                bar.progress(min(1.0, done / max(1, total)),
+                             text=f"Learning ({asked}): {name} {done}/{total}")
+            return progress
 
         try:
-            result = learn(sh.pool_for(ws.path, ws.stamp, ws.embedder, default), qrels, model,
-                           folds=int(folds), seed=int(seed), inner_folds=int(inner), guard=guard,
-                           default=default, progress=progress)
-            st.session_state[RESULT] = (_key(ws, default_label), result)
+            report = learn_report(sh.pool_for(ws.path, ws.stamp, ws.embedder, default), qrels,
+                                  ws.dataset.queries, model, folds=int(folds), seed=int(seed),
+                                  fold_by=None if fold_by == AUTO else fold_by,
+                                  transfer=transfer, repeats=int(seeds), progress=stage,
+                                  inner_folds=int(inner), guard=guard, default=default)
+            st.session_state[RESULT] = (_key(ws, default_label), report)
         except ValueError as error:
             st.error(f"Nothing learned: {md(error)}", icon=":material/error:")
         bar.empty()
@@ -78,50 +99,68 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
         st.session_state[RESULT] = stored = None
     if stored is None:
         st.info("Choose the model and learn: every figure below is held out (nested "
-                "cross-validation).", icon=":material/model_training:")
+                "cross-validation) unless it says in-sample.", icon=":material/model_training:")
         return
-    show(stored[1], default_label, on_apply, on_save)
+    show(stored[1].result, learn_view(stored[1]), default_label, on_apply, on_save)
 
 
-def show(r: LearnResult, default_label: str, on_apply: Callable, on_save: Callable) -> None:
+def show(r: LearnResult, v: LearnView, default_label: str, on_apply: Callable,
+         on_save: Callable) -> None:
     st.subheader("Held-out estimate (nested cross-validation)")
-    metric = sh.metric_label(r.metric)
+    metric = v.metric
+    st.caption(md(v.grouping))
+    if v.memorisation:
+        (st.warning if v.memorisation_warn else st.caption)(
+            md(v.memorisation), **({"icon": ":material/warning:"} if v.memorisation_warn else {}))
     cols = st.columns(4)
-    cols[0].metric(f"learned · held-out {metric}", f"{r.held_out_mean:.3f}", border=True,
+    cols[0].metric(f"learned · held-out {metric}", f"{v.held_out:.3f}", border=True,
                    help="Each query scored by the model a learning run that never saw it chose "
                         "and fitted.")
-    for col, comp in zip(cols[1:3], r.comparisons):
-        col.metric(f"vs {comp.name}", f"{comp.mean:.3f}", delta=f"{comp.delta:+.3f}",
-                   delta_description=f"p {hx.fmt_p(comp.p_fisher)}", border=True,
+    for col, comp in zip(cols[1:3], v.comparisons):
+        col.metric(f"vs {comp['name']}", f"{comp['mean']:.3f}", delta=f"{comp['delta']:+.3f}",
+                   delta_description=f"p {hx.fmt_p(comp['p'])}", border=True,
                    help=f"Fisher's randomization test, paired over the same {r.n_queries} "
                         f"held-out queries (Holm over the two comparisons: "
-                        f"{hx.fmt_p(comp.p_fisher_holm)}); W/T/L "
-                        f"{comp.wins}/{comp.ties}/{comp.losses}.")
-    cols[3].metric("final · in-sample", f"{r.final_score:.3f}", border=True,
-                   help="The procedure run on all queries; its score on them is optimistic.")
-    table = [{"pipeline": "learned (held out)", metric: r.held_out_mean,
+                        f"{hx.fmt_p(comp['p_holm'])}); W/T/L {comp['wtl']}.")
+    cols[3].metric("final · in-sample", f"{v.final_score:.3f}", border=True,
+                   help="The procedure run on all queries, scored on the queries it was fitted "
+                        "on: optimistic.")
+    table = [{"pipeline": "learned (held out)", metric: v.held_out,
               "judged@5": r.judged["held_out"], "Δ learned": None, "p Fisher": "",
               "p Holm": "", "W/T/L": ""}]
-    table += [{"pipeline": comp.name, metric: comp.mean,
-               "judged@5": r.judged.get(comp.pipeline, float("nan")), "Δ learned": comp.delta,
-               "p Fisher": hx.fmt_p(comp.p_fisher), "p Holm": hx.fmt_p(comp.p_fisher_holm),
-               "W/T/L": f"{comp.wins}/{comp.ties}/{comp.losses}"} for comp in r.comparisons]
+    table += [{"pipeline": c["name"], metric: c["mean"],
+               "judged@5": r.judged.get(c["pipeline"], float("nan")), "Δ learned": c["delta"],
+               "p Fisher": hx.fmt_p(c["p"]), "p Holm": hx.fmt_p(c["p_holm"]),
+               "W/T/L": c["wtl"]} for c in v.comparisons]
     st.dataframe(table, hide_index=True, key="learn_compare", width="stretch",
                  column_config={metric: st.column_config.NumberColumn(format="%.4f"),
                                 "judged@5": st.column_config.NumberColumn(
                                     format="%.3f", help="share of the top 5 with any judgment"),
                                 "Δ learned": st.column_config.NumberColumn(format="%+.4f")})
-    chosen = (code(str(r.final.spec)) if r.final.kind == "learned"
-              else f"default {code(r.default.name)} kept (no model beat it in the inner folds)")
-    st.markdown(f"**Final model** {chosen}  \n{len(r.feature_names)} features at depth "
+    if v.stability:
+        st.caption(md(v.stability))
+    if v.per_kind:
+        st.markdown("**Held out, per kind of query** (transfer)")
+        st.dataframe(v.per_kind, hide_index=True, key="learn_per_kind", width="stretch",
+                     column_config={k: st.column_config.NumberColumn(format="%.4f")
+                                    for k in v.per_kind[0] if k not in ("kind", "queries")})
+    if v.transfer_line:
+        st.markdown(md(v.transfer_line))
+    st.markdown(f"**Final model** {md(v.final)}  \n{len(r.feature_names)} features at depth "
                 f"{r.depth} · {r.n_fits} fits in {r.seconds:.1f} s · {md(r.model)}, {r.folds} "
-                f"folds, seed {r.seed}")
-    st.dataframe([{"fold": f.fold, "held out": len(f.test_ids), "model chosen": f.model,
-                   "default (inner)": f.inner_default, "held-out": f.test_mean} for f in r.outer],
-                 hide_index=True, key="learn_folds_table", width="stretch",
+                f"folds, seed {r.seed} · in-sample {metric} {v.final_score:.4f} (scored on the "
+                "queries it was fitted on)")
+    st.dataframe(v.folds, hide_index=True, key="learn_folds_table", width="stretch",
                  column_config={
                      "held-out": st.column_config.NumberColumn(f"held-out {metric}", format="%.4f"),
                      "default (inner)": st.column_config.NumberColumn(format="%.4f")})
+    st.markdown("**The guard's decisions**  \n" + "  \n".join(md(line) for line in v.guard))
+    if v.weights:
+        st.caption(f"The linear model's weights on standardised features (fitted on all "
+                   f"queries: in-sample), the {len(v.weights)} largest of {v.n_weights}; all are "
+                   "in the TOML")
+        st.dataframe(v.weights, hide_index=True, key="learn_weights", width="stretch",
+                     column_config={"weight": st.column_config.NumberColumn(format="%+.4f")})
     try:                                         # kept under $RWB_HOME/learned/: a link restores it
         label, config = keep(r)
     except (ValueError, OSError) as error:

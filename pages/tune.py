@@ -285,18 +285,26 @@ def actions() -> None:
             config, means, _, baseline_means = scored
             entry = ws.log_experiment(config, means, "tune", baseline_means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
-    with b[2].popover("Export…", width="stretch"):  # the engine's own configuration
+    # the engine's own configuration. The popover keeps its open state in the session
+    # (``on_change="rerun"``): a rerun — a choice inside it, or anything else — leaves it open,
+    # and opening it reruns the page, so what it shows reads the knobs as they are now.
+    export = b[2].popover("Export…", width="stretch", key="tune_export_open", on_change="rerun")
+    if export.open:
         from eval.export import EXPORTERS, export_config
 
-        engine = st.selectbox("Engine", list(EXPORTERS), key="tune_export_engine",
-                              format_func=lambda e: f"{e} — {EXPORTERS[e].summary}")
-        if st.button("Export the current knobs", key="tune_export_go"):
+        with export:
+            engines = list(EXPORTERS)   # the engine chosen last time, kept while it is closed
+            kept = st.session_state.get("tune_export_engine_kept")
+            engine = st.selectbox("Engine", engines, key="tune_export_engine",
+                                  index=engines.index(kept) if kept in engines else 0,
+                                  format_func=lambda e: f"{e} — {EXPORTERS[e].summary}")
+            st.session_state["tune_export_engine_kept"] = engine
             try:
                 text = export_config(tn.config(), engine)
                 st.code(text, language="python" if EXPORTERS[engine].suffix == ".py" else "json")
                 st.download_button("Download", text, key="tune_export_download",
                                    file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",
-                                   icon=":material/download:")
+                                   icon=":material/download:", on_click="ignore")
             except ValueError as error:  # what the engine cannot express, named (not a fault)
                 st.info(md(str(error)))
     b[3].button("Freeze", icon=":material/ac_unit:", width="stretch", disabled=c is None, key="tune_freeze",

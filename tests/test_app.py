@@ -673,6 +673,70 @@ def test_reports_freeze_two_snapshots_and_compare_them_per_query(app):
     assert any("exists" in t.value for t in at.toast)
 
 
+def unescaped(at: AppTest) -> str:
+    """Every Markdown text and caption shown, with ``md``'s backslash escapes removed."""
+    return "\n".join(re.sub(r"\\(.)", r"\1", t) for t in markdown_texts(at))
+
+
+def test_sweep_learn_mode_runs_rwb_learn_and_shows_its_grouping_kinds_guard_and_weights(app, home, tmp_path):
+    """Issue 30 on the page: Learn runs what `rwb learn` runs (learn_report) and shows its
+    figures — the same values `rwb learn --json` writes on the same judgments."""
+    import json
+
+    from eval.cli import main as rwb_main
+    from eval.stores.judgments import JudgmentStore
+    from retrieval.dataset import load_dataset
+
+    JudgmentStore(load_dataset(TINY), home).grade("q4", "d03", 2)   # q1 and q4 now share d03
+    at = goto(app, "pages/sweep.py")
+    at = run(at.segmented_control(key="sweep_page_mode").set_value("Learn"))
+    at = run(at.segmented_control(key="learn_model").set_value("linear"))
+    at = run(at.number_input(key="learn_folds").set_value(2))
+    at = run(at.number_input(key="learn_inner").set_value(2))
+    at = run(at.button(key="learn_run").click())
+    out = tmp_path / "learn.json"
+    assert rwb_main(["learn", str(TINY), "--model", "linear", "--folds", "2", "--inner-folds", "2",
+                     "--json", str(out), "--quiet"]) == 0
+    cli = json.loads(out.read_text())
+    shown = unescaped(at)
+    assert at.metric[0].value == f"{cli['held_out']:.3f}"
+    assert at.metric[1].value == f"{cli['held_out_default']:.3f}"
+    # the grouping: by query, with what was found (two of the four queries share d03)
+    assert cli["fold_groups"] == 0 and cli["fold_note"].startswith("2 of 4 judged queries share")
+    assert "Folds by query: each of the 4 judged queries is held out on its own · 2 of 4" in shown
+    assert cli["fold_note"][1:] in shown
+    m = cli["memorisation_check"]
+    assert f"held-out {m['by_query']:.4f} with folds by query, {m['by_group']:.4f}" in shown
+    # per kind of query: debug ×2 (q1, q4), preference, timeline
+    kinds = frame_with(at, "kind", "queries", "learned", "Δ default")
+    best = cli["best_single_path"]
+    assert list(kinds["kind"]) == ["debug", "preference", "timeline"] == sorted(cli["per_kind"])
+    assert list(kinds["queries"]) == [2, 1, 1]
+    for column, field in (("learned", "held_out"), ("seed-adaptive", "seed-adaptive"), (best, best)):
+        assert list(kinds[column]) == pytest.approx([cli["per_kind"][k][field] for k in kinds["kind"]])
+    loko = cli["leave_one_kind_out"]
+    assert loko["kinds"] == 3
+    assert (f"Leave one kind out (3 kinds, each held out whole, inner folds by kind): learned "
+            f"{loko['held_out']:.4f} vs seed-adaptive {loko['default']:.4f}") in shown
+    # the guard in words, fold by fold: what it applied, or every candidate it refused
+    for fold in cli["outer"]:
+        if fold["kind"] == "default":
+            assert f"Fold {fold['fold']}: kept seed-adaptive: every candidate refused — " in shown
+        else:
+            assert f"Fold {fold['fold']}: applied {fold['model']}: inner Δ" in shown
+    assert "in-sample" in shown and at.metric[3].label == "final · in-sample"
+    # no guard: a linear model is applied, its weights shown by feature name
+    at = run(at.toggle(key="learn_guard").set_value(False))
+    at = run(at.button(key="learn_run").click())
+    assert rwb_main(["learn", str(TINY), "--model", "linear", "--folds", "2", "--inner-folds", "2",
+                     "--no-guard", "--json", str(out), "--quiet"]) == 0
+    cli = json.loads(out.read_text())
+    weights = frame_with(at, "feature", "weight")
+    assert list(weights["feature"]) == [w["feature"] for w in cli["weights"][:12]]
+    assert list(weights["weight"]) == pytest.approx([w["weight"] for w in cli["weights"][:12]])
+    assert "Fold 0: no guard: applied the inner-CV winner" in unescaped(at)
+
+
 # ---- issue 22 on the pages: Learn, the judging queue, judged@5 -----------------------------------
 
 def test_sweep_learn_mode_shows_held_out_figures_applies_to_tune_and_saves_a_profile(app, home):
@@ -683,7 +747,7 @@ def test_sweep_learn_mode_shows_held_out_figures_applies_to_tune_and_saves_a_pro
     at = run(at.number_input(key="learn_inner").set_value(2))
     at = run(at.toggle(key="learn_guard").set_value(False))        # as rwb learn --no-guard
     at = run(at.button(key="learn_run").click())
-    result = at.session_state["learn_result"][1]
+    result = at.session_state["learn_result"][1].result   # a LearnReport: rwb learn's whole run
     labels = [m.label for m in at.metric]
     assert labels[:3] == ["learned · held-out nDCG@5", "vs default seed-adaptive",
                           f"vs best single path {result.best_single}"]

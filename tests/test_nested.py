@@ -376,6 +376,20 @@ def test_a_model_that_memorises_shared_passages_is_caught():
     with contextlib.redirect_stdout(out):
         print_learn(result)
     assert "WARNING: memorisation check (lambdamart, 6 groups)" in out.getvalue()
+    # the Learn mode's view (the page draws it) says the same, as a warning
+    from eval.experiments.views import learn_view
+    from eval.learning.leakage import fold_choices
+    from eval.learning.transfer import LearnReport
+
+    view = learn_view(LearnReport(result, fold_groups(qs, qrels, 5, "none"), None, (result,)))
+    assert view.memorisation_warn and view.memorisation.startswith(
+        f"Memorisation check (lambdamart, 6 groups): held-out {m['by_query']:.4f} with folds by "
+        f"query, {m['by_group']:.4f} with folds by group")
+    assert view.grouping.startswith("Folds by query: each of the 120 judged queries is held out on "
+                                    "its own · 120 of 120 judged queries share a relevant document")
+    assert view.guard[0].startswith("Fold 0: no guard: applied the inner-CV winner lambdamart")
+    assert fold_choices([Query("a", "x", intent="debug"), Query("b", "y", lang="en")]) == [
+        "auto", "none", "intent", "lang"]
 
 
 def test_a_linear_model_shows_its_weights_by_feature_name():

@@ -186,3 +186,30 @@ def test_apply_says_what_changed_in_words():
     assert config_changes(rrf, moved) == "rrf.rrf_k 60 → 10; rrf.w_sparse 1 → 0.5"
     assert config_changes(rrf, rrf) == "no knob changed"
     assert config_changes(rrf, PIPELINES["vector"]) == "fusion rrf → vector"
+
+
+def test_tune_export_opens_in_one_click_and_a_choice_inside_keeps_it_open(app):
+    """Issue 33 item 9: the Export popover keeps its open state in the session — a choice inside
+    it reruns the page and it stays open, showing that engine's configuration at once."""
+    from eval.export import export_config
+
+    def export_popover(at):
+        return next(b for b in at.get("popover") if b.proto.popover.label == "Export…")
+
+    at = app
+    assert not export_popover(at).proto.popover.open
+    assert not [s for s in at.selectbox if s.key == "tune_export_engine"]   # built when opened
+    at.session_state["tune_export_open"] = True                             # one click opens it
+    at = run(at)
+    config = at.session_state["tune_state"].config
+    assert export_popover(at).proto.popover.open
+    assert [c.value.strip() for c in at.code] == [export_config(config, "lancedb").strip()]
+    at = run(at.selectbox(key="tune_export_engine").set_value("qdrant"))   # a choice inside it
+    assert at.session_state["tune_export_open"] and export_popover(at).proto.popover.open
+    assert [c.value.strip() for c in at.code] == [export_config(config, "qdrant").strip()]
+    at.session_state["tune_export_open"] = False                            # closed, reopened:
+    at = run(at)
+    assert not at.code and not export_popover(at).proto.popover.open
+    at.session_state["tune_export_open"] = True
+    at = run(at)
+    assert at.selectbox(key="tune_export_engine").value == "qdrant"         # the engine kept

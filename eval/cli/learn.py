@@ -17,7 +17,7 @@ from eval.learning.nested import (
     check_learn,
     learn,
 )
-from eval.learning.transfer import learn_report
+from eval.learning.transfer import MAX_REPEATS, learn_report
 from eval.learning.router import prepare_pool
 from eval.metrics.measure import parse_metric
 from eval.progress import Progress, step
@@ -27,7 +27,6 @@ from retrieval.learned_model import model_to_json
 from retrieval.limits import MAX_DEPTH
 
 MAX_THREADS = 1024
-MAX_REPEATS = 20
 TOP_WEIGHTS = 12
 
 
@@ -191,13 +190,7 @@ def cmd_learn(args) -> int:
     write_outputs(args, lambda: result.to_toml(name),
                   lambda: {**result.to_json(name), "judgments": used.to_json(),
                            "fold_note": folding.note,
-                           "leave_one_kind_out": None if loko is None else {
-                               "held_out": round(loko.held_out_mean, 6), "kinds": loko.folds,
-                               "default": round(loko.comparisons[0].mean, 6),
-                               "p_vs_default": round(loko.comparisons[0].p_fisher, 6),
-                               "chosen": [f.model for f in loko.outer],
-                               "per_kind": loko.per_kind(),
-                               "fixed_pipelines": {k: round(v, 6) for k, v in loko.fixed_means().items()}},
+                           "leave_one_kind_out": report.transfer_json(),
                            "stability": stable})
     return 0
 

@@ -337,3 +337,120 @@ def on_edge(values: dict[str, float], ranges: dict[str, tuple[float, float]]) ->
             out.append(f"{name} = {value:g} is at the {'low' if math.isclose(value, lo, abs_tol=1e-12) else 'high'} "
                        f"end of {lo:g}…{hi:g}")
     return out
+
+
+# ---- the Sweep page's Learn mode: rwb learn's report (eval.learning.transfer.learn_report) -----
+
+TOP_WEIGHTS = 12          # the linear model's largest weights shown (all are in the TOML)
+
+
+@dataclass(frozen=True)
+class LearnView:
+    metric: str                   # the objective's label (nDCG@5)
+    held_out: float               # the learned procedure's nested-CV held-out mean
+    comparisons: list[dict]       # vs the default and the best single path: mean, Δ, p, W/T/L
+    grouping: str                 # how the folds were made and what the queries share
+    memorisation: str             # the memorisation check in words ("" when it did not run)
+    memorisation_warn: bool       # the check says the model memorised the groups
+    per_kind: list[dict]          # held-out per kind of query: learned, default, best single path
+    transfer: dict | None         # leave one kind out (``LearnReport.transfer_json``), None: none
+    transfer_line: str            # the same in words, beside the folds-by-query figure
+    folds: list[dict]             # each outer fold: held out, the model applied, inner and held-out
+    guard: list[str]              # the guard's decision in each outer fold and on all queries
+    final: str                    # the procedure on all queries: what it gave
+    final_score: float            # its score on the queries it was fitted on (in-sample)
+    weights: list[dict]           # the final linear model's largest weights (in-sample fit)
+    n_weights: int                # how many weights it has
+    stability: str                # the spread over fold seeds ("" with one seed)
+
+
+def _refusal(spec: str, detail: dict) -> str:
+    kinds = detail.get("refused_kinds") or []
+    if kinds:
+        return f"{spec} (clearly worse on {', '.join(kinds)})"
+    return f"{spec} (inner Δ {detail['mean']:+.4f}, not above one SE {detail['se']:.4f})"
+
+
+def guard_words(model: str, inner: dict, inner_default: float, guard: dict, default: str,
+                rule: str) -> str:
+    """One guard decision (an outer fold's, or the final one's) in words: which model it applied
+    or why it kept the default (``eval.learning.nested``'s ``Choice.guard`` figures)."""
+    means = {k: v for k, v in inner.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+    if not means:
+        return f"kept {default}: too few queries for inner folds"
+    best = max(means, key=means.get)
+    if rule == "none":
+        return (f"no guard: applied the inner-CV winner {best} ({means[best]:.4f}; {default} "
+                f"{inner_default:.4f})")
+    if rule == "mean":
+        if model.startswith("default "):
+            return (f"kept {default}: the best inner mean, {best} {means[best]:.4f}, is not above "
+                    f"{default}'s {inner_default:.4f}")
+        return f"applied {model}: inner mean {means[model]:.4f} above {default}'s {inner_default:.4f}"
+    refused = [_refusal(s, d) for s, d in (guard.get("refused") or {}).items()]
+    if model.startswith("default "):
+        return f"kept {default}: every candidate refused — " + "; ".join(refused)
+    seeds = guard.get("repeats", 1)
+    line = (f"applied {model}: inner Δ {guard['mean']:+.4f} over {default} (SE "
+            f"{guard['se']:.4f}, {seeds} fold seed{'s' if seeds != 1 else ''}), no kind of query "
+            "clearly worse")
+    return line + (f"; refused before it: {'; '.join(refused)}" if refused else "")
+
+
+def learn_view(report) -> LearnView:
+    """Everything the Learn mode draws for ``report`` (``eval.learning.transfer.LearnReport``),
+    the same figures ``rwb learn`` prints and writes with ``--json``."""
+    r, folding = report.result, report.folding
+    default, best = r.default.name, r.best_single
+    metric = metric_label(r.metric)
+    comparisons = [{"name": c.name, "pipeline": c.pipeline, "mean": c.mean, "delta": c.delta,
+                    "p": c.p_fisher, "p_holm": c.p_fisher_holm,
+                    "wtl": f"{c.wins}/{c.ties}/{c.losses}"} for c in r.comparisons]
+    grouping = (f"Folds keep each of {r.n_groups} query groups whole, outer and inner"
+                if r.n_groups else f"Folds by query: each of the {r.n_queries} judged queries is "
+                                   "held out on its own")
+    if folding.note:
+        grouping += f" · {folding.note[0].upper()}{folding.note[1:]}"
+    m, memorisation = r.memorisation, ""
+    if m:
+        memorisation = (f"Memorisation check ({m['model']}, {m['groups']} groups): held-out "
+                        f"{m['by_query']:.4f} with folds by query, {m['by_group']:.4f} with folds "
+                        f"by group (gap {m['gap']:+.4f}, SE {m['se']:.4f})")
+        if m["warn"]:
+            memorisation += (": the model scores queries of a group it was trained on better than "
+                             "new groups — it memorised something of the groups or does not carry "
+                             "to new ones; trust the by-group figure")
+    per_kind = [{"kind": k, "queries": v["n"], "learned": v["held_out"], default: v[default],
+                 best: v[best], "Δ default": round(v["held_out"] - v[default], 6)}
+                for k, v in r.per_kind().items()]
+    transfer, transfer_line = report.transfer_json(), ""
+    if transfer is not None:
+        transfer_line = (
+            f"Leave one kind out ({transfer['kinds']} kinds, each held out whole, inner folds by "
+            f"kind): learned {transfer['held_out']:.4f} vs {default} {transfer['default']:.4f} "
+            f"(Δ {transfer['held_out'] - transfer['default']:+.4f}, p "
+            f"{fmt_p(transfer['p_vs_default'])}); folds by query: {r.held_out_mean:.4f}; chosen "
+            f"per kind: {', '.join(transfer['chosen'])}")
+    rule = r.guard_rule
+    guard = [f"Fold {f.fold}: " + guard_words(f.model, f.inner, f.inner_default, f.guard, default,
+                                               rule) for f in r.outer]
+    final_model = str(r.final.spec) if r.final.kind == "learned" else f"default {default}"
+    guard.append(f"All {r.n_queries} queries (the final model): " + guard_words(
+        final_model, r.final.inner, r.final.inner_default, r.final.guard, default, rule))
+    final = (f"{r.final.spec}, fitted on all {r.n_queries} queries" if r.final.kind == "learned"
+             else f"default {default} kept (no model passed the guard in the inner folds)")
+    weights = r.weights()
+    s = report.stability
+    stability = "" if not s else (
+        f"Stability over fold seeds {', '.join(map(str, s['seeds']))}: held-out {s['mean']:.4f} ± "
+        f"{s['sd']:.4f} (sd; range {s['min']:.4f}–{s['max']:.4f}); final model per seed: "
+        f"{', '.join(s['final'])}")
+    return LearnView(
+        metric=metric, held_out=r.held_out_mean, comparisons=comparisons, grouping=grouping,
+        memorisation=memorisation, memorisation_warn=bool(m and m["warn"]), per_kind=per_kind,
+        transfer=transfer, transfer_line=transfer_line,
+        folds=[{"fold": f.fold, "held out": len(f.test_ids), "model chosen": f.model,
+                "default (inner)": f.inner_default, "held-out": f.test_mean} for f in r.outer],
+        guard=guard, final=final, final_score=r.final_score,
+        weights=[{"feature": n, "weight": w} for n, w in weights[:TOP_WEIGHTS]],
+        n_weights=len(weights), stability=stability)

@@ -108,3 +108,17 @@ def fold_groups(queries, qrels: Mapping[str, Mapping[str, int]], folds: int,
         return FoldGroups(None, check, f"{shared_note}; too few or too large groups to fold by "
                                        "them, folds by query")
     return FoldGroups(None, None, "")
+
+
+AUTO = "auto"
+
+
+def fold_choices(queries) -> list[str]:
+    """The ``--fold-by`` values a page offers for these queries: ``auto`` (the default above),
+    ``none`` (folds by query) and every query field at least one query carries a value for."""
+    from eval.search.sweep import QUERY_FIELDS
+
+    fields = [f for f in QUERY_FIELDS if any(getattr(q, f, "") for q in queries)]
+    extra = sorted({k for q in queries for k, v in (q.extra or {}).items()
+                    if v not in (None, "") and isinstance(v, (str, int))} - set(fields))
+    return [AUTO, NONE, *fields, *extra]

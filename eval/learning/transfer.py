@@ -20,6 +20,7 @@ from eval.learning.nested import MAX_FOLDS, LearnResult, learn
 from eval.search.sweep import query_groups
 
 NO_KIND = "(none)"
+MAX_REPEATS = 20  # fold seeds of one run (rwb learn --repeats, the Learn mode's "Fold seeds")
 
 
 def kinds_of(qrels: Mapping[str, Mapping[str, int]], kinds: Mapping[str, str]) -> dict[str, str]:
@@ -77,6 +78,19 @@ class LearnReport:
     @property
     def stability(self) -> dict | None:
         return stability(list(self.runs)) if len(self.runs) > 1 else None
+
+    def transfer_json(self) -> dict | None:
+        """The leave-one-kind-out figures (``rwb learn --json``'s ``leave_one_kind_out``; the
+        Learn mode draws the same): its held-out figure, the default's on the same queries with
+        the paired p, the model chosen per kind, per kind and every fixed pipeline's mean."""
+        loko = self.loko
+        if loko is None:
+            return None
+        d = loko.comparisons[0]
+        return {"held_out": round(loko.held_out_mean, 6), "kinds": loko.folds,
+                "default": round(d.mean, 6), "p_vs_default": round(d.p_fisher, 6),
+                "chosen": [f.model for f in loko.outer], "per_kind": loko.per_kind(),
+                "fixed_pipelines": {k: round(v, 6) for k, v in loko.fixed_means().items()}}
 
 
 def learn_report(c, qrels, queries, model: str = "auto", *, folds: int = 5, seed: int = 0,
