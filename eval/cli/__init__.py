@@ -18,16 +18,32 @@ report), ``sweep`` (sweep, tune), ``learn`` (learn), ``holes`` (holes), ``import
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
-import threading
 
-from eval import progress
-from eval.cli import interrupts
-from eval.cli.interrupts import Terminated
-from retrieval.dataset import DatasetError
+
+def _early(signum, frame) -> None:
+    """A signal while the program is still importing: nothing was written yet, so it ends here,
+    with the command's status and one line."""
+    os.write(2, b"rwb: interrupted\n" if signum == signal.SIGINT else b"rwb: terminated\n")
+    os._exit(130 if signum == signal.SIGINT else 143)
+
+
+if os.path.basename(sys.argv[0]) == "rwb" or sys.argv[0] == "-m":
+    # run as the program (``rwb``, ``python -m eval.cli``: runpy imports this package before
+    # ``__main__``, with argv[0] "-m"), not imported by another program: from here until
+    # ``main`` installs ``eval.cli.interrupts``, a signal ends the process in one line
+    for _signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_signum, _early)
+
+import argparse  # noqa: E402
+import threading  # noqa: E402
+
+from eval import progress  # noqa: E402
+from eval.cli import interrupts  # noqa: E402
+from eval.cli.interrupts import Terminated  # noqa: E402
+from retrieval.dataset import DatasetError  # noqa: E402
 
 
 class UsageError(Exception):
@@ -165,12 +181,21 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
+def _flush_warnings(show: bool) -> None:
+    """``_common.flush_warnings`` when a command has loaded it (none did otherwise)."""
+    common = sys.modules.get("eval.cli._common")
+    if common is not None:
+        common.flush_warnings(show)
+
+
 def _main(argv: list[str] | None, standalone: bool) -> int:
+    _flush_warnings(False)  # nothing left over from an earlier call in this process
     try:
         _first_step(argv)
         args = build_parser().parse_args(argv)
         progress.set_quiet(getattr(args, "quiet", False))
         status = args.func(args)
+        _flush_warnings(status in (0, 1))  # after the figures they are about; never beside an error
         if _swallowed:  # interrupted inside a finaliser, and the command ended before it was felt
             raise (Terminated() if _swallowed[-1] == signal.SIGTERM else KeyboardInterrupt())
         return status

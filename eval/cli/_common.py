@@ -49,15 +49,34 @@ def add_embedder(p: argparse.ArgumentParser, several: bool = False) -> None:
         p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
 
 
+_WARNINGS: list[str] = []
+"""Warnings about the figures a command prints, said once after them (``flush_warnings``): a
+command that ends in an error prints its one error line alone."""
+
+
+def warn_after(text: str) -> None:
+    if text not in _WARNINGS:
+        _WARNINGS.append(text)
+
+
+def flush_warnings(show: bool) -> None:
+    """Print the warnings kept for this command (when it produced its figures) and forget them."""
+    if show:
+        for text in _WARNINGS:
+            note(f"warning: {text}")
+    _WARNINGS.clear()
+
+
 def resolve_embedder(name: str | None, dataset: Dataset, query: str | None = None) -> str:
     """``name``, or the dataset's default embedder (``retrieval.embedders.default_embedder``)
-    when none was given (every command's output names the model it used); the one warning line
-    when an English-only model meets text in another script (``language_warning``)."""
+    when none was given (every command's output names the model it used); one warning line,
+    after the command's output, when an English-only model meets text in another script
+    (``language_warning``)."""
     if not name:
         name = default_embedder(dataset)
     warning = language_warning(name, dataset, query)
     if warning:
-        note(f"warning: {warning}")
+        warn_after(warning)
     return name
 
 
