@@ -111,13 +111,13 @@ def show(r: LearnResult, default_label: str, on_apply: Callable, on_save: Callab
                                 "judged@5": st.column_config.NumberColumn(
                                     format="%.3f", help="share of the top 5 with any judgment"),
                                 "Δ learned": st.column_config.NumberColumn(format="%+.4f")})
-    chosen = (code(str(r.final.spec)) if r.final.kind == "learned"
+    chosen = (code(str(r.final.pick)) if r.final.kind == "learned"
               else f"default {code(r.default.name)} kept (no model beat it in the inner folds)")
     st.markdown(f"**Final model** {chosen}  \n{len(r.feature_names)} features at depth "
                 f"{r.depth} · {r.n_fits} fits in {r.seconds:.1f} s · {md(r.model)}, {r.folds} "
                 f"folds, seed {r.seed}")
-    st.dataframe([{"fold": f.fold, "held out": len(f.test_ids), "model chosen": f.model,
-                   "default (inner)": f.inner_default, "held-out": f.test_mean} for f in r.outer],
+    st.dataframe([{"fold": f.fold, "held out": len(f.test_ids), "model chosen": f.applied,
+                   "default (inner)": f.choice.inner_default, "held-out": f.test_mean} for f in r.outer],
                  hide_index=True, key="learn_folds_table", width="stretch",
                  column_config={
                      "held-out": st.column_config.NumberColumn(f"held-out {metric}", format="%.4f"),

@@ -49,8 +49,8 @@ def stability(results: list[LearnResult]) -> dict:
         "sd": round(statistics.stdev(means), 6) if len(means) > 1 else 0.0,
         "min": round(min(means), 6),
         "max": round(max(means), 6),
-        "final": [r.final.kind if r.final.kind == "default" else str(r.final.spec) for r in results],
-        "fold_choices": [[f.model for f in r.outer] for r in results],
+        "final": [r.final.kind if r.final.kind == "default" else str(r.final.pick) for r in results],
+        "fold_choices": [[f.applied for f in r.outer] for r in results],
     }
 
 
