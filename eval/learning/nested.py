@@ -67,7 +67,7 @@ from threadpoolctl import threadpool_limits
 from eval.learning.fit import Spec, Training, fit, quiet, scores, specs
 from eval.metrics.judgment_bias import judged_at
 from eval.metrics.measure import config_values, judge, parse_metric
-from eval.search.nested import (SINGLE_PATHS, Choice, Comparison, OuterFold, Plan, compare, counted_ids, nested_cv,
+from eval.search.nested import (SINGLE_PATHS, Choice, NestedResult, Plan, compare, counted_ids, nested_cv,
                                 seed_of)
 from eval.search.sweep import group_count, group_labels, make_folds
 from eval.stores.configs import resolve_config
@@ -128,35 +128,14 @@ def guard_verdict(detail: dict) -> str:
     return "unsure" if mean > -se else "fail"
 
 
-@dataclass(frozen=True, eq=False)
-class LearnResult:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class LearnResult(NestedResult):
     model: str  # the --model asked for
-    folds: int
-    inner_folds: int
-    guard: bool
-    seed: int
-    metric: str
-    dataset: str
-    fingerprint: str
-    embedder: str
-    pool_depth: int
     depth: int
     default: PipelineConfig
     feature_names: tuple[str, ...]
-    query_ids: tuple[str, ...]
-    outer: tuple[OuterFold, ...]
-    held_out: np.ndarray
-    default_values: np.ndarray
-    single_values: dict
-    best_single: str
-    comparisons: tuple[Comparison, ...]
     judged: dict  # judged@5 of the held-out ranking, the default and the best single path
-    final: Choice
-    final_score: float
-    seconds: float
     n_fits: int
-    n_groups: int = 0  # folds kept these groups whole (0: folds by query)
-    extra: dict = field(default_factory=dict)
     kinds: tuple[str, ...] | None = None  # each counted query's kind (intent), for the guard
     memorisation: dict | None = None  # ``memorisation_check``'s figures, when it was run
     fixed_values: dict = field(default_factory=dict)  # FIXED_PIPELINES' per-query values
@@ -185,14 +164,6 @@ class LearnResult:
         for name, values in {**self.fixed_values, **self.single_values}.items():
             out.setdefault(name, float(values.mean()))
         return out
-
-    @property
-    def held_out_mean(self) -> float:
-        return float(self.held_out.mean())
-
-    @property
-    def n_queries(self) -> int:
-        return len(self.query_ids)
 
     def record(self) -> dict:
         """The ``[tuning]`` table of the exported TOML (ignored by the pipeline loader; it makes
@@ -314,16 +285,7 @@ class LearnResult:
                 for f in self.outer
             ],
             "comparisons": [dataclasses.asdict(c) for c in self.comparisons],
-            "per_query": {
-                q: {
-                    "held_out": float(h),
-                    "default": float(d),
-                    **{p: float(v[i]) for p, v in self.single_values.items()},
-                }
-                for i, (q, h, d) in enumerate(
-                    zip(self.query_ids, self.held_out, self.default_values)
-                )
-            },
+            "per_query": self.per_query(),
             "toml": self.to_toml(model_file) if (self.stored_model is None or model_file) else None,
         }
 

@@ -105,6 +105,21 @@ class Choice:
     model: Any = field(default=None, compare=False)  # the pick fitted on the queries (learn; None otherwise)
 
 
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    name: str                 # "default rrf", "best single path bm25"
+    pipeline: str
+    mean: float               # held-out queries: the same queries as the estimate
+    delta: float              # estimate − mean
+    p_fisher: float
+    p_student: float
+    p_fisher_holm: float      # Holm over the comparisons of this run
+    p_student_holm: float
+    wins: int
+    ties: int
+    losses: int
+
+
 @dataclass(frozen=True)
 class OuterFold:
     fold: int
@@ -131,6 +146,52 @@ class Nested:
         return float(self.final_values.mean())
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class NestedResult:
+    """What a nested-CV run reports, whichever its inner search (``rwb tune``'s ``TuneResult``
+    and ``rwb learn``'s ``LearnResult`` add their own)."""
+
+    folds: int
+    inner_folds: int
+    guard: bool
+    seed: int
+    metric: str
+    dataset: str
+    fingerprint: str
+    embedder: str
+    pool_depth: int
+    query_ids: tuple[str, ...]            # counted queries, pool order then missing ones
+    outer: tuple[OuterFold, ...]
+    held_out: np.ndarray                  # per counted query: the value it got while held out
+    default_values: np.ndarray            # the default pipeline, per counted query
+    single_values: dict[str, np.ndarray]  # vector and bm25, per counted query
+    best_single: str
+    comparisons: tuple[Comparison, ...]   # against the default, then the best single path
+    final: Choice                         # the procedure on all counted queries
+    final_score: float                    # in-sample: what the final choice applies, on all of them
+    seconds: float
+    n_groups: int = 0                     # folds kept these groups whole (0: folds by query)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def held_out_mean(self) -> float:
+        return float(self.held_out.mean())
+
+    @property
+    def default_mean(self) -> float:
+        return float(self.default_values.mean())
+
+    def per_query(self) -> dict:
+        """Each counted query's held-out value, the default's and each single path's."""
+        return {q: {"held_out": float(h), "default": float(d), **{
+            p: float(v[i]) for p, v in self.single_values.items()}}
+            for i, (q, h, d) in enumerate(zip(self.query_ids, self.held_out, self.default_values))}
+
+
 def _in_order(search: Callable[[Plan], Choice], plans: Sequence[Plan]) -> list[Choice]:
     return [search(plan) for plan in plans]
 
@@ -155,21 +216,6 @@ def nested_cv(ids: Sequence[str], folds: int, seed: int, groups: np.ndarray | No
 
 
 # ---- the paired tests ----------------------------------------------------------------------------
-
-@dataclass(frozen=True, eq=False)
-class Comparison:
-    name: str                 # "default rrf", "best single path bm25"
-    pipeline: str
-    mean: float               # held-out queries: the same queries as the estimate
-    delta: float              # estimate − mean
-    p_fisher: float
-    p_student: float
-    p_fisher_holm: float      # Holm over the comparisons of this run
-    p_student_holm: float
-    wins: int
-    ties: int
-    losses: int
-
 
 def compare_procedures(name: str, pipeline: str, tuned: np.ndarray, other: np.ndarray, seed: int) -> dict:
     """A procedure's held-out per-query values against another's on the same queries: the mean

@@ -54,8 +54,7 @@ import tomli_w
 
 from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
-from eval.search.nested import (SINGLE_PATHS, Choice, Comparison, Plan, counted_ids, compare, nested_cv,
-                                OuterFold)
+from eval.search.nested import SINGLE_PATHS, Choice, NestedResult, Plan, counted_ids, compare, nested_cv
 from eval.search.space import ParamSpec, apply_point, knob_space, parse_param, tunable
 from eval.search.sweep import group_count, group_labels
 from eval.stores.configs import resolve_config
@@ -232,47 +231,14 @@ def procedure(scorer: _Scorer, space: tuple[ParamSpec, ...], plan: Plan, sampler
 
 # ---- the result --------------------------------------------------------------------------------
 
-@dataclass(frozen=True, eq=False)
-class TuneResult:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class TuneResult(NestedResult):
     base: PipelineConfig
     space: tuple[ParamSpec, ...]
     sampler: str
     trials: int
-    folds: int
-    inner_folds: int
-    guard: bool
-    seed: int
-    metric: str
-    dataset: str
-    fingerprint: str
-    embedder: str
-    pool_depth: int
-    query_ids: tuple[str, ...]           # counted queries, pool order then missing ones
-    outer: tuple[OuterFold, ...]
-    held_out: np.ndarray                 # per counted query: the value it got while held out
-    default_values: np.ndarray           # the default pipeline, per counted query
-    single_values: dict[str, np.ndarray]  # vector and bm25, per counted query
-    best_single: str
-    comparisons: tuple[Comparison, ...]
-    final: Choice
     final_config: PipelineConfig
-    final_score: float                   # in-sample: the final configuration on all counted queries
     n_configs: int                       # distinct configurations scored
-    seconds: float
-    n_groups: int = 0                    # folds kept these groups whole (0: folds by query)
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def n_queries(self) -> int:
-        return len(self.query_ids)
-
-    @property
-    def held_out_mean(self) -> float:
-        return float(self.held_out.mean())
-
-    @property
-    def default_mean(self) -> float:
-        return float(self.default_values.mean())
 
     @property
     def single_mean(self) -> float:
@@ -314,9 +280,7 @@ class TuneResult:
                        "search_params": f.choice.pick, **f.choice.record, "inner_default": f.choice.inner_default,
                        "test_mean": f.test_mean} for f in self.outer],
             "comparisons": [dataclasses.asdict(c) for c in self.comparisons],
-            "per_query": {q: {"held_out": float(h), "default": float(d), **{
-                p: float(v[i]) for p, v in self.single_values.items()}}
-                for i, (q, h, d) in enumerate(zip(self.query_ids, self.held_out, self.default_values))},
+            "per_query": self.per_query(),
             "toml": self.to_toml(),
         }
 
