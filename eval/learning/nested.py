@@ -1,6 +1,7 @@
 """``rwb learn``: a fusion learned from the judgments, its held-out quality by nested CV.
 
-The learning procedure on a set of queries T (as ``rwb tune``'s, ``eval.search.tune``):
+The learning procedure on a set of queries T — the inner search of the nested-CV procedure
+``eval.search.nested.nested_cv``, which ``rwb tune`` shares with its own search:
 
 1. **choose** (inner cross-validation, ``inner_folds`` folds of T): every candidate model
    (``eval.learning.fit.specs``: the ``--model`` and its hyper-parameters; ``auto``: the linear
@@ -26,14 +27,14 @@ more on all queries with the other folding — by query when the folds go by gro
 ``leak_groups`` (``eval.learning.leakage``) when they go by query — and warns when the by-query
 figure is clearly above the by-group one.
 
-**Nested cross-validation**: the counted queries (those with a relevant judgment) are split into
-``folds`` outer folds (``eval.search.sweep.make_folds``); for each, the procedure runs on the
-other folds and its result is scored on the held-out fold, so no model is ever fitted, chosen or
-guarded on a query it is scored on. The **held-out estimate** is the mean over all counted
-queries of the value each got while held out. It is compared, query by query, with the default
-pipeline and with the better single path (``vector`` or ``bm25``, the higher mean on all counted
-queries) by Fisher's randomization test and the paired t-test, raw and Holm-corrected over the
-two comparisons (``eval.search.tune``'s comparison, ``eval.statistics.significance``).
+**Nested cross-validation** (``eval.search.nested``): the counted queries (those with a relevant
+judgment) are split into ``folds`` outer folds; for each, the procedure runs on the other folds
+and its result (refitted there) is scored on the held-out fold, so no model is ever fitted,
+chosen or guarded on a query it is scored on. The **held-out estimate** is the mean over all
+counted queries of the value each got while held out. It is compared, query by query, with the
+default pipeline and with the better single path (``vector`` or ``bm25``) by Fisher's
+randomization test and the paired t-test, raw and Holm-corrected over the two comparisons
+(``eval.search.nested.compare``).
 
 The model exported is the procedure run on **all** counted queries; its score there is
 in-sample. Labels are the judgments every other command uses (``rwb learn --judgments``:
@@ -41,12 +42,14 @@ in-sample. Labels are the judgments every other command uses (``rwb learn --judg
 (``max_results``, per-path ``depth``).
 
 **Running it**: once the folds are drawn, the procedures (one per outer fold and the final one)
-and their fits are independent, so every inner fit of every procedure is queued at once and run
-on ``threads`` threads, a procedure's choice and refit coming as soon as its own inner folds are
-in. A fit is single-threaded and deterministic (LightGBM on one thread, BLAS held to one) and
-each result is stored by its procedure, candidate and fold, so the result is the plain loop's
-whatever the number of threads or the order the fits finish in. A held-out part scores only its
-own queries' rows (a row's score depends on that row alone).
+and their fits are independent, so every procedure runs at once on a thread of its own
+(``_Fits.run``, the ``run`` of ``nested_cv``) and queues its fits on one pool of ``threads``
+threads, its choice and refit coming as soon as its own inner folds are in. A fit is
+single-threaded and deterministic (LightGBM on one thread, BLAS held to one) and each result is
+stored by its procedure, candidate and fold, so the result is the plain loop's whatever the
+number of threads or the order the fits finish in; finished fits are counted (progress) in the
+calling thread. A held-out part scores only its own queries' rows (a row's score depends on
+that row alone).
 """
 
 from __future__ import annotations
