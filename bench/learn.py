@@ -68,7 +68,7 @@ def run(ctx: Context) -> Section:
             "fold_note": report.folding.note,
             "threads": len(os.sched_getaffinity(0)), "fits": n_fits, "lightgbm_fit_s": round(one_fit, 4),
             "lightgbm_fits_s": [round(f, 4) for f in fits], "held_out": round(result.held_out_mean, 4),
-            "fold_choices": [f.model for f in result.outer]}
+            "fold_choices": [f.applied for f in result.outer]}
         section.ratios[f"learn_nested_vs_lightgbm_fit_{name}"] = nested / one_fit
         log(f"  {name}: nested {nested:.1f} s (CPU {cpu:.1f} s, {n_fits} fits, load {load:.1f} → "
             f"{os.getloadavg()[0]:.1f}) vs one LightGBM fit {one_fit:.3f} s")

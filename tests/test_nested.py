@@ -4,7 +4,6 @@ CLI writes a pipeline that ``rwb eval`` and ``rwb search`` use."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import warnings
@@ -80,7 +79,7 @@ def test_the_guard_keeps_the_default_when_no_model_beats_it_in_the_inner_folds()
     shuffled = dict(zip(ids, (qrels[q] for q in np.random.default_rng(5).permutation(ids))))
     kept = learn(c, shuffled, "linear", folds=3, seed=0, default="vector")
     for fold in kept.outer:
-        assert (fold.kind == "default") == (max(fold.inner.values()) <= fold.inner_default + 1e-12)
+        assert (fold.kind == "default") == (max(fold.choice.record["inner"].values()) <= fold.choice.inner_default + 1e-12)
     learned = learn(c, qrels, "linear", folds=3, seed=0, default="vector")
     assert all(f.kind == "learned" for f in learned.outer) and learned.final.kind == "learned"
 
@@ -90,7 +89,7 @@ def one_fit_after_another(c, qrels, model, folds, seed, inner_folds=3, default="
     then on all queries, every candidate fitted on each inner training part in turn and scored
     on its inner held-out part; the winner guarded, refitted and scored on the outer fold."""
     from eval.learning.fit import Training, fit, scores, specs
-    from eval.learning.nested import _seed
+    from eval.search.nested import seed_of
     from eval.metrics.measure import config_values, judge
     from eval.search.sweep import make_folds
     from eval.stores.configs import resolve_config
@@ -107,7 +106,7 @@ def one_fit_after_another(c, qrels, model, folds, seed, inner_folds=3, default="
         return t.values(scores(model_, t))[pool_q[positions]]
 
     def procedure(positions, where):
-        inner = make_folds(len(positions), inner_folds, _seed(seed, where, -2))
+        inner = make_folds(len(positions), inner_folds, seed_of(seed, where, -2))
         means = {}
         for spec in specs(model):
             held = np.empty(len(positions))
@@ -142,11 +141,11 @@ def test_the_procedure_is_its_inner_and_outer_folds_run_one_fit_after_another():
         result = learn(c, labels, "auto", folds=3, seed=4, threads=2)
         held_out, outer, (final, final_means) = one_fit_after_another(c, labels, "auto", 3, 4)
         assert np.array_equal(result.held_out, held_out)
-        assert [(f.model if f.kind == "learned" else "default", f.inner) for f in result.outer] == [
+        assert [(f.applied if f.kind == "learned" else "default", f.choice.record["inner"]) for f in result.outer] == [
             (chosen, means) for chosen, means in outer
         ]
-        assert (str(result.final.spec) if result.final.kind == "learned" else "default",
-                result.final.inner) == (final, final_means)
+        assert (str(result.final.pick) if result.final.kind == "learned" else "default",
+                result.final.record["inner"]) == (final, final_means)
 
 
 def test_threads_change_how_long_it_takes_never_the_result():
@@ -156,11 +155,9 @@ def test_threads_change_how_long_it_takes_never_the_result():
     three = learn(c, qrels, "auto", folds=3, seed=4, threads=3)
     assert warnings.filters == filters  # silenced while fitting, restored after
     assert np.array_equal(one.held_out, three.held_out) and one.n_fits == three.n_fits
-    assert [dataclasses.astuple(f) for f in one.outer] == [
-        dataclasses.astuple(f) for f in three.outer
-    ]
-    assert (one.final.spec, one.final.inner, one.final_score) == (
-        three.final.spec, three.final.inner, three.final_score
+    assert one.outer == three.outer
+    assert (one.final.pick, one.final.record, one.final_score) == (
+        three.final.pick, three.final.record, three.final_score
     )
     assert one.to_toml() == three.to_toml()
     with pytest.raises(ValueError, match="threads must be a positive integer"):
@@ -171,8 +168,8 @@ def test_the_same_seed_gives_the_same_result():
     c, qrels = signal_table()
     a = learn(c, qrels, "auto", folds=3, seed=4)
     b = learn(c, qrels, "auto", folds=3, seed=4)
-    assert np.array_equal(a.held_out, b.held_out) and [f.model for f in a.outer] == [
-        f.model for f in b.outer
+    assert np.array_equal(a.held_out, b.held_out) and [f.applied for f in a.outer] == [
+        f.applied for f in b.outer
     ]
 
 
@@ -314,9 +311,9 @@ def test_the_guard_refuses_a_model_that_collapses_on_one_kind_of_query():
     old = learn(c, qrels, "linear", guard_rule="mean", **options)
     new = learn(c, qrels, "linear", **options)
     assert old.final.kind == "learned"                          # the earlier guard: through
-    assert max(old.final.inner.values()) > old.final.inner_default + 0.2
+    assert max(old.final.record["inner"].values()) > old.final.inner_default + 0.2
     assert new.final.kind == "default"                          # the new guard: refused
-    refused = new.final.guard["refused"]
+    refused = new.final.record["guard"]["refused"]
     assert set(refused) == {"linear C=0.01", "linear C=0.1", "linear C=1"}
     assert all(d["refused_kinds"] == ["odd"] for d in refused.values())
     odd = next(iter(refused.values()))["kinds"]["odd"]

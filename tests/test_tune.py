@@ -45,7 +45,7 @@ def test_the_held_out_estimate_is_recomputed_by_hand_from_the_fold_configs(resul
     # each fold's configuration, applied through ranx (not the fast path), on its own held-out queries
     value = {}
     for fold in result.outer:
-        config = with_params(RRF, fold.params)
+        config = with_params(RRF, fold.applied)
         ev = evaluate_pipelines(pool, tiny.qrels, {"fold": config}, ["ndcg@5"])
         for q in fold.test_ids:
             value[q] = ev.per_query["fold"][q]["ndcg@5"]
@@ -64,15 +64,15 @@ def test_the_guard_falls_back_to_the_default_when_tuning_does_not_hold_up(pool, 
     for fold in r.outer:
         assert fold.kind in ("tuned", "default")
         if fold.kind == "default":  # the inner held-out mean did not beat the default's on the training part
-            assert fold.inner_tuned <= fold.inner_default
-            assert fold.params == {"rrf.rrf_k": 60.0, "rrf.w_dense": 1.0, "rrf.w_sparse": 1.0}
+            assert fold.choice.record["inner_tuned"] <= fold.choice.inner_default
+            assert fold.applied == {"rrf.rrf_k": 60.0, "rrf.w_dense": 1.0, "rrf.w_sparse": 1.0}
         else:
-            assert fold.inner_tuned > fold.inner_default
+            assert fold.choice.record["inner_tuned"] > fold.choice.inner_default
 
 
 def test_the_same_seed_gives_the_same_result(result, pool, tiny):
     again = tune(pool, tiny.qrels, "rrf", SPACE, trials=12, folds=2, seed=7, sampler="tpe", guard=False)
-    assert [f.params for f in again.outer] == [f.params for f in result.outer]
+    assert [f.applied for f in again.outer] == [f.applied for f in result.outer]
     assert [f.test_ids for f in again.outer] == [f.test_ids for f in result.outer]
     assert np.array_equal(again.held_out, result.held_out)
     assert again.to_toml() == result.to_toml()
@@ -83,7 +83,7 @@ def test_grid_and_random_samplers_stay_on_the_grid(pool, tiny):
     for sampler in ("grid", "random"):
         r = tune(pool, tiny.qrels, "rrf", space, trials=50, folds=2, seed=1, sampler=sampler, guard=False)
         for fold in r.outer:
-            assert fold.params["rrf.rrf_k"] in (10, 20, 30) and fold.params["rrf.w_dense"] in (0.0, 0.5, 1.0)
+            assert fold.applied["rrf.rrf_k"] in (10, 20, 30) and fold.applied["rrf.w_dense"] in (0.0, 0.5, 1.0)
     assert r.n_configs <= 3 * 3    # a configuration met again is not scored again
 
 

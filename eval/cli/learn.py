@@ -45,12 +45,12 @@ def print_learn(r: LearnResult) -> None:
         [
             str(f.fold),
             str(len(f.test_ids)),
-            f.model,
+            f.applied,
             " ".join(
                 f"{k.split(' ')[0]}{'' if ' ' not in k else '(' + k.split('=')[-1] + ')'}={v:.4f}"
-                for k, v in f.inner.items()
+                for k, v in f.choice.record["inner"].items()
             ),
-            f"{f.inner_default:.4f}",
+            f"{f.choice.inner_default:.4f}",
             f"{f.test_mean:.4f}",
         ]
         for f in r.outer
@@ -79,14 +79,14 @@ def print_learn(r: LearnResult) -> None:
     )
     f = r.final
     what = (
-        str(f.spec)
+        str(f.pick)
         if f.kind == "learned"
         else f"default {r.default.name} kept (no model passed the guard in inner CV: best "
-        f"inner mean {f.inner[str(f.spec)]:.4f}, default {f.inner_default:.4f})"
+        f"inner mean {f.record['inner'][str(f.pick)]:.4f}, default {f.inner_default:.4f})"
     )
     print(f"final, learned on all {r.n_queries} queries: {what} → {r.final_score:.4f} "
           "(in-sample: scored on the queries it was fitted on)")
-    refused = r.final.guard.get("refused") or {}
+    refused = r.final.record["guard"].get("refused") or {}
     for spec, detail in refused.items():
         kinds = detail.get("refused_kinds") or []
         print(f"  guard refused {spec}: inner Δ {detail['mean']:+.4f} (SE {detail['se']:.4f}, "
@@ -125,7 +125,7 @@ def print_transfer(loko: LearnResult | None, r: LearnResult) -> None:
     print(f"leave one kind out ({loko.folds} kinds, each held out whole, inner folds by kind): "
           f"learned {loko.held_out_mean:.4f} vs {loko.default.name} {d.mean:.4f} "
           f"(Δ {d.delta:+.4f}, p Fisher {d.p_fisher:.4f}); folds by query: {r.held_out_mean:.4f}; "
-          f"chosen per kind: {', '.join(f.model for f in loko.outer)}")
+          f"chosen per kind: {', '.join(f.applied for f in loko.outer)}")
 
 
 def print_stability(s: dict) -> None:

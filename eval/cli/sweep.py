@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
@@ -128,9 +129,9 @@ def print_tune(result: TuneResult) -> None:
           f"{r.folds} outer folds × {r.inner_folds} inner ({searches} searches per outer fold) · {r.n_queries} "
           f"judged queries · objective {r.metric} · {r.n_configs} configurations in {r.seconds:.1f} s")
     print("space: " + " ".join(str(p) for p in r.space))
-    rows = [[str(f.fold), str(len(f.test_ids)), f.kind, _fmt_params(f.params), f"{f.train_mean:.4f}",
-             "—" if f.inner_tuned != f.inner_tuned else f"{f.inner_tuned:.4f}", f"{f.inner_default:.4f}",
-             f"{f.test_mean:.4f}"] for f in r.outer]
+    rows = [[str(f.fold), str(len(f.test_ids)), f.kind, _fmt_params(f.applied), f"{f.choice.record['train_mean']:.4f}",
+             "—" if math.isnan(f.choice.record["inner_tuned"]) else f"{f.choice.record['inner_tuned']:.4f}",
+             f"{f.choice.inner_default:.4f}", f"{f.test_mean:.4f}"] for f in r.outer]
     print(text_table(["fold", "held out", "chosen", "search winner or default", "train", "inner CV",
                       "default", "held-out"], rows))
     if r.n_groups:
@@ -141,8 +142,8 @@ def print_tune(result: TuneResult) -> None:
         print(f"  vs {c.name}: {c.mean:.4f}, Δ {c.delta:+.4f} (W/T/L {c.wins}/{c.ties}/{c.losses}); "
               f"p Fisher {c.p_fisher:.4f} (Holm {c.p_fisher_holm:.4f}), paired t {c.p_student:.4f} "
               f"(Holm {c.p_student_holm:.4f})")
-    what = _fmt_params(r.final.params) if r.final.kind == "tuned" else f"default {r.base.name} kept (the search did " \
-        f"not beat it in inner CV: {r.final.inner_tuned:.4f} ≤ {r.final.inner_default:.4f})"
+    what = _fmt_params(r.final.pick) if r.final.kind == "tuned" else f"default {r.base.name} kept (the search did " \
+        f"not beat it in inner CV: {r.final.record['inner_tuned']:.4f} ≤ {r.final.inner_default:.4f})"
     print(f"final, tuned on all {r.n_queries} queries: {what} → {r.final_score:.4f} (in-sample)")
 
 

@@ -432,12 +432,12 @@ def learn_view(report) -> LearnView:
             f"{fmt_p(transfer['p_vs_default'])}); folds by query: {r.held_out_mean:.4f}; chosen "
             f"per kind: {', '.join(transfer['chosen'])}")
     rule = r.guard_rule
-    guard = [f"Fold {f.fold}: " + guard_words(f.model, f.inner, f.inner_default, f.guard, default,
-                                               rule) for f in r.outer]
-    final_model = str(r.final.spec) if r.final.kind == "learned" else f"default {default}"
+    guard = [f"Fold {f.fold}: " + guard_words(f.applied, f.choice.record["inner"], f.choice.inner_default,
+                                               f.choice.record["guard"], default, rule) for f in r.outer]
+    final_model = str(r.final.pick) if r.final.kind == "learned" else f"default {default}"
     guard.append(f"All {r.n_queries} queries (the final model): " + guard_words(
-        final_model, r.final.inner, r.final.inner_default, r.final.guard, default, rule))
-    final = (f"{r.final.spec}, fitted on all {r.n_queries} queries" if r.final.kind == "learned"
+        final_model, r.final.record["inner"], r.final.inner_default, r.final.record["guard"], default, rule))
+    final = (f"{r.final.pick}, fitted on all {r.n_queries} queries" if r.final.kind == "learned"
              else f"default {default} kept (no model passed the guard in the inner folds)")
     weights = r.weights()
     s = report.stability
@@ -449,8 +449,8 @@ def learn_view(report) -> LearnView:
         metric=metric, held_out=r.held_out_mean, comparisons=comparisons, grouping=grouping,
         memorisation=memorisation, memorisation_warn=bool(m and m["warn"]), per_kind=per_kind,
         transfer=transfer, transfer_line=transfer_line,
-        folds=[{"fold": f.fold, "held out": len(f.test_ids), "model chosen": f.model,
-                "default (inner)": f.inner_default, "held-out": f.test_mean} for f in r.outer],
+        folds=[{"fold": f.fold, "held out": len(f.test_ids), "model chosen": f.applied,
+                "default (inner)": f.choice.inner_default, "held-out": f.test_mean} for f in r.outer],
         guard=guard, final=final, final_score=r.final_score,
         weights=[{"feature": n, "weight": w} for n, w in weights[:TOP_WEIGHTS]],
         n_weights=len(weights), stability=stability)

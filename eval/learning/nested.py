@@ -1,6 +1,7 @@
 """``rwb learn``: a fusion learned from the judgments, its held-out quality by nested CV.
 
-The learning procedure on a set of queries T (as ``rwb tune``'s, ``eval.search.tune``):
+The learning procedure on a set of queries T — the inner search of the nested-CV procedure
+``eval.search.nested.nested_cv``, which ``rwb tune`` shares with its own search:
 
 1. **choose** (inner cross-validation, ``inner_folds`` folds of T): every candidate model
    (``eval.learning.fit.specs``: the ``--model`` and its hyper-parameters; ``auto``: the linear
@@ -26,14 +27,14 @@ more on all queries with the other folding — by query when the folds go by gro
 ``leak_groups`` (``eval.learning.leakage``) when they go by query — and warns when the by-query
 figure is clearly above the by-group one.
 
-**Nested cross-validation**: the counted queries (those with a relevant judgment) are split into
-``folds`` outer folds (``eval.search.sweep.make_folds``); for each, the procedure runs on the
-other folds and its result is scored on the held-out fold, so no model is ever fitted, chosen or
-guarded on a query it is scored on. The **held-out estimate** is the mean over all counted
-queries of the value each got while held out. It is compared, query by query, with the default
-pipeline and with the better single path (``vector`` or ``bm25``, the higher mean on all counted
-queries) by Fisher's randomization test and the paired t-test, raw and Holm-corrected over the
-two comparisons (``eval.search.tune``'s comparison, ``eval.statistics.significance``).
+**Nested cross-validation** (``eval.search.nested``): the counted queries (those with a relevant
+judgment) are split into ``folds`` outer folds; for each, the procedure runs on the other folds
+and its result (refitted there) is scored on the held-out fold, so no model is ever fitted,
+chosen or guarded on a query it is scored on. The **held-out estimate** is the mean over all
+counted queries of the value each got while held out. It is compared, query by query, with the
+default pipeline and with the better single path (``vector`` or ``bm25``) by Fisher's
+randomization test and the paired t-test, raw and Holm-corrected over the two comparisons
+(``eval.search.nested.compare``).
 
 The model exported is the procedure run on **all** counted queries; its score there is
 in-sample. Labels are the judgments every other command uses (``rwb learn --judgments``:
@@ -41,23 +42,24 @@ in-sample. Labels are the judgments every other command uses (``rwb learn --judg
 (``max_results``, per-path ``depth``).
 
 **Running it**: once the folds are drawn, the procedures (one per outer fold and the final one)
-and their fits are independent, so every inner fit of every procedure is queued at once and run
-on ``threads`` threads, a procedure's choice and refit coming as soon as its own inner folds are
-in. A fit is single-threaded and deterministic (LightGBM on one thread, BLAS held to one) and
-each result is stored by its procedure, candidate and fold, so the result is the plain loop's
-whatever the number of threads or the order the fits finish in. A held-out part scores only its
-own queries' rows (a row's score depends on that row alone).
+and their fits are independent, so every procedure runs at once on a thread of its own
+(``_Fits.run``, the ``run`` of ``nested_cv``) and queues its fits on one pool of ``threads``
+threads, its choice and refit coming as soon as its own inner folds are in. A fit is
+single-threaded and deterministic (LightGBM on one thread, BLAS held to one) and each result is
+stored by its procedure, candidate and fold, so the result is the plain loop's whatever the
+number of threads or the order the fits finish in; finished fits are counted (progress) in the
+calling thread. A held-out part scores only its own queries' rows (a row's score depends on
+that row alone).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 import os
+import queue
 import time
-from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -68,9 +70,9 @@ from threadpoolctl import threadpool_limits
 from eval.learning.fit import Spec, Training, fit, quiet, scores, specs
 from eval.metrics.judgment_bias import judged_at
 from eval.metrics.measure import config_values, judge, parse_metric
+from eval.search.nested import (SINGLE_PATHS, Choice, NestedResult, Plan, compare, counted_ids, nested_cv,
+                                seed_of)
 from eval.search.sweep import group_count, group_labels, make_folds
-from eval.search.tune import SINGLE_PATHS, Comparison, compare_procedures, counted_ids
-from eval.statistics.significance import holm
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.features import FIXED_PIPELINES, feature_set_id
@@ -83,20 +85,6 @@ DEFAULT_PIPELINE = "seed-adaptive"
 DEFAULT_DEPTH = 30
 DEFAULT_INNER_FOLDS = 3
 MAX_FOLDS = 100
-
-
-def _seed(*parts: int) -> int:
-    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:4], "little")
-
-
-@dataclass(frozen=True)
-class Choice:
-    kind: str  # "learned" or "default"
-    spec: Spec  # the inner-CV winner (applied only when kind is "learned")
-    inner: dict  # str(spec) -> pooled inner held-out mean
-    inner_default: float  # the default's mean on the same queries
-    model: object = None  # the winner fitted on all of them (None when the default is kept)
-    guard: dict = field(default_factory=dict)  # the guard's figures (``guard_detail``)
 
 
 KIND_MARGIN = 0.02  # a kind of query is "clearly worse" below the default by more than this …
@@ -143,47 +131,14 @@ def guard_verdict(detail: dict) -> str:
     return "unsure" if mean > -se else "fail"
 
 
-@dataclass(frozen=True)
-class OuterFold:
-    fold: int
-    test_ids: tuple[str, ...]
-    kind: str
-    model: str  # the model applied to the held-out fold ("default <name>" when kept)
-    inner: dict
-    inner_default: float
-    test_mean: float
-    guard: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True, eq=False)
-class LearnResult:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class LearnResult(NestedResult):
     model: str  # the --model asked for
-    folds: int
-    inner_folds: int
-    guard: bool
-    seed: int
-    metric: str
-    dataset: str
-    fingerprint: str
-    embedder: str
-    pool_depth: int
     depth: int
     default: PipelineConfig
     feature_names: tuple[str, ...]
-    query_ids: tuple[str, ...]
-    outer: tuple[OuterFold, ...]
-    held_out: np.ndarray
-    default_values: np.ndarray
-    single_values: dict
-    best_single: str
-    comparisons: tuple[Comparison, ...]
     judged: dict  # judged@5 of the held-out ranking, the default and the best single path
-    final: Choice
-    final_score: float
-    seconds: float
     n_fits: int
-    n_groups: int = 0  # folds kept these groups whole (0: folds by query)
-    extra: dict = field(default_factory=dict)
     kinds: tuple[str, ...] | None = None  # each counted query's kind (intent), for the guard
     memorisation: dict | None = None  # ``memorisation_check``'s figures, when it was run
     fixed_values: dict = field(default_factory=dict)  # FIXED_PIPELINES' per-query values
@@ -213,14 +168,6 @@ class LearnResult:
             out.setdefault(name, float(values.mean()))
         return out
 
-    @property
-    def held_out_mean(self) -> float:
-        return float(self.held_out.mean())
-
-    @property
-    def n_queries(self) -> int:
-        return len(self.query_ids)
-
     def record(self) -> dict:
         """The ``[tuning]`` table of the exported TOML (ignored by the pipeline loader; it makes
         ``rwb eval`` warn when the file is evaluated on the data it was learned on)."""
@@ -240,8 +187,8 @@ class LearnResult:
             "seed": self.seed,
             "n_queries": self.n_queries,
             "fold_groups": self.n_groups,
-            "chosen": self.final.kind if self.final.kind == "default" else str(self.final.spec),
-            "fold_choices": [f.model for f in self.outer],
+            "chosen": self.final.kind if self.final.kind == "default" else str(self.final.pick),
+            "fold_choices": [f.applied for f in self.outer],
             "feature_set": feature_set_id(self.feature_names),
             "held_out": round(self.held_out_mean, 6),
             "default_pipeline": self.default.name,
@@ -279,7 +226,7 @@ class LearnResult:
         return PipelineConfig(
             "learned",
             "learned",
-            f"{self.final.spec} learned by rwb learn on {self.dataset} (nested-CV held-out "
+            f"{self.final.pick} learned by rwb learn on {self.dataset} (nested-CV held-out "
             f"{self.metric} {self.held_out_mean:.4f})",
             max_results=self.default_max_results,
             depth=self.depth,
@@ -329,23 +276,19 @@ class LearnResult:
             "weights": [{"feature": f, "weight": w} for f, w in self.weights()],
             "final": {
                 "kind": self.final.kind,
-                "model": str(self.final.spec),
-                "inner": self.final.inner,
+                "model": str(self.final.pick),
+                "inner": self.final.record["inner"],
                 "inner_default": self.final.inner_default,
-                "guard": _plain(self.final.guard),
+                "guard": _plain(self.final.record["guard"]),
             },
-            "outer": [{**dataclasses.asdict(f), "test_ids": list(f.test_ids)} for f in self.outer],
+            "outer": [
+                {"fold": f.fold, "test_ids": list(f.test_ids), "kind": f.kind, "model": f.applied,
+                 "inner": f.choice.record["inner"], "inner_default": f.choice.inner_default,
+                 "test_mean": f.test_mean, "guard": _plain(f.choice.record["guard"])}
+                for f in self.outer
+            ],
             "comparisons": [dataclasses.asdict(c) for c in self.comparisons],
-            "per_query": {
-                q: {
-                    "held_out": float(h),
-                    "default": float(d),
-                    **{p: float(v[i]) for p, v in self.single_values.items()},
-                }
-                for i, (q, h, d) in enumerate(
-                    zip(self.query_ids, self.held_out, self.default_values)
-                )
-            },
+            "per_query": self.per_query(),
             "toml": self.to_toml(model_file) if (self.stored_model is None or model_file) else None,
         }
 
@@ -377,6 +320,64 @@ def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+class _Fits:
+    """Fits on ``workers`` threads, at most ``workers`` at a time; each finished fit is counted
+    (``run``, ``drain``) in the thread that waits, so progress is reported there."""
+
+    def __init__(self, workers: int):
+        self.pool = ThreadPoolExecutor(max_workers=workers)
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
+
+    def submit(self, fn, *args, count: bool = True):
+        def job():
+            out = fn(*args)
+            if count:
+                self.events.put(None)  # before the result is seen: a finished fit is counted
+            return out
+        return self.pool.submit(job)
+
+    def run(self, search: Callable[[Plan], Choice], plans, tick: Callable[[], None]) -> list[Choice]:
+        """``search`` on every plan at once, each on a thread of its own that submits its fits
+        here; the fits are counted (``tick``) as they finish. An error in one search stops the
+        rest: queued fits are dropped, running ones finish."""
+        def one(k: int):
+            try:
+                return search(plans[k])
+            finally:
+                self.events.put(k)
+
+        with ThreadPoolExecutor(max_workers=len(plans)) as searches:
+            futures = [searches.submit(one, k) for k in range(len(plans))]
+            try:
+                left = len(plans)
+                while left:
+                    event = self.events.get()
+                    if event is None:
+                        tick()
+                        continue
+                    left -= 1
+                    futures[event].result()  # its error, at once
+            except BaseException:
+                self.pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        return [f.result() for f in futures]
+
+    def drain(self, tick: Callable[[], None]) -> None:
+        """Count the fits finished since the last ``run``."""
+        while True:
+            try:
+                self.events.get_nowait()
+            except queue.Empty:
+                return
+            tick()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
 
 
 def check_learn(model: str, folds: int, inner_folds: int) -> tuple[Spec, ...]:
@@ -471,238 +472,124 @@ def learn(
         model = fit(spec, t, pool_queries(train), {"spec": str(spec)})
         return counted(t.values(scores(model, t, pool_queries(test))))[test]
 
-    def refit(spec: Spec, positions: np.ndarray, test: np.ndarray | None):
-        """``spec`` fitted on ``positions``; its scores on the rows of positions ``test`` (every
-        row when None) and its values there."""
-        model = fit(spec, t, pool_queries(positions), {"spec": str(spec)})
-        score = scores(model, t, None if test is None else pool_queries(test))
-        return model, score, counted(t.values(score))
-
-    # every procedure at once: the outer folds' and the final one on all queries, each choosing
-    # its model from its own inner folds only. Their fits are independent, so they run on
-    # ``threads`` threads; each fit is deterministic and single-threaded, and each result goes
-    # to its own place, so the order they finish in changes nothing.
     groups = group_labels(ids, fold_by)
     kind_of = None if kinds is None else np.array([kinds.get(q, "") for q in ids], dtype=object)
     # the other way to fold, for the memorisation check: by query when the folds go by group,
     # by ``leak_groups`` when they go by query
-    other = None
     if groups is not None:
-        other = None  # by query
-        check_other = True
+        other, check_other = None, True  # by query
     else:
         other = group_labels(ids, leak_groups) if leak_groups else None
         check_other = other is not None and group_count(other, n) >= 2
-
-    def part(positions: np.ndarray):
-        return None if groups is None else groups[positions]
-
-    fold_of = make_folds(n, folds, seed, groups)
-    plans = [(np.flatnonzero(fold_of != k), np.flatnonzero(fold_of == k)) for k in range(folds)]
-    plans.append((np.arange(n), None))  # the final procedure: no held-out fold
-    inner_k = [min(inner_folds, group_count(part(positions), len(positions)))
-               for positions, _ in plans]
-
-    def inner_folds_of(p: int, r: int):
-        """Procedure ``p``'s inner folds, fold seed ``r`` (r = 0: the first, as before)."""
-        positions = plans[p][0]
-        if inner_k[p] < 2:
-            return None
-        return make_folds(len(positions), inner_k[p], _seed(seed, p, -2 - r), part(positions))
-
-    inner_of = {(p, 0): inner_folds_of(p, 0) for p in range(folds + 1)}
-    held_inner: dict = {}  # (procedure, spec, repeat) → each position's inner held-out value
-    pending: deque = deque()  # (procedure, spec, repeat, inner fold): the final procedure's first
-    if any(spec.model == "moe" for spec in candidates):
-        pending.append(("moe grid",))  # every MoE fit's targets, computed once
     slow_first = sorted(candidates, key=lambda s: (s.model != "lambdamart", s.model != "linear"))
     leak_spec = next((s for s in candidates if s.model == "lambdamart"), None) or next(
         (s for s in reversed(candidates) if s.model == "linear"), candidates[0])
     leak_k = min(inner_folds, group_count(other, n)) if check_other else 0
-    leak_of = make_folds(n, leak_k, _seed(seed, folds, -9), other) if leak_k >= 2 else None
-    leak_values = np.empty(n)
-    if leak_of is not None:
-        pending.extend(("leak", leak_spec, j) for j in range(leak_k))
-    for p in [folds, *range(folds)]:
-        if inner_of[p, 0] is not None:
-            for spec in slow_first:
-                held_inner[p, spec, 0] = np.empty(len(plans[p][0]))
-                pending.extend((p, spec, 0, j) for j in range(inner_k[p]))
-    outstanding = [
-        inner_k[p] * len(candidates) if inner_of[p, 0] is not None else 0 for p in range(folds + 1)
-    ]
-    repeats_of: dict = {}  # (procedure, spec) → inner fold seeds run
-    ready = deque(p for p in range(folds + 1) if outstanding[p] == 0)  # inner folds all run
-    choices: dict = {}
-    refits: dict = {}
-    tried: dict = {}  # procedure → how many candidates the guard has looked at
-    refusals: dict = {}  # procedure → {candidate: the guard's figures} for those it refused
+    leak_of = make_folds(n, leak_k, seed_of(seed, folds, -9), other) if leak_k >= 2 else None
+    first_inner: dict = {}  # plan index → {spec: inner held-out values, first fold seed}
+    fits = _Fits(threads or len(os.sched_getaffinity(0)))
 
-    def inner_values(p: int, spec: Spec) -> np.ndarray:
-        runs = [held_inner[p, spec, r] for r in range(repeats_of.get((p, spec), 1))]
-        return np.mean(runs, axis=0)
+    def inner_run(plan: Plan, specs_: list, repeat: int, held: dict) -> None:
+        """Every spec of ``specs_`` fitted on each inner training part (fold seed ``repeat``)
+        and scored on its inner held-out part, into ``held[spec, repeat]``."""
+        inner = plan.inner_folds(inner_folds, repeat)
+        jobs = {(spec, j): fits.submit(held_out_values, spec, plan.train[inner != j], plan.train[inner == j])
+                for spec in specs_ for j in range(plan.inner_count(inner_folds))}
+        for spec in specs_:
+            held[spec, repeat] = np.empty(len(plan.train))
+        for (spec, j), job in jobs.items():
+            held[spec, repeat][inner == j] = job.result()
 
-    def verdict(p: int, spec: Spec) -> tuple[str, dict]:
-        """The guard on procedure ``p``'s inner held-out values of ``spec`` against the default."""
-        positions = plans[p][0]
-        delta = inner_values(p, spec) - default_values[positions]
-        detail = guard_detail(delta, None if kind_of is None else kind_of[positions])
-        detail["repeats"] = repeats_of.get((p, spec), 1)
-        return guard_verdict(detail), detail
-
-    def choose(p: int):
-        """Procedure ``p``'s choice from its inner held-out values (its refit comes later); None
-        while a candidate's inner folds are repeated with another fold seed."""
-        positions = plans[p][0]
+    def search(plan: Plan) -> Choice:
+        """The learning procedure on ``plan.train`` (see the module docstring): the inner search
+        of ``eval.search.nested.nested_cv``. Its ``Choice``: kind "learned" or "default", the
+        inner-CV winner as the pick (fitted on all of ``plan.train`` as ``model`` when applied),
+        and ``record`` each candidate's pooled inner held-out mean (``inner``) and the guard's
+        figures (``guard``, ``guard_detail``)."""
+        positions = plan.train
         default_mean = float(default_values[positions].mean())
-        if inner_of[p, 0] is None:
+        if plan.inner_folds(inner_folds) is None:
             means = {str(spec): math.nan for spec in candidates}
-            return Choice("default", candidates[0], means, default_mean)
-        means = {str(spec): float(held_inner[p, spec, 0].mean()) for spec in candidates}
+            return Choice("default", candidates[0], default_mean, {"inner": means, "guard": {}})
+        held: dict = {}  # (spec, fold seed) → each position's inner held-out value
+        inner_run(plan, slow_first, 0, held)
+        first_inner[plan.index] = {spec: held[spec, 0] for spec in candidates}
+        means = {str(spec): float(held[spec, 0].mean()) for spec in candidates}
         order = sorted(candidates, key=lambda s: (-means[str(s)], candidates.index(s)))
+        repeats = dict.fromkeys(candidates, 1)
+
+        def learned(spec: Spec, detail: dict) -> Choice:
+            model = fits.submit(fit, spec, t, pool_queries(positions), {"spec": str(spec)}).result()
+            return Choice("learned", spec, default_mean, {"inner": means, "guard": detail}, model)
+
         best = order[0]
         if not guard:
-            return Choice("learned", best, means, default_mean)
+            return learned(best, {})
         if guard_rule == "mean":  # the inner mean alone (the guard before the per-kind check)
             if not means[str(best)] > default_mean + 1e-12:
-                return Choice("default", best, means, default_mean)
-            return Choice("learned", best, means, default_mean)
-        refused = refusals.setdefault(p, {})
-        tried.setdefault(p, 0)
-        while tried[p] < len(order):
-            spec = order[tried[p]]
-            kind, detail = verdict(p, spec)
-            if kind == "unsure" and repeats_of.get((p, spec), 1) < inner_repeats:
-                r = repeats_of.get((p, spec), 1)
-                repeats_of[p, spec] = r + 1
-                inner_of[p, r] = inner_folds_of(p, r)
-                held_inner[p, spec, r] = np.empty(len(positions))
-                outstanding[p] = inner_k[p]
-                pending.extendleft((p, spec, r, j) for j in reversed(range(inner_k[p])))
-                return None
+                return Choice("default", best, default_mean, {"inner": means, "guard": {}})
+            return learned(best, {})
+        refused: dict = {}
+        for spec in order:
+            while True:  # the guard on the inner differences to the default, its folds repeated while unsure
+                delta = np.mean([held[spec, r] for r in range(repeats[spec])], axis=0) - default_values[positions]
+                detail = guard_detail(delta, None if kind_of is None else kind_of[positions])
+                detail["repeats"] = repeats[spec]
+                kind = guard_verdict(detail)
+                if kind != "unsure" or repeats[spec] >= inner_repeats:
+                    break
+                inner_run(plan, [spec], repeats[spec], held)
+                repeats[spec] += 1
             if kind in ("pass", "unsure") and detail["mean"] > detail["se"] and not detail["refused_kinds"]:
-                return Choice("learned", spec, means, default_mean, None,
-                              {**detail, "refused": refused})
+                return learned(spec, {**detail, "refused": refused})
             refused[str(spec)] = detail
-            tried[p] += 1
-        return Choice("default", best, means, default_mean, None, {"refused": refused})
+        return Choice("default", best, default_mean, {"inner": means, "guard": {"refused": refused}})
 
-    def next_job():
-        """A chosen procedure's refit before any inner fit still waiting; None when none is."""
-        while ready:
-            p = ready.popleft()
-            choice = choose(p)
-            if choice is None:
-                continue  # its repeated inner folds were queued first
-            choices[p] = choice
-            if choice.kind == "learned":
-                return ("refit", p, choice.spec)
-        return pending.popleft() if pending else None
-
-    def run(job):
-        if job[0] == "moe grid":
-            return t.moe_values()
-        if job[0] == "refit":
-            _, p, spec = job
-            return refit(spec, *plans[p])
-        if job[0] == "leak":
-            _, spec, j = job
-            return held_out_values(spec, np.flatnonzero(leak_of != j), np.flatnonzero(leak_of == j))
-        p, spec, r, j = job
-        positions, inner = plans[p][0], inner_of[p, r]
-        return held_out_values(spec, positions[inner != j], positions[inner == j])
-
-    workers = threads or len(os.sched_getaffinity(0))
-    # BLAS (the linear models' solver) on one thread: the pool's threads are the
-    # parallelism, and a fit's sums never depend on how many threads BLAS would take. At most
-    # ``workers`` jobs are submitted at a time, so leaving the pool (an error, Ctrl-C) waits
-    # only for the fits running then.
-    with (
-        threadpool_limits(limits=1, user_api="blas"),
-        quiet(),
-        ThreadPoolExecutor(max_workers=workers) as executor,
-    ):
-        running: dict = {}
-        while True:
-            while len(running) < workers and (job := next_job()) is not None:
-                running[executor.submit(run, job)] = job
-            if not running:
-                break
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                job = running.pop(future)
-                result = future.result()
-                if job[0] == "moe grid":
-                    continue
-                tick()
-                if job[0] == "refit":
-                    refits[job[1]] = result
-                    continue
-                if job[0] == "leak":
-                    leak_values[leak_of == job[2]] = result
-                    continue
-                p, spec, r, j = job
-                held_inner[p, spec, r][inner_of[p, r] == j] = result
-                outstanding[p] -= 1
-                if outstanding[p] == 0:
-                    ready.append(p)
-
-    held = np.empty(n)
-    held_score = np.full(c.n_rows, -np.inf)  # each query's rows scored by what it was given
     default_score = fuse(c, default).scored.score
-    outer = []
-    for k in range(folds):
-        test = plans[k][1]
-        choice = choices[k]
-        if choice.kind == "learned":
-            fitted, fold_score, values = refits[k]
-            choice = dataclasses.replace(choice, model=fitted)
-        else:
-            fold_score, values = default_score, default_values
-        held[test] = values[test]
+    fold_scores: dict = {}  # plan index → each row's score under what the plan's choice applies
+
+    def score(choice: Choice, plan: Plan) -> np.ndarray:
+        """What ``choice`` applies, per counted query: the fitted model's values (scoring only
+        the held-out fold's rows), or the default's."""
+        if choice.kind != "learned":
+            fold_scores[plan.index] = default_score
+            return default_values
+        rows = scores(choice.model, t, None if plan.final else pool_queries(plan.test))
+        fold_scores[plan.index] = rows
+        return counted(t.values(rows))
+
+    # BLAS (the linear models' solver) on one thread: the fit threads are the parallelism, and
+    # a fit's sums never depend on how many threads BLAS would take.
+    with threadpool_limits(limits=1, user_api="blas"), quiet(), fits:
+        if any(spec.model == "moe" for spec in candidates):
+            fits.submit(t.moe_values, count=False)  # every MoE fit's targets, computed once
+        leak_jobs = [fits.submit(held_out_values, leak_spec, np.flatnonzero(leak_of != j), np.flatnonzero(leak_of == j))
+                     for j in range(leak_k)] if leak_of is not None else []
+        run = nested_cv(ids, folds, seed, groups, search, score,
+                        applied=lambda choice: str(choice.pick) if choice.kind == "learned" else f"default {default.name}",
+                        run=lambda search_, plans: fits.run(search_, plans, tick))
+        leak_values = np.empty(n)
+        for j, job in enumerate(leak_jobs):
+            leak_values[leak_of == j] = job.result()
+        fits.drain(tick)
+    held = run.held_out
+    held_score = np.full(c.n_rows, -np.inf)  # each query's rows scored by what it was given
+    for plan in run.plans[:folds]:
         test_queries = np.zeros(c.n_queries, dtype=bool)
-        test_queries[pool_queries(test)] = True
+        test_queries[pool_queries(plan.test)] = True
         rows = test_queries[c.query_idx]
-        held_score[rows] = fold_score[rows]
-        outer.append(
-            OuterFold(
-                k,
-                tuple(ids[i] for i in test),
-                choice.kind,
-                str(choice.spec) if choice.kind == "learned" else f"default {default.name}",
-                choice.inner,
-                choice.inner_default,
-                float(values[test].mean()),
-                _plain(choice.guard),
-            )
-        )
-    final = choices[folds]
-    if final.kind == "learned":
-        final = dataclasses.replace(final, model=refits[folds][0])
+        held_score[rows] = fold_scores[plan.index][rows]
+    final = run.final
     singles = {name: of_config(get_pipeline(name)) for name in SINGLE_PATHS}
     fixed = {name: of_config(get_pipeline(name)) for name in FIXED_PIPELINES}
     leak = None
-    if leak_of is not None and inner_of[folds, 0] is not None:
-        same = held_inner[folds, leak_spec, 0]
+    if leak_of is not None and folds in first_inner:
+        same = first_inner[folds][leak_spec]
         by_query, by_group = (leak_values, same) if groups is not None else (same, leak_values)
         leak = memorisation_check(str(leak_spec), by_query, by_group,
                                   group_count(groups if groups is not None else other, n))
-    best_single = max(
-        SINGLE_PATHS, key=lambda name: (singles[name].mean(), -SINGLE_PATHS.index(name))
-    )
-    raw = [
-        compare_procedures(f"default {default.name}", default.name, held, default_values, seed),
-        compare_procedures(f"best single path {best_single}", best_single, held, singles[best_single], seed),
-    ]
-    fisher_holm = holm([r["p_fisher"] for r in raw])
-    student_holm = holm([r["p_student"] for r in raw])
-    comparisons = tuple(
-        Comparison(**r, p_fisher_holm=f, p_student_holm=s)
-        for r, f, s in zip(raw, fisher_holm, student_holm)
-    )
-    final_score = (
-        float(refits[folds][2].mean()) if final.kind == "learned" else float(default_values.mean())
-    )
+    best_single, comparisons = compare(held, default.name, default_values, singles, seed)
+    final_score = run.final_score
     held_ranking = rank_rows(c, held_score, max_results)
     judged_5 = {
         "held_out": judged_at(c, qrels, held_ranking, 5, pool_q),
@@ -726,7 +613,7 @@ def learn(
         default=default,
         feature_names=t.names,
         query_ids=ids,
-        outer=tuple(outer),
+        outer=run.outer,
         held_out=held,
         default_values=default_values,
         single_values=singles,

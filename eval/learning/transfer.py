@@ -50,8 +50,8 @@ def stability(results: list[LearnResult]) -> dict:
         "sd": round(statistics.stdev(means), 6) if len(means) > 1 else 0.0,
         "min": round(min(means), 6),
         "max": round(max(means), 6),
-        "final": [r.final.kind if r.final.kind == "default" else str(r.final.spec) for r in results],
-        "fold_choices": [[f.model for f in r.outer] for r in results],
+        "final": [r.final.kind if r.final.kind == "default" else str(r.final.pick) for r in results],
+        "fold_choices": [[f.applied for f in r.outer] for r in results],
     }
 
 
@@ -89,7 +89,7 @@ class LearnReport:
         d = loko.comparisons[0]
         return {"held_out": round(loko.held_out_mean, 6), "kinds": loko.folds,
                 "default": round(d.mean, 6), "p_vs_default": round(d.p_fisher, 6),
-                "chosen": [f.model for f in loko.outer], "per_kind": loko.per_kind(),
+                "chosen": [f.applied for f in loko.outer], "per_kind": loko.per_kind(),
                 "fixed_pipelines": {k: round(v, 6) for k, v in loko.fixed_means().items()}}
 
 

@@ -21,15 +21,14 @@ The tuning procedure on a set of queries T:
    cross-validation of a configuration would only repeat its mean on T: nothing inside a
    configuration is fitted.)
 
-**Nested cross-validation**: the counted queries are split into ``folds`` outer folds
-(``eval.search.sweep.make_folds``); for each fold the whole procedure runs on the other folds and its
-choice is scored on the held-out fold. Every query is held out exactly once, so the
-**held-out estimate** is the mean over all counted queries of the value each received from a
-procedure that never saw it — the figure to expect on unseen queries. It is compared, query by
-query, with the default pipeline and with the better single path (``vector`` or ``bm25``,
-whichever has the higher mean on all counted queries) by Fisher's randomization test
-(``eval.statistics.significance.randomization_test``) and the paired t-test, raw and Holm-corrected over the
-two comparisons.
+**Nested cross-validation** (``eval.search.nested.nested_cv``, shared with ``rwb learn``, this
+procedure its inner search): the counted queries are split into ``folds`` outer folds; for each
+fold the whole procedure runs on the other folds and its choice is scored on the held-out fold.
+Every query is held out exactly once, so the **held-out estimate** is the mean over all counted
+queries of the value each received from a procedure that never saw it — the figure to expect on
+unseen queries. It is compared, query by query, with the default pipeline and with the better
+single path (``vector`` or ``bm25``) by Fisher's randomization test and the paired t-test, raw
+and Holm-corrected over the two comparisons (``eval.search.nested.compare``).
 
 The configuration exported is the procedure run on **all** counted queries; its TOML carries a
 ``[tuning]`` table (search space, sampler, trials, folds, seed, dataset fingerprint, the
@@ -41,7 +40,7 @@ tuned on.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import functools
 import math
 import time
 import tomllib
@@ -53,11 +52,11 @@ from typing import TYPE_CHECKING, Callable, Mapping
 import numpy as np
 import tomli_w
 
-from eval.statistics.significance import holm, randomization_test
 from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
+from eval.search.nested import SINGLE_PATHS, Choice, NestedResult, Plan, counted_ids, compare, nested_cv
 from eval.search.space import ParamSpec, apply_point, knob_space, parse_param, tunable
-from eval.search.sweep import group_count, group_labels, make_folds
+from eval.search.sweep import group_count, group_labels
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.pipeline import (PipelineConfig, get_param, get_pipeline, sweepable_params, to_dict,
@@ -73,8 +72,6 @@ MAX_GRID = 1_000_000
 MAX_WORK = 2_000_000            # trials the whole nested procedure may run
 DEFAULT_TRIALS = 30
 DEFAULT_INNER_FOLDS = 3
-PERMUTATIONS = 10_000
-SINGLE_PATHS = ("vector", "bm25")
 
 
 # ---- the search space (eval.search.space) ------------------------------------------------------
@@ -147,11 +144,6 @@ class _Scorer:
         return self.judged.counted(values)
 
 
-def _seed(*parts: int) -> int:
-    """A 32-bit seed for one study of the procedure, from the run's seed and its position."""
-    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:4], "little")
-
-
 def _sampler(kind: str, space: tuple[ParamSpec, ...], seed: int):
     import optuna
 
@@ -213,110 +205,40 @@ def search(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampl
     return Search(dict(best.user_attrs["params"]), float(best.value), len(study.trials))
 
 
-@dataclass(frozen=True)
-class Choice:
-    """What the procedure returns for a set of queries."""
-
-    kind: str                 # "tuned" or "default"
-    params: dict              # the search winner (applied only when kind is "tuned")
-    train_mean: float         # the search winner's mean on the queries
-    inner_tuned: float        # pooled inner held-out mean of the search (NaN without a guard)
-    inner_default: float      # the default's mean on the same queries
-
-
-def procedure(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampler: str,
-              trials: int, seed: int, inner_folds: int, guard: bool, default: np.ndarray,
-              where: tuple, on_trial: Callable[[], None] | None = None,
-              groups: np.ndarray | None = None) -> Choice:
-    """The tuning procedure (search + guard) on the queries ``idx``; see the module docstring.
-    ``groups`` (per counted query): the inner folds keep each group whole, as the outer ones do."""
-    found = search(scorer, space, idx, sampler, trials, _seed(seed, *where, -1), on_trial)
+def procedure(scorer: _Scorer, space: tuple[ParamSpec, ...], plan: Plan, sampler: str, trials: int,
+              inner_folds: int, guard: bool, default: np.ndarray,
+              on_trial: Callable[[], None] | None = None) -> Choice:
+    """The tuning procedure (search + guard) on the queries ``plan.train`` (the inner search of
+    ``eval.search.nested.nested_cv``); see the module docstring. Its ``Choice``: kind "tuned" or
+    "default", the search winner's values as the pick, and ``record`` the winner's mean on the
+    queries (``train_mean``) and the pooled inner held-out mean of the search (``inner_tuned``,
+    NaN without a guard). The inner folds keep each group whole, as the outer ones do."""
+    idx = plan.train
+    found = search(scorer, space, idx, sampler, trials, plan.seed_for(-1), on_trial)
     default_mean = float(default[idx].mean())
-    part = None if groups is None else groups[idx]
-    if not guard or group_count(part, len(idx)) < 2:   # no inner split possible
-        return Choice("tuned", found.params, found.score, math.nan, default_mean)
-    inner = make_folds(len(idx), min(inner_folds, group_count(part, len(idx))), _seed(seed, *where, -2), part)
+    inner = plan.inner_folds(inner_folds) if guard else None
+    if inner is None:   # no inner split possible
+        return Choice("tuned", found.params, default_mean, {"train_mean": found.score, "inner_tuned": math.nan})
     held = np.empty(len(idx))
     for j in range(int(inner.max()) + 1):
         train, test = idx[inner != j], inner == j
-        winner = search(scorer, space, train, sampler, trials, _seed(seed, *where, j), on_trial)
+        winner = search(scorer, space, train, sampler, trials, plan.seed_for(j), on_trial)
         held[test] = scorer.values(winner.params)[idx[test]]
     inner_tuned = float(held.mean())
     kind = "tuned" if inner_tuned > default_mean + 1e-12 else "default"
-    return Choice(kind, found.params, found.score, inner_tuned, default_mean)
+    return Choice(kind, found.params, default_mean, {"train_mean": found.score, "inner_tuned": inner_tuned})
 
 
 # ---- the result --------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class OuterFold:
-    fold: int
-    test_ids: tuple[str, ...]
-    kind: str                 # "tuned" or "default"
-    params: dict              # the configuration applied on the held-out fold (the default's values if kind is default)
-    search_params: dict       # the search winner on the training part
-    train_mean: float
-    inner_tuned: float
-    inner_default: float
-    test_mean: float          # the applied configuration on the held-out fold
-
-
-@dataclass(frozen=True, eq=False)
-class Comparison:
-    name: str                 # "default rrf", "best single path bm25"
-    pipeline: str
-    mean: float               # held-out queries: the same queries as the estimate
-    delta: float              # estimate − mean
-    p_fisher: float
-    p_student: float
-    p_fisher_holm: float      # Holm over the comparisons of this run
-    p_student_holm: float
-    wins: int
-    ties: int
-    losses: int
-
-
-@dataclass(frozen=True, eq=False)
-class TuneResult:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class TuneResult(NestedResult):
     base: PipelineConfig
     space: tuple[ParamSpec, ...]
     sampler: str
     trials: int
-    folds: int
-    inner_folds: int
-    guard: bool
-    seed: int
-    metric: str
-    dataset: str
-    fingerprint: str
-    embedder: str
-    pool_depth: int
-    query_ids: tuple[str, ...]           # counted queries, pool order then missing ones
-    outer: tuple[OuterFold, ...]
-    held_out: np.ndarray                 # per counted query: the value it got while held out
-    default_values: np.ndarray           # the default pipeline, per counted query
-    single_values: dict[str, np.ndarray]  # vector and bm25, per counted query
-    best_single: str
-    comparisons: tuple[Comparison, ...]
-    final: Choice
     final_config: PipelineConfig
-    final_score: float                   # in-sample: the final configuration on all counted queries
     n_configs: int                       # distinct configurations scored
-    seconds: float
-    n_groups: int = 0                    # folds kept these groups whole (0: folds by query)
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def n_queries(self) -> int:
-        return len(self.query_ids)
-
-    @property
-    def held_out_mean(self) -> float:
-        return float(self.held_out.mean())
-
-    @property
-    def default_mean(self) -> float:
-        return float(self.default_values.mean())
 
     @property
     def single_mean(self) -> float:
@@ -352,41 +274,15 @@ class TuneResult:
         return {
             **self.tuning_table(),
             "seconds": round(self.seconds, 3), "n_configs": self.n_configs,
-            "final": {"kind": self.final.kind, "params": self.final.params, "train_mean": self.final.train_mean,
-                      "inner_tuned": self.final.inner_tuned, "inner_default": self.final.inner_default},
-            "outer": [{**dataclasses.asdict(f), "test_ids": list(f.test_ids)} for f in self.outer],
+            "final": {"kind": self.final.kind, "params": self.final.pick, **self.final.record,
+                      "inner_default": self.final.inner_default},
+            "outer": [{"fold": f.fold, "test_ids": list(f.test_ids), "kind": f.kind, "params": f.applied,
+                       "search_params": f.choice.pick, **f.choice.record, "inner_default": f.choice.inner_default,
+                       "test_mean": f.test_mean} for f in self.outer],
             "comparisons": [dataclasses.asdict(c) for c in self.comparisons],
-            "per_query": {q: {"held_out": float(h), "default": float(d), **{
-                p: float(v[i]) for p, v in self.single_values.items()}}
-                for i, (q, h, d) in enumerate(zip(self.query_ids, self.held_out, self.default_values))},
+            "per_query": self.per_query(),
             "toml": self.to_toml(),
         }
-
-
-def counted_ids(c: Candidates, qrels, judged) -> tuple[str, ...]:
-    """The counted queries in the order of a scorer's values: judged pool queries, then missing ones (sorted)."""
-    present = set(c.query_ids)
-    missing = sorted(q for q, j in qrels.items() if q not in present and any(g > 0 for g in j.values()))
-    return tuple(q for q, m in zip(c.query_ids, judged.judged) if m) + tuple(missing)
-
-
-def compare_procedures(name: str, pipeline: str, tuned: np.ndarray, other: np.ndarray, seed: int) -> dict:
-    """A procedure's held-out per-query values against another's on the same queries: the mean
-    difference, paired t and Fisher randomization p (also used by ``rwb learn``)."""
-    from scipy.stats import ttest_rel
-
-    diff = tuned - other
-    if np.allclose(diff, 0.0):
-        p_t = 1.0
-    else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            p_t = float(ttest_rel(tuned, other).pvalue)
-        p_t = 1.0 if not math.isfinite(p_t) else p_t
-    return dict(name=name, pipeline=pipeline, mean=float(other.mean()), delta=float(tuned.mean() - other.mean()),
-                p_fisher=randomization_test(other, tuned, PERMUTATIONS, seed), p_student=p_t,
-                wins=int((diff > 1e-12).sum()), ties=int((np.abs(diff) <= 1e-12).sum()),
-                losses=int((diff < -1e-12).sum()))
 
 
 def check_sizes(trials: int, folds: int, inner_folds: int) -> None:
@@ -415,19 +311,16 @@ class _Job:
     space: tuple
     sampler: str
     trials: int
-    seed: int
     inner_folds: int
     guard: bool
-    groups: np.ndarray | None = None
 
 
-def _run_search(job: _Job, search: tuple) -> tuple["Choice", set]:
+def _run_search(job: _Job, plan: Plan) -> tuple[Choice, set]:
     """One search of the procedure (``procedure``) with a scorer of its own; also the
     configurations it scored (their keys), so the run can count the distinct ones."""
-    idx, where = search
     scorer = _Scorer(job.c, job.qrels, job.base, job.metric)
-    choice = procedure(scorer, job.space, idx, job.sampler, job.trials, job.seed, job.inner_folds, job.guard,
-                       scorer.pipeline(job.base), where, lambda: None, job.groups)
+    choice = procedure(scorer, job.space, plan, job.sampler, job.trials, job.inner_folds, job.guard,
+                       scorer.pipeline(job.base), lambda: None)
     return choice, scorer.scored()
 
 
@@ -437,7 +330,8 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
          inner_folds: int = DEFAULT_INNER_FOLDS,
          guard: bool = True, progress: Callable[[int, int], None] | None = None,
          executor: "Executor | None" = None, fold_by: Mapping[str, str] | None = None) -> TuneResult:
-    """Nested cross-validation of the tuning procedure, then the procedure on all queries.
+    """Nested cross-validation of the tuning procedure, then the procedure on all queries
+    (``eval.search.nested.nested_cv`` with ``procedure`` as its inner search).
     ``executor`` (``eval.search.executors``) runs the ``folds + 1`` searches: in this process (default,
     progress per trial) or as Ray tasks (the same choices; progress when all are done).
     ``fold_by`` (query id → group, ``query_groups``): folds, outer and inner, keep each group whole."""
@@ -468,53 +362,38 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
             progress(min(done[0], total), total)
 
     groups = group_labels(ids, fold_by)
-    fold_of = make_folds(n, folds, seed, groups)
-    searches = [(np.flatnonzero(fold_of != k), (k,)) for k in range(folds)] + [(np.arange(n), (folds,))]
     scored_elsewhere: set = set()
-    if executor is None or executor.name == "local":
-        choices = [procedure(scorer, space, idx, sampler, trials, seed, inner_folds, guard, default, where, tick,
-                             groups) for idx, where in searches]
-    else:  # each search on a worker, with its own scorer of the same pool: the same choices
-        job = _Job(c, qrels, base, metric, space, sampler, trials, seed, inner_folds, guard, groups)
-        results = executor.map(_run_search, job, searches)
-        choices = [choice for choice, _ in results]
-        scored_elsewhere = set().union(*(keys for _, keys in results))
+
+    def on_ray(search, plans) -> list[Choice]:  # each search on a worker, with its own scorer of the same pool
+        job = _Job(c, qrels, base, metric, space, sampler, trials, inner_folds, guard)
+        results = executor.map(_run_search, job, plans)
+        scored_elsewhere.update(*(keys for _, keys in results))
         if progress:
             progress(total, total)
-    held = np.empty(n)
-    outer = []
-    for k, choice in enumerate(choices[:folds]):
-        test = np.flatnonzero(fold_of == k)
-        values = scorer.values(choice.params) if choice.kind == "tuned" else default
-        held[test] = values[test]
-        applied = choice.params if choice.kind == "tuned" else {p.name: get_param(base, p.name) for p in space}
-        outer.append(OuterFold(k, tuple(ids[i] for i in test), choice.kind, applied, choice.params,
-                               choice.train_mean, choice.inner_tuned, choice.inner_default,
-                               float(values[test].mean())))
-    final = choices[folds]
+        return [choice for choice, _ in results]
+
+    defaults = {p.name: get_param(base, p.name) for p in space}
+    run = nested_cv(
+        ids, folds, seed, groups,
+        search=functools.partial(procedure, scorer, space, sampler=sampler, trials=trials,
+                                 inner_folds=inner_folds, guard=guard, default=default, on_trial=tick),
+        score=lambda choice, plan: scorer.values(choice.pick) if choice.kind == "tuned" else default,
+        applied=lambda choice: choice.pick if choice.kind == "tuned" else defaults,
+        run=None if executor is None or executor.name == "local" else on_ray)
+    held, final = run.held_out, run.final
     singles = {name: scorer.pipeline(get_pipeline(name)) for name in SINGLE_PATHS}
-    best_single = max(SINGLE_PATHS, key=lambda name: (singles[name].mean(), -SINGLE_PATHS.index(name)))
-    raw = [compare_procedures(f"default {base.name}", base.name, held, default, seed),
-           compare_procedures(f"best single path {best_single}", best_single, held, singles[best_single], seed)]
-    fisher_holm = holm([r["p_fisher"] for r in raw])
-    student_holm = holm([r["p_student"] for r in raw])
-    comparisons = tuple(Comparison(**r, p_fisher_holm=f, p_student_holm=s)
-                        for r, f, s in zip(raw, fisher_holm, student_holm))
-    if final.kind == "tuned":
-        final_config = with_params(base, final.params)
-        final_score = float(scorer.values(final.params).mean())
-    else:
-        final_config, final_score = base, float(default.mean())
-    summary = ", ".join(f"{k}={v:g}" for k, v in final.params.items()) if final.kind == "tuned" else "default kept"
+    best_single, comparisons = compare(held, base.name, default, singles, seed)
+    final_config = with_params(base, final.pick) if final.kind == "tuned" else base
+    summary = ", ".join(f"{k}={v:g}" for k, v in final.pick.items()) if final.kind == "tuned" else "default kept"
     final_config = dataclasses.replace(final_config, name=f"{base.name}-tuned", description=(
         f"{base.name} tuned by rwb tune on {c.dataset} ({sampler}, {trials} trials; nested-CV held-out {metric} "
         f"{held.mean():.4f}): {summary}"))
     return TuneResult(
         base=base, space=space, sampler=sampler, trials=trials, folds=folds, inner_folds=inner_folds, guard=guard,
         seed=seed, metric=metric, dataset=c.dataset, fingerprint=c.fingerprint, embedder=c.embedder,
-        pool_depth=c.pool_depth, query_ids=ids, outer=tuple(outer), held_out=held, default_values=default,
+        pool_depth=c.pool_depth, query_ids=ids, outer=run.outer, held_out=held, default_values=default,
         single_values=singles, best_single=best_single, comparisons=comparisons, final=final,
-        final_config=final_config, final_score=final_score,
+        final_config=final_config, final_score=run.final_score,
         n_configs=len(scorer.scored() | scored_elsewhere), seconds=time.perf_counter() - start_time,
         n_groups=0 if groups is None else group_count(groups, n),
     )
