@@ -462,11 +462,11 @@ def hostile(port: int, tag: str) -> str:
     return f"![x](http://127.0.0.1:{port}/{tag}.png) <img src=http://127.0.0.1:{port}/{tag}-h.png>"
 
 
-def hostile_dataset(folder: Path, port: int) -> str:
-    """The tiny dataset in ``folder`` with markup in its name and description, a query's text and
-    a document's text; returns the name."""
+def hostile_dataset(folder: Path, port: int) -> tuple[str, str]:
+    """The tiny dataset in ``folder`` with markup in its name and description, in q3's id and
+    text (its judgment follows the new id) and in a document's text; returns the name and the id."""
     shutil.copytree(TINY, folder)
-    name = hostile(port, "name")
+    name, qid = hostile(port, "name"), hostile(port, "qid")
     card = (folder / "dataset.toml").read_text("utf-8")
     card = card.replace('name = "tiny"', f"name = {json.dumps(name)}")
     card = card.replace('description = "Ten memories and four queries for unit tests."',
@@ -478,22 +478,27 @@ def hostile_dataset(folder: Path, port: int) -> str:
         for row in rows:
             if row["_id"] == key:
                 row["text"] = f"{row['text']} {hostile(port, tag)}"
+                row["_id"] = qid if key == "q3" else key
         (folder / file).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-    return name
+    qrels = folder / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text("utf-8").replace("q3\t", f"{qid}\t"), "utf-8")
+    assert qid in qrels.read_text("utf-8")
+    return name, qid
 
 
 def test_text_from_data_is_never_fetched_on_any_page(beacon, tmp_path):
-    """Issue 35 item 8: a dataset named ``![x](http://…)`` made Chromium fetch that URL after
-    Generate on Reports (report.md was rendered as Markdown, in a closed expander). The dataset's
-    name and description, a query, a document and a saved pipeline's name all carry Markdown and
-    HTML images pointing at a local beacon; every page that shows them, Reports with its report
-    generated, opened (report.html) and previewed (report.md), must leave the beacon unasked."""
+    """Issue 35 item 8: a dataset named ``![x](http://…)`` made Chromium fetch that URL on the
+    Reports page. The dataset's name and description, a query's id and text, a document and a
+    saved pipeline's name all carry Markdown and HTML images pointing at a local beacon; Reports
+    opened first on the fresh dataset (its candidate pool built there), its report generated,
+    opened (report.html) and previewed (report.md), then Tune on that query, Evaluate, Data and
+    Profiles must leave the beacon unasked, and show the name as text."""
     need_browser()
     from playwright.sync_api import sync_playwright
     from retrieval.pipeline import PIPELINES, to_toml
 
     port, seen = beacon
-    name = hostile_dataset(tmp_path / "data", port)
+    name, qid = hostile_dataset(tmp_path / "data", port)
     home = tmp_path / "home"
     (home / "profiles").mkdir(parents=True)
     pipeline_name = hostile(port, "pipeline")
@@ -515,23 +520,13 @@ def test_text_from_data_is_never_fetched_on_any_page(beacon, tmp_path):
             context.route(re.compile(r"^(?!https?://(127\.0\.0\.1|localhost)[:/]).*"), lambda route: route.abort())
             pg = context.new_page()
             main = pg.get_by_test_id("stMain")
-            pg.goto(url)                                                       # Tune
+            pg.goto(f"{url}/reports")                          # first: the pool is built on this page
             pg.wait_for_selector('[data-testid="stMain"] .rwb-card', timeout=FIRST_PAINT_MS)
             settle(pg)
-            pg.get_by_test_id("stSelectbox").filter(has_text="Query from the set").click()
-            option = pg.get_by_role("option", name=re.compile(r"^q3 ·"))      # the query with markup
-            option.wait_for(timeout=STEP_MS)
-            option.click()
-            settle(pg)
-            after("tune")
-            for title in ("Evaluate", "Data", "Profiles"):
-                open_page(pg, title)
-                if title == "Evaluate":
-                    wait_for_charts(pg, 2)
-                after(title.lower())
-            open_page(pg, "Reports")
+            after("reports: opened")
             assert name in main.inner_text()                                   # the name, as text
-            pg.get_by_test_id("stMultiSelect").filter(has_text="Pipelines in the report").locator("input").click()
+            multiselect = pg.get_by_test_id("stMultiSelect").filter(has_text="Pipelines in the report")
+            multiselect.locator("input").click()
             pg.keyboard.type("hostile")                                        # the option list scrolls
             pg.get_by_role("option", name="★ saved · hostile", exact=True).click()
             pg.keyboard.press("Escape")
@@ -553,8 +548,20 @@ def test_text_from_data_is_never_fetched_on_any_page(beacon, tmp_path):
             settle(pg)
             after("reports: report.md previewed")
             pg.screenshot(path=str(ARTIFACTS / "reports-hostile-data.png"))
+            open_page(pg, "Tune")
+            pg.get_by_test_id("stSelectbox").filter(has_text="Query from the set").click()
+            option = pg.get_by_role("option").filter(has_text="/qid.png")      # the query with markup
+            option.wait_for(timeout=STEP_MS)
+            option.click()
+            settle(pg)
+            after("tune")
+            for title in ("Evaluate", "Data", "Profiles"):
+                open_page(pg, title)
+                if title == "Evaluate":
+                    wait_for_charts(pg, 2)
+                after(title.lower())
         finally:
             browser.close()
     assert not any(fetched.values()), f"fetched from the beacon, by stage: {fetched}"
-    assert set(fetched) == {"tune", "evaluate", "data", "profiles", "reports: generated",
-                            "reports: report.html opened", "reports: report.md previewed"}
+    assert set(fetched) == {"reports: opened", "reports: generated", "reports: report.html opened",
+                            "reports: report.md previewed", "tune", "evaluate", "data", "profiles"}
