@@ -114,29 +114,39 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(server):
+def browser():
+    """One headless Chromium for the module (Playwright's sync API runs once per thread)."""
+    need_browser()
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            context = browser.new_context(viewport={"width": 1400, "height": 2400})
-            external: list[str] = []
-
-            def offline(route):                 # the workbench must work with no network at all
-                external.append(route.request.url)
-                route.abort()
-            context.route(re.compile(r"^(?!https?://(127\.0\.0\.1|localhost)[:/]).*"), offline)
-            pg = context.new_page()
-            pg.external_requests = external
-            # a page URL as the server's very first request: it must still go through app.py
-            pg.goto(f"{server}/evaluate")
-            pg.wait_for_selector('[data-testid="stMain"] [data-testid="stDataFrame"]', timeout=FIRST_PAINT_MS)
-            settle(pg)
-            yield pg
+            yield chromium
         finally:
-            browser.close()
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def page(server, browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    try:
+        external: list[str] = []
+
+        def offline(route):                 # the workbench must work with no network at all
+            external.append(route.request.url)
+            route.abort()
+        context.route(re.compile(r"^(?!https?://(127\.0\.0\.1|localhost)[:/]).*"), offline)
+        pg = context.new_page()
+        pg.external_requests = external
+        # a page URL as the server's very first request: it must still go through app.py
+        pg.goto(f"{server}/evaluate")
+        pg.wait_for_selector('[data-testid="stMain"] [data-testid="stDataFrame"]', timeout=FIRST_PAINT_MS)
+        settle(pg)
+        yield pg
+    finally:
+        context.close()
 
 
 def settle(pg, quiet_ms: int = 500) -> None:
@@ -462,16 +472,16 @@ def hostile(port: int, tag: str) -> str:
     return f"![x](http://127.0.0.1:{port}/{tag}.png) <img src=http://127.0.0.1:{port}/{tag}-h.png>"
 
 
-def hostile_dataset(folder: Path, port: int) -> tuple[str, str]:
-    """The tiny dataset in ``folder`` with markup in its name and description, in q3's id and
-    text (its judgment follows the new id) and in a document's text; returns the name and the id."""
+def hostile_dataset(folder: Path, port: int) -> str:
+    """The tiny dataset in ``folder`` with markup in its description, in q3's id and text (its
+    judgment follows the new id) and in a document's text; returns the id. Its name stays
+    ``tiny`` (``rename``)."""
     shutil.copytree(TINY, folder)
-    name, qid = hostile(port, "name"), hostile(port, "qid")
+    qid = hostile(port, "qid")
     card = (folder / "dataset.toml").read_text("utf-8")
-    card = card.replace('name = "tiny"', f"name = {json.dumps(name)}")
     card = card.replace('description = "Ten memories and four queries for unit tests."',
                         f"description = {json.dumps(hostile(port, 'description'))}")
-    assert name in card and "description.png" in card
+    assert "description.png" in card
     (folder / "dataset.toml").write_text(card, "utf-8")
     for file, key, tag in (("queries.jsonl", "q3", "query"), ("corpus.jsonl", "d03", "doc")):
         rows = [json.loads(line) for line in (folder / file).read_text("utf-8").splitlines() if line.strip()]
@@ -483,40 +493,45 @@ def hostile_dataset(folder: Path, port: int) -> tuple[str, str]:
     qrels = folder / "qrels" / "test.tsv"
     qrels.write_text(qrels.read_text("utf-8").replace("q3\t", f"{qid}\t"), "utf-8")
     assert qid in qrels.read_text("utf-8")
-    return name, qid
+    return qid
 
 
-def test_text_from_data_is_never_fetched_on_any_page(beacon, tmp_path):
-    """Issue 35 item 8: a dataset named ``![x](http://…)`` made Chromium fetch that URL on the
-    Reports page. The dataset's name and description, a query's id and text, a document and a
-    saved pipeline's name all carry Markdown and HTML images pointing at a local beacon; Reports
-    opened first on the fresh dataset (its candidate pool built there), its report generated,
-    opened (report.html) and previewed (report.md), then Tune on that query, Evaluate, Data and
-    Profiles must leave the beacon unasked, and show the name as text."""
-    need_browser()
-    from playwright.sync_api import sync_playwright
+def rename(folder: Path, name: str) -> None:
+    """Give the dataset in ``folder`` a new name in its dataset.toml."""
+    card = (folder / "dataset.toml").read_text("utf-8")
+    assert 'name = "tiny"' in card
+    (folder / "dataset.toml").write_text(card.replace('name = "tiny"', f"name = {json.dumps(name)}"), "utf-8")
+
+
+def test_text_from_data_is_never_fetched_on_any_page(browser, beacon, tmp_path):
+    """Issue 35 item 8: a dataset renamed ``![x](http://…)`` made Chromium fetch that URL after
+    Generate on Reports, before any preview was opened (the pool is rebuilt for the changed
+    dataset under a status whose label rendered the name as Markdown). The dataset's name and
+    description, a query's id and text, a document and a saved pipeline's name all carry
+    Markdown and HTML images pointing at a local beacon; Reports (opened first, the name changed
+    on disk, the report generated, opened as report.html and previewed as report.md), then Tune
+    on that query, Evaluate, Data and Profiles must leave the beacon unasked and show the name
+    as text."""
     from retrieval.pipeline import PIPELINES, to_toml
 
     port, seen = beacon
-    name, qid = hostile_dataset(tmp_path / "data", port)
+    qid, name = hostile_dataset(tmp_path / "data", port), hostile(port, "name")
     home = tmp_path / "home"
     (home / "profiles").mkdir(parents=True)
     pipeline_name = hostile(port, "pipeline")
     (home / "profiles" / "hostile.toml").write_text(to_toml(dataclasses.replace(PIPELINES["rrf"], name=pipeline_name)),
                                                     "utf-8")
     fetched: dict[str, list[str]] = {}
-    ARTIFACTS.mkdir(exist_ok=True)
 
     def after(stage: str) -> None:
         """Give a fetch the page started time to reach the beacon, then book what came."""
-        pg.wait_for_timeout(1500)
+        pg.wait_for_timeout(1000)
         before = sum(len(v) for v in fetched.values())
         fetched[stage] = list(seen[before:])
 
-    with streamlit_server(tmp_path / "data", home) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with streamlit_server(tmp_path / "data", home) as url:
+        context = browser.new_context(viewport={"width": 1400, "height": 2400})
         try:
-            context = browser.new_context(viewport={"width": 1400, "height": 2400})
             context.route(re.compile(r"^(?!https?://(127\.0\.0\.1|localhost)[:/]).*"), lambda route: route.abort())
             pg = context.new_page()
             main = pg.get_by_test_id("stMain")
@@ -524,17 +539,18 @@ def test_text_from_data_is_never_fetched_on_any_page(beacon, tmp_path):
             pg.wait_for_selector('[data-testid="stMain"] .rwb-card', timeout=FIRST_PAINT_MS)
             settle(pg)
             after("reports: opened")
-            assert name in main.inner_text()                                   # the name, as text
             multiselect = pg.get_by_test_id("stMultiSelect").filter(has_text="Pipelines in the report")
             multiselect.locator("input").click()
             pg.keyboard.type("hostile")                                        # the option list scrolls
             pg.get_by_role("option", name="★ saved · hostile", exact=True).click()
             pg.keyboard.press("Escape")
             settle(pg)
+            rename(tmp_path / "data", name)                  # Generate re-reads it, rebuilds the pool
             pg.get_by_role("button", name="Generate").click()
             main.get_by_text("Written to").wait_for(timeout=STEP_MS)
             settle(pg)
             after("reports: generated")
+            assert name in main.inner_text()                                   # the name, as text
             assert not any(fetched.values()), f"fetched from the beacon, by stage: {fetched}"
             main.get_by_test_id("stCheckbox").filter(has_text="Open report.html").click()
             frame = pg.frame_locator('[data-testid="stIFrame"]')
@@ -561,7 +577,7 @@ def test_text_from_data_is_never_fetched_on_any_page(beacon, tmp_path):
                     wait_for_charts(pg, 2)
                 after(title.lower())
         finally:
-            browser.close()
+            context.close()
     assert not any(fetched.values()), f"fetched from the beacon, by stage: {fetched}"
     assert set(fetched) == {"reports: opened", "reports: generated", "reports: report.html opened",
                             "reports: report.md previewed", "tune", "evaluate", "data", "profiles"}
