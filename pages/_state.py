@@ -390,7 +390,7 @@ def require_pool(ws: Workspace) -> Candidates:
     try:
         if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH).is_file():
             holder = st.empty()                  # the status goes once the pool is there
-            with holder.status(f"Preparing {ws.dataset.name} for {ws.embedder}: loading the embedding model…",
+            with holder.status(f"Preparing {md(ws.dataset.name)} for {ws.embedder}: loading the embedding model…",
                                expanded=True) as status:
                 bar = st.progress(0.0)
                 prepare_dataset(ws.path, ws.embedder, _named_progress(status, bar, ws.embedder))

@@ -90,7 +90,7 @@ def panel(store: TryStore, primary: str, label: str) -> None:
 def query_note(store: TryStore, query_id: str) -> None:
     note = store.query_notes().get(query_id, "")
     st.session_state["tune_query_note"] = note
-    with st.expander(f"Notes on {query_id}" + (" ·  ✎" if note else ""), expanded=False):
+    with st.expander(f"Notes on {md(query_id)}" + (" ·  ✎" if note else ""), expanded=False):
         st.text_area("Notes on this query", key="tune_query_note", height=80,
                      label_visibility="collapsed", on_change=on_query_note, args=(store, query_id),
                      placeholder="what to look at, why it fails…")

@@ -6,11 +6,17 @@ Skips cleanly without Debian's /usr/bin/chromium (``make chromium`` installs it)
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import http.server
+import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -57,14 +63,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def need_browser() -> None:
     if not CHROMIUM.exists():
         pytest.skip("Debian chromium is not installed (/usr/bin/chromium); run `make chromium`")
     pytest.importorskip("playwright.sync_api")
-    home = tmp_path_factory.mktemp("rwb-home-browser")
+
+
+@contextlib.contextmanager
+def streamlit_server(dataset: Path, home: Path):
+    """The workbench served on a free port of 127.0.0.1 for ``dataset`` with ``$RWB_HOME`` =
+    ``home``; yields its URL once healthy, stops it on exit."""
     port = free_port()
-    env = dict(os.environ, RWB_DATASET=str(TINY), RWB_HOME=str(home), LANCEDB_LOG="error", HF_HUB_OFFLINE="1")
+    env = dict(os.environ, RWB_DATASET=str(dataset), RWB_HOME=str(home), LANCEDB_LOG="error", HF_HUB_OFFLINE="1")
     log = open(home / "streamlit.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
@@ -97,29 +107,46 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(server):
+def server(tmp_path_factory):
+    need_browser()
+    with streamlit_server(TINY, tmp_path_factory.mktemp("rwb-home-browser")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for the module (Playwright's sync API runs once per thread)."""
+    need_browser()
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            context = browser.new_context(viewport={"width": 1400, "height": 2400})
-            external: list[str] = []
-
-            def offline(route):                 # the workbench must work with no network at all
-                external.append(route.request.url)
-                route.abort()
-            context.route(re.compile(r"^(?!https?://(127\.0\.0\.1|localhost)[:/]).*"), offline)
-            pg = context.new_page()
-            pg.external_requests = external
-            # a page URL as the server's very first request: it must still go through app.py
-            pg.goto(f"{server}/evaluate")
-            pg.wait_for_selector('[data-testid="stMain"] [data-testid="stDataFrame"]', timeout=FIRST_PAINT_MS)
-            settle(pg)
-            yield pg
+            yield chromium
         finally:
-            browser.close()
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def page(server, browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    try:
+        external: list[str] = []
+
+        def offline(route):                 # the workbench must work with no network at all
+            external.append(route.request.url)
+            route.abort()
+        context.route(re.compile(r"^(?!https?://(127\.0\.0\.1|localhost)[:/]).*"), offline)
+        pg = context.new_page()
+        pg.external_requests = external
+        # a page URL as the server's very first request: it must still go through app.py
+        pg.goto(f"{server}/evaluate")
+        pg.wait_for_selector('[data-testid="stMain"] [data-testid="stDataFrame"]', timeout=FIRST_PAINT_MS)
+        settle(pg)
+        yield pg
+    finally:
+        context.close()
 
 
 def settle(pg, quiet_ms: int = 500) -> None:
@@ -408,3 +435,149 @@ def test_query_list_row_click_opens_the_query(screen):
       .some(i => i.value.startsWith('q4 ·'))""", timeout=STEP_MS)       # the picker follows the click
     pg.wait_for_function(f"() => ({TOP_DOC_JS})() === 'd06'", timeout=STEP_MS)   # q4's ranking (rrf)
     settle(pg)
+
+
+# ---- issue 35 item 8: text from data is shown as text, never fetched ----------------------------
+
+@pytest.fixture
+def beacon():
+    """A tiny HTTP server on 127.0.0.1 that records the path of every request it gets: the
+    "image" a hostile dataset points at. Yields ``(port, paths)``."""
+    paths: list[str] = []
+
+    class Record(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            paths.append(self.path)
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_HEAD = do_POST = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Record)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield httpd.server_address[1], paths
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def hostile(port: int, tag: str) -> str:
+    """Markdown and HTML that load ``/<tag>…`` from the beacon if anything renders them as markup."""
+    return f"![x](http://127.0.0.1:{port}/{tag}.png) <img src=http://127.0.0.1:{port}/{tag}-h.png>"
+
+
+def hostile_dataset(folder: Path, port: int) -> str:
+    """The tiny dataset in ``folder`` with markup in its description, in q3's id and text (its
+    judgment follows the new id) and in a document's text; returns the id. Its name stays
+    ``tiny`` (``rename``)."""
+    shutil.copytree(TINY, folder)
+    qid = hostile(port, "qid")
+    card = (folder / "dataset.toml").read_text("utf-8")
+    card = card.replace('description = "Ten memories and four queries for unit tests."',
+                        f"description = {json.dumps(hostile(port, 'description'))}")
+    assert "description.png" in card
+    (folder / "dataset.toml").write_text(card, "utf-8")
+    for file, key, tag in (("queries.jsonl", "q3", "query"), ("corpus.jsonl", "d03", "doc")):
+        rows = [json.loads(line) for line in (folder / file).read_text("utf-8").splitlines() if line.strip()]
+        for row in rows:
+            if row["_id"] == key:
+                row["text"] = f"{row['text']} {hostile(port, tag)}"
+                row["_id"] = qid if key == "q3" else key
+        (folder / file).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    qrels = folder / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text("utf-8").replace("q3\t", f"{qid}\t"), "utf-8")
+    assert qid in qrels.read_text("utf-8")
+    return qid
+
+
+def rename(folder: Path, name: str) -> None:
+    """Give the dataset in ``folder`` a new name in its dataset.toml."""
+    card = (folder / "dataset.toml").read_text("utf-8")
+    assert 'name = "tiny"' in card
+    (folder / "dataset.toml").write_text(card.replace('name = "tiny"', f"name = {json.dumps(name)}"), "utf-8")
+
+
+def test_text_from_data_is_never_fetched_on_any_page(browser, beacon, tmp_path):
+    """Issue 35 item 8: a dataset renamed ``![x](http://…)`` made Chromium fetch that URL after
+    Generate on Reports, before any preview was opened (the pool is rebuilt for the changed
+    dataset under a status whose label rendered the name as Markdown). The dataset's name and
+    description, a query's id and text, a document and a saved pipeline's name all carry
+    Markdown and HTML images pointing at a local beacon; Reports (opened first, the name changed
+    on disk, the report generated, opened as report.html and previewed as report.md), then Tune
+    on that query, Evaluate, Data and Profiles must leave the beacon unasked and show the name
+    as text."""
+    from retrieval.pipeline import PIPELINES, to_toml
+
+    port, seen = beacon
+    qid, name = hostile_dataset(tmp_path / "data", port), hostile(port, "name")
+    home = tmp_path / "home"
+    (home / "profiles").mkdir(parents=True)
+    pipeline_name = hostile(port, "pipeline")
+    (home / "profiles" / "hostile.toml").write_text(to_toml(dataclasses.replace(PIPELINES["rrf"], name=pipeline_name)),
+                                                    "utf-8")
+    fetched: dict[str, list[str]] = {}
+
+    def after(stage: str) -> None:
+        """Give a fetch the page started time to reach the beacon, then book what came."""
+        pg.wait_for_timeout(1000)
+        before = sum(len(v) for v in fetched.values())
+        fetched[stage] = list(seen[before:])
+
+    with streamlit_server(tmp_path / "data", home) as url:
+        context = browser.new_context(viewport={"width": 1400, "height": 2400})
+        try:
+            context.route(re.compile(r"^(?!https?://(127\.0\.0\.1|localhost)[:/]).*"), lambda route: route.abort())
+            pg = context.new_page()
+            main = pg.get_by_test_id("stMain")
+            pg.goto(f"{url}/reports")                          # first: the pool is built on this page
+            pg.wait_for_selector('[data-testid="stMain"] .rwb-card', timeout=FIRST_PAINT_MS)
+            settle(pg)
+            after("reports: opened")
+            multiselect = pg.get_by_test_id("stMultiSelect").filter(has_text="Pipelines in the report")
+            multiselect.locator("input").click()
+            pg.keyboard.type("hostile")                                        # the option list scrolls
+            pg.get_by_role("option", name="★ saved · hostile", exact=True).click()
+            pg.keyboard.press("Escape")
+            settle(pg)
+            rename(tmp_path / "data", name)                  # Generate re-reads it, rebuilds the pool
+            pg.get_by_role("button", name="Generate").click()
+            main.get_by_text("Written to").wait_for(timeout=STEP_MS)
+            settle(pg)
+            after("reports: generated")
+            assert name in main.inner_text()                                   # the name, as text
+            assert not any(fetched.values()), f"fetched from the beacon, by stage: {fetched}"
+            main.get_by_test_id("stCheckbox").filter(has_text="Open report.html").click()
+            frame = pg.frame_locator('[data-testid="stIFrame"]')
+            frame.locator(".main-svg").first.wait_for(timeout=STEP_MS)         # its charts drew
+            settle(pg)
+            assert name in frame.locator("body").inner_text()                 # as text in report.html
+            assert pipeline_name in "".join(frame.locator("details pre").all_text_contents())  # its TOML
+            after("reports: report.html opened")
+            main.get_by_test_id("stCheckbox").filter(has_text="Preview report.md").click()
+            main.get_by_test_id("stCode").filter(has_text="## Metrics").first.wait_for(timeout=STEP_MS)
+            settle(pg)
+            after("reports: report.md previewed")
+            pg.screenshot(path=str(ARTIFACTS / "reports-hostile-data.png"))
+            open_page(pg, "Tune")
+            pg.get_by_test_id("stSelectbox").filter(has_text="Query from the set").click()
+            option = pg.get_by_role("option").filter(has_text="/qid.png")      # the query with markup
+            option.wait_for(timeout=STEP_MS)
+            option.click()
+            settle(pg)
+            after("tune")
+            for title in ("Evaluate", "Data", "Profiles"):
+                open_page(pg, title)
+                if title == "Evaluate":
+                    wait_for_charts(pg, 2)
+                after(title.lower())
+        finally:
+            context.close()
+    assert not any(fetched.values()), f"fetched from the beacon, by stage: {fetched}"
+    assert set(fetched) == {"reports: opened", "reports: generated", "reports: report.html opened",
+                            "reports: report.md previewed", "tune", "evaluate", "data", "profiles"}
