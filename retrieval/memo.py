@@ -12,8 +12,9 @@ keeps per table and depth. A mask made afresh (a routed query set) misses; those
 kept apart, so they never push out the owner's own.
 
 Every Streamlit session runs on its own thread of one process, so the store is shared by
-threads: reads and writes of the store take one lock; ``build()`` runs outside it (two threads
-missing the same key at once may both build it; both get an equal value).
+threads: a hit is read without a lock (each lookup is one dict read, atomic in CPython); a miss
+builds outside the lock and stores under it (two threads missing the same key at once may both
+build it; both get an equal value).
 
 Which memos exist, and the figure that keeps each, is ``bench/caches.py`` and BENCHMARKS.md
 ("Caches, measured").
@@ -47,27 +48,29 @@ def memo(owner: object, key: Hashable, build: Callable[[], object],
          along: np.ndarray | None = None):
     """``build()`` once per ``owner`` and ``key`` (and ``along``, by identity), kept while
     ``owner`` lives; arrays come back read-only."""
-    with _LOCK:
-        table = _STORE.get(owner)
-        if table is None:
-            table = _STORE[owner] = {}
+    table = _STORE.get(owner)
+    if table is not None:  # a hit reads without the lock: each lookup is one atomic dict read
         if along is None:
             value = table.get(key, _MISS)
         else:
             masks = table.get(_ALONG)
-            if masks is None:
-                masks = table[_ALONG] = {}
-            hit = masks.get(key)
+            hit = masks.get(key) if masks is not None else None
             value = hit[1] if hit is not None and hit[0]() is along else _MISS
-    if value is not _MISS:
-        return value
+        if value is not _MISS:
+            return value
     value = _read_only(build())
-    with _LOCK:
+    with _LOCK:  # creating an owner's table, clearing a full one and storing: one step each
+        table = _STORE.get(owner)
+        if table is None:
+            table = _STORE[owner] = {}
         if along is None:
             if len(table) >= SIZE:
                 table.clear()
             table[key] = value
         else:
+            masks = table.get(_ALONG)
+            if masks is None:
+                masks = table[_ALONG] = {}
             if len(masks) >= SIZE:
                 masks.clear()
             masks[key] = (weakref.ref(along), value)
