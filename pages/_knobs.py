@@ -12,6 +12,7 @@ import streamlit as st
 
 from eval.experiments import tune_state
 from pages import _tune_state as tn
+from pages._markup import md
 from pages._state import TUNE_KNOB_PREFIX, TUNE_KNOBS_DRAWN
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.fusion import FUSIONS
@@ -90,8 +91,12 @@ def drawn() -> tuple[set, set]:
     return before, now
 
 
-def render(ref: KnobRef, pool_depth: int, before: set, now: set) -> None:
+def render(ref: KnobRef, pool_depth: int, before: set, now: set, help_icon: bool = False) -> None:
     """One widget bound to ``ref.path``, showing ``ref.value`` (the state's).
+
+    Its help goes in ``help_list`` under the pane, not in a "?" beside the widget (``help_icon``
+    keeps that, for the one switch above the panes): a help icon is a Tab stop of its own, so the
+    keyboard would cross two stops per knob.
 
     Its value is written from the state whenever the browser may show anything else: on a full
     run, when the widget was not drawn by the previous run (the browser builds it anew), and when
@@ -105,7 +110,8 @@ def render(ref: KnobRef, pool_depth: int, before: set, now: set) -> None:
         st.session_state[key] = value
     now.add(ref.path)
     label = knob.label
-    common = dict(key=key, on_change=_on_change, args=(ref.path, pool_depth), help=knob.help or None)
+    common = dict(key=key, on_change=_on_change, args=(ref.path, pool_depth),
+                  help=(knob.help or None) if help_icon else None)
     if knob.kind == "bool":
         st.toggle(label, **common)
     elif knob.kind == "choice":
@@ -138,6 +144,14 @@ def sweep_axes(config: PipelineConfig, edit_profile: str | None = None) -> dict[
 
 def axis_label(ref: KnobRef) -> str:
     return f"{ref.knob.label} · {ref.path}"
+
+
+def help_list(refs: list[KnobRef]) -> None:
+    """What each of ``refs`` does, in one closed expander under the pane's knobs."""
+    lines = [f"- **{md(ref.knob.label)}** (`{ref.path}`): {md(ref.knob.help)}" for ref in refs if ref.knob.help]
+    if lines:
+        with st.expander("What these knobs do"):
+            st.markdown("\n".join(lines))
 
 
 def owner_of(config: PipelineConfig, ref: KnobRef):

@@ -149,7 +149,7 @@ def knob_panel(config, routed: str | None) -> str | None:
                                          + (f" This query routes to **{md(routed)}**." if routed else ""))
     refs = kn.tune_knobs(config, edit_profile)
     before, now = kn.drawn()
-    kn.render(refs[0], pool_depth, before, now)                      # the fusion method, above the panes
+    kn.render(refs[0], pool_depth, before, now, help_icon=True)      # the fusion method, above the panes
     panes = [p for p in kn.PANES if any(kn.pane_of(r) == p for r in refs)]
     if st.session_state.get("tune_pane") not in panes:
         st.session_state["tune_pane"] = panes[0]
@@ -157,9 +157,10 @@ def knob_panel(config, routed: str | None) -> str | None:
                                 label_visibility="collapsed")
     weights = views.learned_weights(config)           # a linear learned model: a table, not sliders
     in_table = {row["path"] for row in weights}
-    for ref in refs:
-        if kn.pane_of(ref) == pane and ref.path not in in_table:
-            kn.render(ref, pool_depth, before, now)
+    shown = [ref for ref in refs if kn.pane_of(ref) == pane and ref.path not in in_table]
+    for ref in shown:
+        kn.render(ref, pool_depth, before, now)
+    kn.help_list(shown)
     if weights and pane == "fusion":
         weights_table(weights)
     if pane in ("confidence", "vitality"):

@@ -238,6 +238,23 @@ def test_tune_knob_changes_top_result_and_metrics(page):
     print(f"\nknob change → changed ranking (browser, incl. settle): {round_trip_ms:.0f} ms; {footer}")
 
 
+def test_each_knob_is_one_tab_stop_and_its_help_is_under_the_pane(page):
+    """From one slider, Tab lands on the next slider: no "?" icon between two knobs (a help icon
+    is a Tab stop of its own); the knobs' help is listed under the pane instead."""
+    pg = page
+    open_page(pg, "Tune")
+    slider_input(pg, "rrf_k").focus()
+    landed = []
+    for _ in range(2):
+        pg.keyboard.press("Tab")
+        landed.append(pg.evaluate("() => { const box = document.activeElement.closest('[data-testid=stSlider]');"
+                                  " return box ? box.innerText.split('\\n')[0] : document.activeElement.outerHTML.slice(0, 80); }"))
+    assert landed == ["vector weight", "BM25 weight"], landed        # each Tab: the next slider itself
+    main = pg.get_by_test_id("stMain")
+    main.get_by_text("What these knobs do").click()
+    assert main.get_by_text("rank constant: larger flattens the rank curve", exact=False).first.is_visible()
+
+
 def test_tune_grade_a_result_in_its_row(page):
     pg = page                                     # continues on q4 with BM25 weight 0: d01 leads
     main = pg.get_by_test_id("stMain")
