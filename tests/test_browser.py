@@ -106,10 +106,15 @@ def streamlit_server(dataset: Path, home: Path):
         log.close()
 
 
+SERVER_LOG: dict[str, Path] = {}   # the module server's log, for the tests that read it
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     need_browser()
-    with streamlit_server(TINY, tmp_path_factory.mktemp("rwb-home-browser")) as url:
+    home = tmp_path_factory.mktemp("rwb-home-browser")
+    SERVER_LOG["path"] = home / "streamlit.log"
+    with streamlit_server(TINY, home) as url:
         yield url
 
 
@@ -433,6 +438,9 @@ def test_every_page_at_1400x900_has_no_clipped_label_and_no_sideways_table(scree
         problems[title.lower()] = look(pg, title.lower())
     bad = {page: found for page, found in problems.items() if found["clipped"] or found["scrolled"]}
     assert not bad, bad
+    log = SERVER_LOG["path"].read_text("utf-8", errors="replace")    # every page has run by now
+    deprecated = [line for line in log.splitlines() if "deprecat" in line.lower() or "use_container_width" in line]
+    assert not deprecated, deprecated[:3]
 
 
 def test_query_list_row_click_opens_the_query(screen):
