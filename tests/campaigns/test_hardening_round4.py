@@ -725,8 +725,11 @@ def test_held_an_interrupted_import_leaves_no_dataset_and_no_temporary(tmp_path)
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
-        assert (proc.returncode, err.strip()) == (130, "rwb: interrupted")
-        assert not out.exists()
+        if proc.returncode == 0:  # the import had finished: a signal after that is ignored (by design)
+            assert out.is_dir() and "interrupted" not in err
+        else:
+            assert (proc.returncode, err.strip()) == (130, "rwb: interrupted")
+            assert not out.exists()
     else:  # a fast machine finished first
         assert proc.returncode == 0 and out.is_dir()
     debris = [p.name for p in tmp_path.iterdir() if p.name.startswith(".") or "importing" in p.name]
