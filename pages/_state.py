@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import gc
 import os
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -24,18 +22,19 @@ import streamlit as st
 
 from eval.stores.configs import resolve_config
 from eval.metrics.measure import DEFAULT_METRICS, Judged, judge
-from eval.experiments.live import LiveRun, evaluate_config
-from eval.experiments.views import METRIC_LABELS, file_label, metric_label  # noqa: F401 (pages read them here)
+from eval.experiments.live import LiveRun, LiveRuns, evaluate_config
+from eval.experiments.views import METRIC_LABELS, metric_label  # noqa: F401 (pages read them here)
+from eval.experiments.views import display_label as format_label  # noqa: F401
 from eval.stores.pool import STEP_NAMES, load_pool, pool_path, prepare
 from eval.stores.experiments import ExperimentStore
 from eval.stores.inputs import inputs_of, pipeline_hash
-from eval.stores.judgments import SOURCES, Judgments, JudgmentStore, effective_qrels, judgments_version
-from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates
-from retrieval.dataset import IMPLICIT_QRELS, Dataset, DatasetError, Query, load_dataset, qrels_path
+from eval.stores.judgments import (Judgments, JudgmentStore, effective_qrels, judgment_sources,  # noqa: F401
+                                   judgments_version)
+from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates, doc_quality  # noqa: F401
+from retrieval.dataset import Dataset, DatasetError, Query, folder_stamp, load_dataset
 from retrieval.index import IndexHandle, open_index, rwb_home
 from retrieval.pipeline import PipelineConfig, from_toml
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS_DIR = ROOT / "datasets"
@@ -127,15 +126,7 @@ def dataset_path() -> str:
 
 
 def dataset_stamp(path: str) -> tuple:
-    """Cheap change detector for a dataset folder: (name, mtime_ns, size) of its files."""
-    root = resolve_path(path)
-    files = [root / "corpus.jsonl", root / "queries.jsonl", root / "dataset.toml", qrels_path(root)]
-    out = []
-    for file in files:
-        if file is not None and file.is_file():
-            stat = file.stat()
-            out.append((file.name, stat.st_mtime_ns, stat.st_size))
-    return tuple(out)
+    return folder_stamp(resolve_path(path))
 
 
 def mark_run_start() -> None:
@@ -218,38 +209,16 @@ def free_text_candidates(path: str, stamp: tuple, embedder: str, text: str) -> C
     return build_candidates(handle, [Query(id="free-text", text=text)], pool_depth=DEFAULT_POOL_DEPTH)
 
 
-def doc_quality(dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """Every document's confidence and vitality (for the band counts next to Tune's factors),
-    read from the dataset's document table."""
-    from retrieval.candidates import doc_table
-
-    features = doc_table(dataset).features
-    return features["confidence"], features["vitality"]
-
-
-_LIVE: "OrderedDict[tuple, LiveRun]" = OrderedDict()
-_LIVE_SIZE = 64
-_LIVE_LOCK = threading.Lock()   # every session's script runs on its own thread of one process
+_LIVE = LiveRuns(64)   # every session's script runs on its own thread of this one process
 
 
 def live_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, config: PipelineConfig) -> LiveRun:
-    """A whole query set's evaluation of ``config``, kept in a small LRU keyed by the frozen
-    config itself (Streamlit's argument hashing would pickle the whole config on every call),
-    shared by every session: looked up and updated under a lock, evaluated outside it."""
-    key = (path, stamp, embedder, qrels_rev, config)
-    with _LIVE_LOCK:
-        hit = _LIVE.get(key)
-        if hit is not None:
-            _LIVE.move_to_end(key)
-            return hit
-    _, judged = get_judged(path, stamp, embedder, qrels_rev)
-    run = evaluate_config(pool_for(path, stamp, embedder, config), judged, config)
-    with _LIVE_LOCK:
-        _LIVE[key] = run
-        _LIVE.move_to_end(key)
-        while len(_LIVE) > _LIVE_SIZE:
-            _LIVE.popitem(last=False)
-    return run
+    """A whole query set's evaluation of ``config``, kept in ``_LIVE`` keyed by the frozen config
+    itself (Streamlit's argument hashing would pickle the whole config on every call)."""
+    def compute() -> LiveRun:
+        _, judged = get_judged(path, stamp, embedder, qrels_rev)
+        return evaluate_config(pool_for(path, stamp, embedder, config), judged, config)
+    return _LIVE.get((path, stamp, embedder, qrels_rev, config), compute)
 
 
 # ---- the workspace: what a page works on ----------------------------------------------------
@@ -352,11 +321,6 @@ def workspace() -> Workspace:
     return ws
 
 
-def judgment_sources(dataset: Dataset) -> tuple[str, ...]:
-    """The judgment sources a dataset offers: implicit ones only with ``qrels/implicit.tsv``."""
-    return SOURCES if (dataset.root / IMPLICIT_QRELS).is_file() else ("explicit",)
-
-
 def one_line(error: BaseException) -> str:
     """An exception as one line for ``st.error`` (its first line, or its type)."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
@@ -420,16 +384,6 @@ def home_dir() -> Path:
 
 
 # ---- configs: pipelines, profiles, saved -----------------------------------------------------
-
-def format_label(label: str) -> str:
-    if label.startswith("profile:"):
-        return f"◆ profile · {label[8:]}"
-    if label.startswith("saved:"):
-        return f"★ saved · {label[6:]}"
-    if label.endswith(".toml"):          # a pipeline file (the Learn mode's kept pipeline)
-        return f"▸ {file_label(label)}"
-    return f"▸ {label}"
-
 
 def parse_toml(text: str) -> PipelineConfig:
     return from_toml(text, "edited profile")

@@ -6,6 +6,7 @@ knobs, metric cards, the two rankings — and those are light HTML, not data gri
 
 from __future__ import annotations
 
+import functools
 import time
 
 import streamlit as st
@@ -23,6 +24,9 @@ from pages import _errors as er
 from pages import _queue as qu
 from pages import _snapshots as snaps
 from pages import _tries as tr
+from pages import _weights as lw
+from pages import _grading as gr
+from pages._export import export_popover
 from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
 
@@ -83,47 +87,6 @@ def on_save_profile(overwrite: bool = False) -> None:
     st.session_state["tune_flash"] = f"Saved profile **{md(name)}**."
 
 
-def on_grade(qid: str, doc: str, key: str) -> None:
-    value = st.session_state.get(key)
-    if value is None:
-        return
-    try:
-        ws.judgments.grade(qid, doc, int(value), author="tune")
-    except ValueError as error:  # a full or read-only RWB_HOME, a damaged judgments file
-        st.session_state["tune_flash"] = f":red[{md(error)}]"
-        return
-    st.session_state["tune_flash"] = f"Judged {md(doc)} = {value} for {md(qid)}."
-    st.session_state["tune_full_run"] = True      # the sidebar's count changes too: a full rerun
-
-
-def on_grade_all(qid: str, docs: list[str]) -> None:
-    """The one-pass form: every unjudged result given a grade is saved at once."""
-    saved = 0
-    for doc in docs:
-        value = st.session_state.get(f"tune_ga_{doc}")
-        if value is not None:
-            try:
-                ws.judgments.grade(qid, doc, int(value), author="tune")
-            except ValueError as error:
-                st.session_state["tune_flash"] = f":red[{saved} grade(s) saved, then: {md(error)}]"
-                return
-            saved += 1
-    st.session_state["tune_flash"] = f"Saved {saved} grade(s) for {md(qid)}."
-    st.session_state["tune_full_run"] = True
-
-
-def grade_row(prefix: str, qid: str, result, grade, width) -> None:
-    """A ranking row with one-click grading (Grade mode)."""
-    key = f"tune_g_{prefix}_{qid}_{result.id}"
-    st.session_state[key] = grade
-    cols = st.columns(width, vertical_alignment="center")
-    text = " ".join(result.text.split())
-    cols[0].markdown(f"**{result.rank + 1}** · {code(result.id)}")
-    cols[1].markdown(md(text[:140] + ("…" if len(text) > 140 else "")), help=md(text[:2000]))
-    cols[2].pills("grade", s.GRADES, key=key, on_change=on_grade, args=(qid, result.id, key),
-                  label_visibility="collapsed")
-
-
 def header() -> None:
     """Starting point, reset, and (with an intent router) the profile being edited."""
     labels = cfg.config_labels()
@@ -162,7 +125,7 @@ def knob_panel(config, routed: str | None) -> str | None:
         kn.render(ref, pool_depth, before, now)
     kn.help_list(shown)
     if weights and pane == "fusion":
-        weights_table(weights)
+        lw.weights_table(weights, pool_depth)
     if pane in ("confidence", "vitality"):
         factor = next((r for r in refs if kn.pane_of(r) == pane), None)
         if factor is not None:
@@ -180,34 +143,6 @@ def knob_panel(config, routed: str | None) -> str | None:
     if config.fusion in ("vector", "bm25"):
         st.caption("Single-path baseline: no weights to tune. Pick a fusion method above.")
     return edit_profile
-
-
-def on_weights(key: str, paths: list[str]) -> None:
-    """An edited weight in the learned model's table: each changed row is one knob move."""
-    edited = (st.session_state.get(key) or {}).get("edited_rows", {})
-    for row, change in sorted(edited.items()):
-        if "weight" in change and change["weight"] is not None:
-            tn.update(("knob", paths[int(row)], float(change["weight"])), pool_depth)
-    st.session_state["tune_weights_n"] = st.session_state.get("tune_weights_n", 0) + 1   # a fresh table
-
-
-def weights_table(rows: list[dict]) -> None:
-    """Feature → weight of the linear learned model, the top contributors first; a weight is
-    editable (over the standardised feature, as the TOML holds it)."""
-    key = f"tune_weights_{st.session_state.get('tune_weights_n', 0)}"
-    st.caption(f"Learned linear model · {len(rows)} features, largest |weight| first · score = "
-               "Σ weight × (feature − mean) / scale · features: `retrieval/features.py`")
-    st.data_editor(
-        [{"feature": r["feature"], "weight": r["weight"]} for r in rows], key=key, hide_index=True,
-        height=min(36 + 35 * len(rows), 320), width="stretch", disabled=["feature"],
-        on_change=on_weights, args=(key, [r["path"] for r in rows]),
-        column_config={
-            "feature": st.column_config.TextColumn(
-                "feature", help="the candidate table's feature the weight multiplies "
-                                "(retrieval.features: dense_*, bm25_*, time, metadata, type:*, q_*)"),
-            "weight": st.column_config.NumberColumn(
-                "weight", format="%+.3f", step=0.01,
-                help="weight of the standardised feature (x − mean) / scale; edit to move it")})
 
 
 def on_query_row() -> None:
@@ -286,28 +221,7 @@ def actions() -> None:
             config, means, _, baseline_means = scored
             entry = ws.log_experiment(config, means, "tune", baseline_means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
-    # the engine's own configuration. The popover keeps its open state in the session
-    # (``on_change="rerun"``): a rerun — a choice inside it, or anything else — leaves it open,
-    # and opening it reruns the page, so what it shows reads the knobs as they are now.
-    export = b[2].popover("Export…", width="stretch", key="tune_export_open", on_change="rerun")
-    if export.open:
-        from eval.export import EXPORTERS, export_config
-
-        with export:
-            engines = list(EXPORTERS)   # the engine chosen last time, kept while it is closed
-            kept = st.session_state.get("tune_export_engine_kept")
-            engine = st.selectbox("Engine", engines, key="tune_export_engine",
-                                  index=engines.index(kept) if kept in engines else 0,
-                                  format_func=lambda e: f"{e} — {EXPORTERS[e].summary}")
-            st.session_state["tune_export_engine_kept"] = engine
-            try:
-                text = export_config(tn.config(), engine)
-                st.code(text, language="python" if EXPORTERS[engine].suffix == ".py" else "json")
-                st.download_button("Download", text, key="tune_export_download",
-                                   file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",
-                                   icon=":material/download:", on_click="ignore")
-            except ValueError as error:  # what the engine cannot express, named (not a fault)
-                st.info(md(str(error)))
+    export_popover(b[2])
     b[3].button("Freeze", icon=":material/ac_unit:", width="stretch", disabled=c is None, key="tune_freeze",
                 on_click=snaps.on_freeze_tune, args=(ws,),
                 help="Freeze the current knobs' rankings and per-query values as a snapshot (named "
@@ -395,10 +309,10 @@ def live() -> None:
                 qid = c.query_ids[qi]
                 st.markdown(f"**Current** · {code(run_name)}")
                 for r in response.results:
-                    grade_row("c", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
+                    gr.grade_row(ws, "c", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
                 st.markdown(f"**Baseline** · {code(ws.baseline.name)}")
                 for r in baseline.results:
-                    grade_row("b", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
+                    gr.grade_row(ws, "b", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
             else:
                 cur, base = st.columns([1.7, 1], gap="small")
                 cur.html(tb.ranking_html(response, judgments, baseline, title=f"Current · {run_name}"))
@@ -416,7 +330,7 @@ def live() -> None:
                             cols[1].markdown(md(" ".join(r.text.split())[:140]))
                             cols[2].pills("grade", s.GRADES, key=f"tune_ga_{r.id}", label_visibility="collapsed")
                         st.form_submit_button("Save grades", type="primary", disabled=not unjudged,
-                                              on_click=on_grade_all, args=(c.query_ids[qi], [r.id for r in unjudged]))
+                                              on_click=gr.on_grade_all, args=(ws, c.query_ids[qi], [r.id for r in unjudged]))
 
         if st.session_state["tune_flash"]:
             st.toast(st.session_state["tune_flash"])
@@ -442,7 +356,7 @@ def live() -> None:
                          "delta": st.column_config.NumberColumn("Δ", format="%+.4f", width=70),
                          "judged@5": st.column_config.NumberColumn(format="%d", width=75)})
     if ev is not None and st.session_state.get("tune_queue"):    # full width, below both columns
-        qu.panel(ws, pool, qrels, ev, base_ev, run_name, on_grade)
+        qu.panel(ws, pool, qrels, ev, base_ev, run_name, functools.partial(gr.on_grade, ws))
 
 
 st.html(tb.CSS)           # once per page, outside the fragment: the live HTML below carries no styles

@@ -456,6 +456,13 @@ def doc_table(dataset: Dataset) -> DocTable:
     return memo(dataset, "doc table", lambda: _build_doc_table(dataset))
 
 
+def doc_quality(dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """Every document's confidence and vitality, as the candidate rows carry them (the band
+    counts next to Tune's F_conf / F_vit factors)."""
+    features = doc_table(dataset).features
+    return features["confidence"], features["vitality"]
+
+
 def _build_doc_table(dataset: Dataset) -> DocTable:
     docs = dataset.documents
     position = {d.id: i for i, d in enumerate(docs)}

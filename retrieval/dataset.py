@@ -439,6 +439,16 @@ IMPLICIT_QRELS = "qrels/implicit.tsv"
 """Implicit judgments (from usage logs, ``rwb import ubi``), kept apart from the explicit ones."""
 
 
+def folder_stamp(root: Path) -> tuple:
+    """A cheap change detector for a dataset folder: (name, mtime_ns, size) of its files."""
+    out = []
+    for file in (root / "corpus.jsonl", root / "queries.jsonl", root / "dataset.toml", qrels_path(root)):
+        if file is not None and file.is_file():
+            stat = file.stat()
+            out.append((file.name, stat.st_mtime_ns, stat.st_size))
+    return tuple(out)
+
+
 def qrels_path(root: Path) -> Path | None:
     """The explicit qrels file (``qrels/test.tsv`` or ``qrels.tsv``), if any."""
     for candidate in (root / "qrels" / "test.tsv", root / "qrels.tsv"):

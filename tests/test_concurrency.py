@@ -58,7 +58,7 @@ def test_eight_sessions_evaluate_as_one_does(tiny_index, monkeypatch):
     assert len({round(e[1]["ndcg@5"], 9) for e in expected}) > 2, "the configurations must differ"
 
     monkeypatch.setattr(memo, "SIZE", 2)
-    monkeypatch.setattr(_state, "_LIVE_SIZE", 1)
+    monkeypatch.setattr(_state._LIVE, "size", 1)
     _state._LIVE.clear()
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
@@ -105,7 +105,7 @@ def test_a_hit_evicted_by_another_session_is_still_served(tiny_index, monkeypatc
     pool = _state.get_pool(path, stamp, embedder)
     want_a = evaluate_config(pool, judged, first).means
     want_b = evaluate_config(pool, judged, second).means
-    monkeypatch.setattr(_state, "_LIVE_SIZE", 1)
+    monkeypatch.setattr(_state._LIVE, "size", 1)
     _state._LIVE.clear()
     _state.live_evaluation(path, stamp, embedder, rev, first)        # A's run is kept
     a_paused, b_done = threading.Event(), threading.Event()
@@ -113,7 +113,8 @@ def test_a_hit_evicted_by_another_session_is_still_served(tiny_index, monkeypatc
 
     def pause_before_marking(frame, event, arg):
         if event == "call":
-            return pause_before_marking if frame.f_code.co_name == "live_evaluation" else None
+            code = frame.f_code       # the shared LRU's lookup (eval.experiments.live.LiveRuns.get)
+            return pause_before_marking if code.co_name == "get" and code.co_filename.endswith("live.py") else None
         if event == "line" and not a_paused.is_set():
             import linecache
 

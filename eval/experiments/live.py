@@ -10,9 +10,12 @@ when it is first asked for, from the same configuration.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Callable
 
 import numpy as np
 
@@ -52,3 +55,33 @@ def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,
     values = dict(zip(metrics, out))
     means = {name: (total / n if n else 0.0) for name, total in zip(metrics, totals)}
     return LiveRun(config, fused, judged, values, means, time.perf_counter() - start)
+
+
+class LiveRuns:
+    """A small LRU of whole-query-set evaluations keyed by anything hashable (the workbench keys
+    them by dataset, judgments and the frozen config itself), shared by every session of the
+    server: looked up and updated under a lock, computed outside it (two sessions missing the
+    same key at once may both compute it; both get an equal run)."""
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self._runs: "OrderedDict[object, LiveRun]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, compute: Callable[[], LiveRun]) -> LiveRun:
+        with self._lock:
+            hit = self._runs.get(key)
+            if hit is not None:
+                self._runs.move_to_end(key)
+                return hit
+        run = compute()
+        with self._lock:
+            self._runs[key] = run
+            self._runs.move_to_end(key)
+            while len(self._runs) > self.size:
+                self._runs.popitem(last=False)
+        return run
+
+    def clear(self) -> None:
+        with self._lock:
+            self._runs.clear()

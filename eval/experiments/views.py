@@ -259,6 +259,18 @@ def config_changes(before: PipelineConfig, after: PipelineConfig, limit: int = 6
     return ("; ".join(words) + (f"; and {more} more" if more > 0 else "")) if words else "no knob changed"
 
 
+def display_label(label: str) -> str:
+    """How a picker shows a configuration label: a profile, a saved profile, a pipeline file
+    (``file_label``) or a named pipeline, each with its mark."""
+    if label.startswith("profile:"):
+        return f"◆ profile · {label[8:]}"
+    if label.startswith("saved:"):
+        return f"★ saved · {label[6:]}"
+    if label.endswith(".toml"):          # a pipeline file (the Learn mode's kept pipeline)
+        return f"▸ {file_label(label)}"
+    return f"▸ {label}"
+
+
 def file_label(path: str) -> str:
     """A readable name for a pipeline file: what its ``[tuning]`` table says it is — ``learned
     linear · devmem · held-out nDCG@5 0.512`` — else the file's name (read once per version of

@@ -142,6 +142,11 @@ def _stamp(path: Path) -> tuple:
         return (0, 0)
 
 
+def judgment_sources(dataset: Dataset) -> tuple[str, ...]:
+    """The judgment sources a dataset offers: implicit ones only with ``qrels/implicit.tsv``."""
+    return SOURCES if (dataset.root / IMPLICIT_QRELS).is_file() else ("explicit",)
+
+
 def judgments_version(dataset: Dataset, source: str, home: Path | None = None) -> tuple:
     """What ``effective_qrels(dataset, home, source)`` depends on besides the dataset, as a cache
     key: the source and the stamps of the workbench's judgment store and ``implicit.tsv``."""

@@ -1,0 +1,50 @@
+"""Grading on Tune: one click per result row, the one-pass form, the judging queue's pills; every
+grade goes to the workspace's judgment store (``eval.stores.judgments``), a 0 included."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _state as s
+from pages._markup import code, md
+
+
+def on_grade(ws, qid: str, doc: str, key: str) -> None:
+    value = st.session_state.get(key)
+    if value is None:
+        return
+    try:
+        ws.judgments.grade(qid, doc, int(value), author="tune")
+    except ValueError as error:  # a full or read-only RWB_HOME, a damaged judgments file
+        st.session_state["tune_flash"] = f":red[{md(error)}]"
+        return
+    st.session_state["tune_flash"] = f"Judged {md(doc)} = {value} for {md(qid)}."
+    st.session_state["tune_full_run"] = True      # the sidebar's count changes too: a full rerun
+
+
+def on_grade_all(ws, qid: str, docs: list[str]) -> None:
+    """The one-pass form: every unjudged result given a grade is saved at once."""
+    saved = 0
+    for doc in docs:
+        value = st.session_state.get(f"tune_ga_{doc}")
+        if value is not None:
+            try:
+                ws.judgments.grade(qid, doc, int(value), author="tune")
+            except ValueError as error:
+                st.session_state["tune_flash"] = f":red[{saved} grade(s) saved, then: {md(error)}]"
+                return
+            saved += 1
+    st.session_state["tune_flash"] = f"Saved {saved} grade(s) for {md(qid)}."
+    st.session_state["tune_full_run"] = True
+
+
+def grade_row(ws, prefix: str, qid: str, result, grade, width) -> None:
+    """A ranking row with one-click grading (Grade mode)."""
+    key = f"tune_g_{prefix}_{qid}_{result.id}"
+    st.session_state[key] = grade
+    cols = st.columns(width, vertical_alignment="center")
+    text = " ".join(result.text.split())
+    cols[0].markdown(f"**{result.rank + 1}** · {code(result.id)}")
+    cols[1].markdown(md(text[:140] + ("…" if len(text) > 140 else "")), help=md(text[:2000]))
+    cols[2].pills("grade", s.GRADES, key=key, on_change=on_grade, args=(ws, qid, result.id, key),
+                  label_visibility="collapsed")
