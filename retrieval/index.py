@@ -46,6 +46,7 @@ from retrieval.embedders import (
     DEFAULT_EMBEDDER, CachedEmbedder, Embedder, EmbedderUnavailable, EmbeddingCache, load_embedder,
 )
 from retrieval.files import atomic_write_text, file_sha256, fsync_dir, fsync_tree, safe_component
+from retrieval.object_store import is_s3, mirror_of, parse_home
 from retrieval.precomputed import PRECOMPUTED, PrecomputedEmbedder
 from retrieval.vector_store import ExactSearch, Row, VectorStore, VectorStoreUnavailable
 
@@ -62,6 +63,8 @@ def rwb_home() -> Path:
         return Path(".rwb").resolve()
     if not value.strip() or "\x00" in value:
         raise ValueError("RWB_HOME is set but empty; unset it (default ./.rwb) or name a folder")
+    if is_s3(value):  # s3://bucket/prefix: its local mirror (retrieval.object_store)
+        return mirror_of(parse_home(value))
     return Path(value).resolve()
 
 
@@ -354,12 +357,15 @@ def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress
     if embedder is not None and getattr(getattr(embedder, "cache", None), "problem", None):
         degraded.append(embedder.cache.problem)
     wanted = _wanted_manifest(dataset, embedder.model_id if embedder else None, analyzer)
+    shared = _shared(dataset, embedder_name, analyzer)
     with _build_lock(directory) as writable:
+        # an s3:// home: the published build, downloaded and verified (retrieval.remote_index)
+        pulled = bool(shared) and not rebuild and shared.pull(directory, wanted, on_notice or (lambda text: None))
         manifest = read_manifest(directory)
         current = directory / "current"
         stale = rebuild or manifest is None or any(manifest.get(k) != v for k, v in wanted.items())
         reason = "missing or stale" if manifest is None or not rebuild else "asked to rebuild"
-        if not stale:
+        if not stale and not pulled:
             try:
                 _check(current.resolve(), manifest)
             except IndexCorrupt as error:
@@ -374,7 +380,17 @@ def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress
             _publish(directory, _build(dataset, directory, embedder, progress, analyzer))
             manifest = read_manifest(directory)
         build = current.resolve()
+        if shared and not pulled:
+            shared.publish(build)
     return _open_build(dataset, embedder_name, build, manifest, embedder, degraded)
+
+
+def _shared(dataset: Dataset, embedder_name: str, analyzer: str):
+    """The index shared through an s3:// ``$RWB_HOME`` (``retrieval.remote_index``), else None."""
+    if not is_s3(os.environ.get("RWB_HOME")):
+        return None
+    from retrieval.remote_index import shared_index
+    return shared_index(dataset, embedder_name, analyzer)
 
 
 class IndexUnwritable(OSError):

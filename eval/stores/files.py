@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from retrieval.files import make_folders
+from retrieval.object_store import held, refresh
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")
 
@@ -33,7 +34,8 @@ def locked(path: Path):
         with open(path.with_name(path.name + ".lock"), "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                yield
+                with held(path):  # an s3:// home: read with its ETag, written back conditionally
+                    yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
     except OSError as error:
@@ -42,6 +44,7 @@ def locked(path: Path):
 
 
 def read_json(path: Path, default):
+    refresh(path)  # an s3:// home: the local copy follows the shared object
     try:
         return json.loads(path.read_text("utf-8"))
     except FileNotFoundError:

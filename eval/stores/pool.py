@@ -27,6 +27,7 @@ from retrieval.dataset import Dataset
 from retrieval.embedders import DEFAULT_EMBEDDER
 from retrieval.files import clean_temporaries, safe_component
 from retrieval.index import open_index, rwb_home
+from retrieval.object_store import ObjectStoreError, pull_missing, push
 from retrieval.precomputed import PRECOMPUTED, vectors_label
 from retrieval.limits import MAX_DEPTH, check_size
 
@@ -71,6 +72,8 @@ def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: in
     notice = on_notice or (lambda text: None)
     path = pool_path(dataset, embedder, pool_depth, analyzer)
     clean_temporaries(path)  # a killed save's temporary, even when the stored pool is reused
+    if not refresh:
+        pull_missing(path)  # an s3:// home: the shared pool, when there is one
     if path.is_file() and not refresh:
         try:
             stored = Candidates.load(path)
@@ -94,6 +97,11 @@ def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: in
             candidates.save(path)
         except OSError as error:  # the store is a cache: a full or read-only disk costs time only
             notice(f"candidate pool not saved ({error.strerror or error}); it will be retrieved again next time")
+        else:
+            try:
+                push(path)  # an s3:// home: one PUT of the whole pool (it is keyed by its content)
+            except ObjectStoreError as error:
+                notice(f"candidate pool not shared ({error})")
     return candidates
 
 
