@@ -169,7 +169,7 @@ class Bucket:
                                     "is it running and reachable?")
         if isinstance(error, ClientError):
             code = str(error.response.get("Error", {}).get("Code", ""))
-            if code == "NoSuchBucket":
+            if code == "NoSuchBucket" or (code in ("404", "NotFound") and what == "opening the bucket"):
                 return ObjectStoreError(f"bucket {self.home.bucket!r} does not exist at {where}; create it first")
             if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "403", "Forbidden"):
                 return ObjectStoreError(f"{where} refused the credentials for {self.home.url} ({code}) while {what}")
