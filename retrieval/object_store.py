@@ -247,6 +247,17 @@ class Bucket:
                     found[item["Key"][len(folder):]] = (int(item["Size"]), item["LastModified"].timestamp())
         return found
 
+    def etags(self, relative_folder: str) -> dict[str, str]:
+        """ETags of the objects directly in the folder, by name."""
+        folder = self.home.key(relative_folder.rstrip("/")) + "/" if relative_folder else self.home.key("")
+        found: dict[str, str] = {}
+        with self._calls(f"listing {relative_folder}"):
+            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.home.bucket,
+                                                                               Prefix=folder, Delimiter="/"):
+                for item in page.get("Contents", []):
+                    found[item["Key"][len(folder):]] = item["ETag"]
+        return found
+
     def delete_folder(self, relative_folder: str) -> None:
         names = list(self.listing(relative_folder))
         prefix = relative_folder.rstrip("/")
@@ -324,6 +335,7 @@ def refresh(path: Path) -> str | None:
     found = bucket.get(key)
     if found is None:
         Path(path).unlink(missing_ok=True)
+        _fetched.pop(Path(path).resolve(), None)
         return None
     data, etag = found
     try:
@@ -332,7 +344,31 @@ def refresh(path: Path) -> str | None:
         same = False
     if not same:
         atomic_write_bytes(path, data)
+    _fetched[Path(path).resolve()] = etag
     return etag
+
+
+_fetched: dict[Path, str] = {}  # local copy → the ETag of the object it was last made equal to
+
+
+def refresh_folder(folder: Path, suffix: str) -> None:
+    """Make the local copies of a store folder's ``*suffix`` files (saved profiles, snapshots)
+    equal to its objects: new and changed ones fetched, ones deleted in the bucket removed."""
+    remote = remote_of(Path(folder) / f"x{suffix}")
+    if remote is None:
+        return
+    bucket, key = remote
+    relative = key.rsplit("/", 1)[0] if "/" in key else ""
+    tags = {n: t for n, t in bucket.etags(relative).items() if n.endswith(suffix)}
+    for name, tag in tags.items():
+        path = Path(folder) / name
+        if _fetched.get(path.resolve()) != tag or not path.is_file():
+            refresh(path)
+    names = set(tags)
+    if Path(folder).is_dir():
+        for path in Path(folder).glob(f"*{suffix}"):
+            if path.name not in names:
+                path.unlink(missing_ok=True)
 
 
 @contextmanager
@@ -365,8 +401,9 @@ def held(path: Path):
                 raise ConflictError(f"another writer changed {bucket.home.url_of(key)} at the same time; "
                                     "this change was not saved — reload and try again")
             bucket.delete(key)
+            _fetched.pop(resolved, None)
         else:
-            bucket.put(key, after, if_match=etag, if_absent=etag is None)
+            _fetched[resolved] = bucket.put(key, after, if_match=etag, if_absent=etag is None)
     except ObjectStoreError:
         refresh(path)  # the shared state wins; the local copy follows it
         raise

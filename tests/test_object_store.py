@@ -305,6 +305,8 @@ def test_judgments_and_experiments_are_shared_through_the_bucket(s3, tmp_path, m
     _use(monkeypatch, home, tmp_path / "alice")
     JudgmentStore(dataset).grade("q001", "m0001", 2, author="alice")
     ExperimentStore().add({"name": "by alice"})
+    assert json.loads(s3.get_object(Bucket=BUCKET, Key="stores/experiments.json")["Body"].read())[0]["name"] \
+        == "by alice"
     _use(monkeypatch, home, tmp_path / "bob")
     assert effective_qrels(dataset).qrels["q001"]["m0001"] == 2
     assert effective_qrels(dataset).label.startswith("dataset qrels + 1 edit")
@@ -314,6 +316,24 @@ def test_judgments_and_experiments_are_shared_through_the_bucket(s3, tmp_path, m
     JudgmentStore(dataset).undo()
     _use(monkeypatch, home, tmp_path / "bob")
     assert "m0001" not in effective_qrels(dataset).qrels.get("q001", {})
+
+
+def test_saved_profiles_are_listed_and_loaded_by_everyone(s3, tmp_path, monkeypatch):
+    from eval.stores.configs import delete_profile, save_profile
+    from eval.stores.profiles import ProfileStore
+    from retrieval.pipeline import PIPELINES
+
+    home = f"s3://{BUCKET}/profiles"
+    _use(monkeypatch, home, tmp_path / "alice")
+    save_profile("team rrf", PIPELINES["rrf"], origin="rrf")
+    assert _keys(s3, "profiles/") == ["profiles/profiles/team rrf.toml"]
+    _use(monkeypatch, home, tmp_path / "bob")
+    assert ProfileStore().names() == ["team rrf"]
+    assert ProfileStore().load("team rrf").fusion == PIPELINES["rrf"].fusion
+    _use(monkeypatch, home, tmp_path / "alice")
+    delete_profile("team rrf")
+    _use(monkeypatch, home, tmp_path / "bob")
+    assert ProfileStore().names() == []
 
 
 def test_a_concurrent_store_write_is_refused_not_lost(s3, tmp_path, monkeypatch):

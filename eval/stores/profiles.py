@@ -11,6 +11,7 @@ from pathlib import Path
 from eval.stores.files import check_name, locked
 from retrieval.files import atomic_write_text, fsync_dir
 from retrieval.index import rwb_home
+from retrieval.object_store import refresh, refresh_folder
 from retrieval.pipeline import PipelineConfig, from_toml, read_beside, to_toml
 from retrieval.pipeline.presets import profile_pipeline
 
@@ -60,6 +61,7 @@ class ProfileStore:
 
     def load(self, name: str, _chain: tuple[str, ...] = ()) -> PipelineConfig:
         path = self.root / f"{check_name(name)}.toml"
+        refresh(path)  # an s3:// home: the shared profile
         if not path.is_file():
             raise ValueError(f"no saved profile named {name!r}")
         try:
@@ -71,4 +73,5 @@ class ProfileStore:
         return read_beside(from_toml(text, str(path), self.base_of((*_chain, name))), path)
 
     def names(self) -> list[str]:
+        refresh_folder(self.root, ".toml")  # an s3:// home: the profiles saved by anyone
         return sorted(p.stem for p in self.root.glob("*.toml")) if self.root.is_dir() else []

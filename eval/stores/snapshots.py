@@ -25,6 +25,7 @@ from retrieval.candidates import Candidates
 from retrieval.dataset import Dataset
 from retrieval.files import atomic_write_text, safe_component
 from retrieval.index import rwb_home
+from retrieval.object_store import refresh_folder
 from retrieval.pipeline import to_toml
 
 if TYPE_CHECKING:  # a store keeps what a layer above made; it never calls that layer
@@ -106,6 +107,7 @@ class SnapshotStore:
         return self.folder / f"{check_name(name)}.json"
 
     def names(self) -> list[str]:
+        refresh_folder(self.folder, ".json")  # an s3:// home: the snapshots frozen by anyone
         return sorted(p.stem for p in self.folder.glob("*.json")) if self.folder.is_dir() else []
 
     def freeze(self, name: str, ev: LiveRun, pool: Candidates, qrels: dict,
