@@ -389,8 +389,8 @@ def _shared(dataset: Dataset, embedder_name: str, analyzer: str):
     """The index shared through an s3:// ``$RWB_HOME`` (``retrieval.remote_index``), else None."""
     if not is_s3(os.environ.get("RWB_HOME")):
         return None
-    from retrieval.remote_index import shared_index
-    return shared_index(dataset, embedder_name, analyzer)
+    from retrieval.remote_index import BuildChecks, shared_index
+    return shared_index(dataset, embedder_name, analyzer, BuildChecks(_check, _publish, IndexCorrupt))
 
 
 class IndexUnwritable(OSError):

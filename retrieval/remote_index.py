@@ -14,7 +14,8 @@ orphan files are removed by a later publish once they are an hour old.
 
 Opening (``SharedIndex.pull``): the pointer is read, and the build it names is downloaded into
 the local mirror's ``builds/<build id>/`` (a folder written aside and renamed) unless a copy is
-there already; the copy is checked against the pointer's manifest (``retrieval.index._check``:
+there already; the copy is checked against the pointer's manifest (``retrieval.index._check``, lent
+as ``BuildChecks``:
 every file's size and sha256, then Tantivy and LanceDB open it) before it becomes the local
 ``current``. A copy whose checksums differ is never trusted: it is fetched again, and a
 published build that fails the check is reported and replaced by a fresh build. Tantivy cannot
@@ -31,6 +32,7 @@ import shutil
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
@@ -43,14 +45,25 @@ ORPHAN_SECONDS = 3600   # a build folder not named by the pointer is removed onc
 THREADS = 8
 
 
-def shared_index(dataset: Dataset, embedder_name: str, analyzer_name: str) -> "SharedIndex | None":
+@dataclass(frozen=True)
+class BuildChecks:
+    """What ``retrieval.index`` lends: its check of a build against a manifest (raising
+    ``corrupt``), and its atomic switch of the local ``current`` to a build."""
+
+    check: Callable[[Path, dict], None]
+    publish: Callable[[Path, Path], None]
+    corrupt: type[Exception]
+
+
+def shared_index(dataset: Dataset, embedder_name: str, analyzer_name: str,
+                 checks: BuildChecks) -> "SharedIndex | None":
     """The shared index of (dataset, embedder, analyzer) when ``$RWB_HOME`` is s3://; else None."""
     home = configured_home()
     if home is None:
         return None
     folder = (f"indexes/{safe_component(dataset.name)}-{dataset.fingerprint[:16]}/"
               f"{safe_component(embedder_name)}/{safe_component(analyzer_name)}")
-    return SharedIndex(bucket_of(home), folder)
+    return SharedIndex(bucket_of(home), folder, checks)
 
 
 def _relative_ok(relative: str) -> bool:
@@ -60,9 +73,10 @@ def _relative_ok(relative: str) -> bool:
 
 
 class SharedIndex:
-    def __init__(self, bucket: Bucket, folder: str):
+    def __init__(self, bucket: Bucket, folder: str, checks: BuildChecks):
         self.bucket = bucket
         self.folder = folder
+        self.checks = checks
 
     @property
     def url(self) -> str:
@@ -87,8 +101,6 @@ class SharedIndex:
         """Make the local ``current`` the published build, verified; False when there is none that
         fits ``wanted`` (nothing published, another model or analyzer, or damaged: the caller
         builds and publishes)."""
-        from retrieval.index import IndexCorrupt, _check, _publish
-
         record = self.pointer()
         if record is None:
             return False
@@ -100,25 +112,23 @@ class SharedIndex:
         if local.is_dir():
             try:
                 if json.loads((local / "manifest.json").read_text("utf-8")) != manifest:
-                    raise IndexCorrupt("its manifest differs from the published one")
-                _check(local, manifest)
-            except (IndexCorrupt, OSError, ValueError) as error:
+                    raise self.checks.corrupt("its manifest differs from the published one")
+                self.checks.check(local, manifest)
+            except (self.checks.corrupt, OSError, ValueError) as error:
                 notice(f"local copy {local} of the shared index is damaged ({error}); fetching it again")
                 shutil.rmtree(local, ignore_errors=True)
         if not local.is_dir():
             try:
                 self._download(build_id, manifest, builds)
-            except IndexCorrupt as error:
+            except self.checks.corrupt as error:
                 notice(f"the shared index at {self.url} (build {build_id}) is damaged ({error}); "
                        "building and publishing a new one")
                 return False
-        _publish(directory, local)
+        self.checks.publish(directory, local)
         return True
 
     def _download(self, build_id: str, manifest: dict, builds: Path) -> None:
         """Fetch every object of the build into ``builds/<build_id>``, checked, written aside."""
-        from retrieval.index import _check
-
         builds.mkdir(parents=True, exist_ok=True)
         for stale in builds.glob("tmp-*"):  # left by a killed download or build (we hold the lock)
             shutil.rmtree(stale, ignore_errors=True)
@@ -127,14 +137,13 @@ class SharedIndex:
         try:
             names = [n for n in self.bucket.listing(f"{self.folder}/builds/{build_id}") if n != "manifest.json"]
             if not all(_relative_ok(n) for n in names):
-                from retrieval.index import IndexCorrupt
-                raise IndexCorrupt("an object's name leaves the build folder")
+                raise self.checks.corrupt("an object's name leaves the build folder")
             with ThreadPoolExecutor(THREADS) as pool:
                 list(pool.map(lambda n: self.bucket.download(f"{self.folder}/builds/{build_id}/{n}", tmp / n),
                               names))
             # the pointer's manifest is the truth, whatever builds/<id>/manifest.json holds
             atomic_write_text(tmp / "manifest.json", json.dumps(manifest, indent=2))
-            _check(tmp, manifest)
+            self.checks.check(tmp, manifest)
             fsync_tree(tmp)
             os.rename(tmp, builds / build_id)
             fsync_dir(builds)
