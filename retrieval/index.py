@@ -18,7 +18,9 @@ truncated or bit-flipped file — LanceDB data, version or manifest files, Tanti
 segments, ``vectors.npy``, ``ids.json``) triggers a rebuild. Unchanged texts are never
 re-encoded (the embedding cache is keyed by model and text hash). ``--embedder precomputed``
 takes the dataset's own vectors (``retrieval.precomputed``) and loads no model. A read-only
-``$RWB_HOME`` still serves a current, intact index.
+``$RWB_HOME`` still serves a current, intact index. ``$RWB_HOME=s3://bucket/prefix``: the layout
+above lives in a local mirror (``retrieval.object_store``), and a build is published to and
+fetched from the bucket by ``retrieval.remote_index``.
 """
 
 from __future__ import annotations

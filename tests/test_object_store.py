@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # an S3 server and a devmem build; `make test` runs it
+
 ROOT = Path(__file__).resolve().parent.parent
 DEVMEM = ROOT / "datasets" / "devmem"
 BUCKET = "rwb-team"
