@@ -214,6 +214,18 @@ class Bucket:
         except ConflictError:  # a 412 on a read cannot be a conflict
             raise ObjectStoreError(f"S3 refused reading {self.home.url_of(relative)}") from None
 
+    def exists(self, relative: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        with self._calls(f"looking up {relative}"):
+            try:
+                self.client.head_object(Bucket=self.home.bucket, Key=self.home.key(relative))
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                    return False
+                raise
+        return True
+
     def put(self, relative: str, data: bytes, if_match: str | None = None, if_absent: bool = False) -> str:
         """Write the whole object in one PUT (atomic on S3); ``if_match`` / ``if_absent`` make it
         conditional (``ConflictError`` when another writer came first). Returns the new ETag."""
@@ -304,9 +316,8 @@ def pull_missing(path: Path) -> None:
     remote = remote_of(path)
     if remote is not None and not Path(path).is_file():
         bucket, key = remote
-        found = bucket.get(key)
-        if found is not None:
-            atomic_write_bytes(path, found[0])
+        if bucket.exists(key):
+            bucket.download(key, Path(path))
 
 
 def push(path: Path) -> None:
