@@ -176,7 +176,7 @@ class Bucket:
             if code in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
                 return ConflictError(f"another writer changed {self.home.url_of(key or what)} at the same time; "
                                      "this change was not saved — reload and try again")
-            if code in ("NotImplemented", "501"):
+            if code in ("NotImplemented", "501") and key:
                 return ObjectStoreError(f"{where} does not support conditional writes (If-Match / "
                                         "If-None-Match); rwb cannot write its stores there safely")
             message = str(error.response.get("Error", {}).get("Message", "")) or code
@@ -186,11 +186,12 @@ class Bucket:
 
     @contextmanager
     def _calls(self, what: str, key: str = ""):
+        from boto3.exceptions import Boto3Error  # an upload's failure (S3UploadFailedError)
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             yield
-        except (BotoCoreError, ClientError) as error:
+        except (BotoCoreError, ClientError, Boto3Error) as error:
             raise self._error(error, what, key) from None
 
     def check(self) -> None:
@@ -202,17 +203,14 @@ class Bucket:
         """The object's bytes and ETag, or None when there is none."""
         from botocore.exceptions import ClientError
 
-        try:
-            with self._calls(f"reading {relative}"):
-                try:
-                    reply = self.client.get_object(Bucket=self.home.bucket, Key=self.home.key(relative))
-                except ClientError as error:
-                    if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                        return None
-                    raise
-                return reply["Body"].read(), reply["ETag"]
-        except ConflictError:  # a 412 on a read cannot be a conflict
-            raise ObjectStoreError(f"S3 refused reading {self.home.url_of(relative)}") from None
+        with self._calls(f"reading {relative}"):
+            try:
+                reply = self.client.get_object(Bucket=self.home.bucket, Key=self.home.key(relative))
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                    return None
+                raise
+            return reply["Body"].read(), reply["ETag"]
 
     def exists(self, relative: str) -> bool:
         from botocore.exceptions import ClientError
