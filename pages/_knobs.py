@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from eval.experiments import tune_state
 from pages import _tune_state as tn
 from pages._markup import md
 from pages._state import TUNE_KNOB_PREFIX, TUNE_KNOBS_DRAWN
-from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.fusion import FUSIONS
 from retrieval.fusion.adaptive import band_counts  # noqa: F401  (the Tune page's band captions)
 from retrieval.params import Knob, KnobRef
-from retrieval.pipeline import PipelineConfig, knobs, sweepable_params
+from retrieval.pipeline import FUSION_PATH, PipelineConfig, knobs, sweepable_params
 
-FUSION_PATH = tune_state.FUSION_PATH
 _MISSING = object()
 FUSION_KNOB = Knob("choice", "fusion method",
                    "  \n".join(f"**{name}**: {fusion.summary} ({fusion.source})" for name, fusion in FUSIONS.items()),
@@ -68,15 +65,6 @@ def tune_knobs(config: PipelineConfig, edit_profile: str | None = None) -> list[
 
 def key_of(path: str) -> str:
     return TUNE_KNOB_PREFIX + path
-
-
-def apply(config: PipelineConfig, path: str, value, pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
-    """``config`` with one knob set; ValueError (with the engine's message) when invalid."""
-    return tune_state.set_knob(config, path, value, pool_depth)
-
-
-def value_of(config: PipelineConfig, path: str):
-    return tune_state.value_of(config, path)
 
 
 def _on_change(path: str, pool_depth: int) -> None:

@@ -320,7 +320,7 @@ with right:
         best_k = curve.best_params["rrf.rrf_k"]
         st.button(f"Apply the winner with the curve's rrf_k = {best_k:g}", key="sweep_apply_k",
                   on_click=on_apply_config, width="stretch",
-                  args=(kn.apply(result.best_config, "rrf.rrf_k", best_k), st.session_state["sweep_base"],
+                  args=(with_params(result.best_config, {"rrf.rrf_k": best_k}), st.session_state["sweep_base"],
                         f"Winner with rrf_k = {best_k:g}"),
                   help="The curve was measured at the starting weights: check the result on Tune.")
     st.subheader("Train vs held-out")

@@ -208,9 +208,18 @@ def build(cls: type, data: Any, base: Any, where: str, nested: dict[str, Any] | 
         raise ValueError(f"{where}: {error}") from None
 
 
+def same(a: Any, b: Any) -> bool:
+    """The one equality of parameter values: the same type and ``==``, exact for floats too.
+
+    Every "what changed" is rebuilt into a configuration (a saved profile's TOML relative to its
+    base, Tune's link, an export), so a tolerance would report as unchanged a value that saving
+    then loading changes; values are validated at construction (no NaN), so ``==`` is total."""
+    return type(a) is type(b) and a == b
+
+
 def plain(obj: Any, base: Any = None) -> Any:
     """A TOML-ready table of ``obj``: None values left out; with ``base``, only the fields
-    that differ from it (nested tables likewise)."""
+    that differ from it (``same``; nested tables likewise)."""
     if isinstance(obj, Params):
         out = {}
         for f in dataclasses.fields(obj):
@@ -218,7 +227,7 @@ def plain(obj: Any, base: Any = None) -> Any:
             if value is None:
                 continue
             other = getattr(base, f.name, None) if base is not None else None
-            if base is not None and value == other and f.name != "name":
+            if base is not None and same(value, other) and f.name != "name":
                 continue
             out[f.name] = plain(value, other if isinstance(value, Params) else None)
         return out

@@ -424,9 +424,8 @@ def shown_knobs(at: AppTest) -> dict[str, object]:
 
 def assert_knobs_rank(at: AppTest) -> None:
     """The knobs on screen show the configuration (and query) that ranked the results on screen."""
-    from eval.experiments.tune_state import value_of
     from pages._state import get_pool
-    from retrieval.pipeline import response_for, run_pipeline
+    from retrieval.pipeline import get_param, response_for, run_pipeline
 
     assert not at.exception
     if at.error:                                         # a dataset that cannot load: no knobs, no ranking
@@ -438,7 +437,7 @@ def assert_knobs_rank(at: AppTest) -> None:
     knobs_on_screen = shown_knobs(at)
     assert knobs_on_screen
     for path, value in knobs_on_screen.items():
-        expected = value_of(config, path)
+        expected = get_param(config, path)
         assert value == (pytest.approx(expected) if isinstance(value, float) else expected), path
     if qi is not None:
         assert at.selectbox(key="tune_query").value == qi
