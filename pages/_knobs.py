@@ -16,7 +16,7 @@ from pages._state import TUNE_KNOB_PREFIX, TUNE_KNOBS_DRAWN
 from retrieval.fusion import FUSIONS
 from retrieval.fusion.adaptive import band_counts  # noqa: F401  (the Tune page's band captions)
 from retrieval.params import Knob, KnobRef
-from retrieval.pipeline import FUSION_PATH, PipelineConfig, knobs, sweepable_params
+from retrieval.pipeline import FUSION_PATH, PipelineConfig, knobs, sweepable_params, warnings_of
 
 _MISSING = object()
 FUSION_KNOB = Knob("choice", "fusion method",
@@ -38,8 +38,18 @@ def pane_of(ref: KnobRef) -> str | None:
     (each slider costs a few ms per rerun, in Python and in the browser)."""
     if ref.path == FUSION_PATH:
         return None
-    group = ref.knob.group
+    return _pane_of_group(ref.knob.group)
+
+
+def _pane_of_group(group: str) -> str:
     return {"weights": "fusion", "limits": "ranking"}.get(group, group)
+
+
+def pane_warnings(config: PipelineConfig, refs: list[KnobRef], pane: str) -> list[str]:
+    """What the owners of the pane's knobs declare worth a word (``retrieval.pipeline.warnings_of``):
+    a warning shows where its owner's knobs of its group are shown."""
+    owners = {ref.path.rpartition(".")[0] for ref in refs if pane_of(ref) == pane}
+    return [w.text for w in warnings_of(config) if w.path in owners and _pane_of_group(w.group) == pane]
 
 
 def routed_profiles(config: PipelineConfig) -> list[str]:

@@ -9,7 +9,10 @@ bounds raise ``ValueError`` naming the field — so a bad value is refused where
 defined, whether it came from TOML, ``--param``, a page or code.
 
 Each declaration also names its ``group`` (``GROUPS``: a weight, a confidence or vitality
-factor, a limit), so a page places a knob by what its owner says it is, never by its name.
+factor, a limit), so a page places a knob by what its owner says it is, never by its name;
+``curve`` marks the parameter whose own one-dimensional curve the Sweep page offers. A class
+declares what is allowed but worth a word in ``warnings()`` (``walk_warnings`` collects them
+with their owner's path), so a page shows a warning without knowing any parameter's name.
 The Tune knobs, the Sweep axes, ``--param``, ``rwb pipelines`` and the TOML schema all walk
 these declarations (``walk_knobs``); nothing keeps a second list of parameters.
 """
@@ -46,6 +49,7 @@ class Knob:
     sweepable: bool = True
     optional: bool = False         # None allowed (means "off")
     group: str = "fusion"          # where a page shows it (``GROUPS``), declared by its owner
+    curve: bool = False            # the Sweep page offers its own curve over lo–hi by step
 
     def __post_init__(self):
         if self.group not in GROUPS:
@@ -94,10 +98,10 @@ def _declare(default, knob: Knob):
 
 
 def number(default: float | None, label: str, help: str = "", *, lo=None, hi=None, step=None, min=None, max=None,
-           min_exclusive=False, sweepable=True, optional=False, group="fusion"):
+           min_exclusive=False, sweepable=True, optional=False, group="fusion", curve=False):
     """A float parameter (finite; ``min``/``max`` enforced)."""
     return _declare(default, Knob("float", label, help, lo, hi, step, min, max, min_exclusive, (), sweepable,
-                                  optional or default is None, group))
+                                  optional or default is None, group, curve))
 
 
 def integer(default: int | None, label: str, help: str = "", *, lo=None, hi=None, step=1, min=None, max=None,
@@ -146,6 +150,12 @@ class Params:
         """Whether field ``name`` changes anything in this configuration."""
         return True
 
+    def warnings(self) -> tuple[tuple[str, str], ...]:
+        """``(group, text)`` for each setting allowed but worth a word (a less trusted band
+        weighted above a more trusted one, say): the owner says what runs against its own
+        formula, and a page shows the text beside that group's knobs (``walk_warnings``)."""
+        return ()
+
 
 @dataclass(frozen=True)
 class KnobRef:
@@ -176,6 +186,33 @@ def walk_knobs(obj: Any, prefix: str = "") -> Iterator[KnobRef]:
             yield KnobRef(f"{prefix}{f.name}", knob, value)
         elif isinstance(value, (Params, tuple)):
             yield from walk_knobs(value, f"{prefix}{f.name}.")
+
+
+@dataclass(frozen=True)
+class ParamWarning:
+    """A warning declared by a ``Params`` owner (``Params.warnings``): the owner's dotted path
+    (its knobs are ``<path>.<field>``), the group of the knobs it concerns, and its text."""
+
+    path: str
+    group: str
+    text: str
+
+
+def walk_warnings(obj: Any, prefix: str = "") -> Iterator[ParamWarning]:
+    """Every warning of ``obj`` and of the parameters nested under it, by the path
+    ``walk_knobs`` gives their owner."""
+    if isinstance(obj, tuple):
+        for item in obj:
+            yield from walk_warnings(item, f"{prefix}{item.name}.")
+        return
+    if not isinstance(obj, Params):
+        return
+    for group, text in obj.warnings():
+        yield ParamWarning(prefix.rstrip("."), group, text)
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if knob_of(f) is None and obj.active(f.name) and isinstance(value, (Params, tuple)):
+            yield from walk_warnings(value, f"{prefix}{f.name}.")
 
 
 def build(cls: type, data: Any, base: Any, where: str, nested: dict[str, Any] | None = None):

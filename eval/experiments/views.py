@@ -159,21 +159,6 @@ def query_table(pool: Candidates, ev: LiveRun, base_ev: LiveRun, qrels: dict, pr
     return rows
 
 
-def band_warnings(quality) -> list[str]:
-    """Where a profile's F_conf or F_vit factors run against their bands' order (a lower band
-    weighted above a higher one): allowed, as a deliberate experiment, but worth a word."""
-    out = []
-    bands = (("F_conf", ("conf_high_factor", "conf_mid_factor", "conf_low_factor")),
-             ("F_vit", ("vit_high_factor", "vit_mid_factor", "vit_low_factor")))
-    for factor, (high, mid, low) in bands:
-        h_, m_, l_ = (getattr(quality, name) for name in (high, mid, low))
-        if m_ > h_:
-            out.append(f"{factor} mid ({m_:g}) is above {factor} high ({h_:g})")
-        if l_ > m_:
-            out.append(f"{factor} low ({l_:g}) is above {factor} mid ({m_:g})")
-    return out
-
-
 def judged_row(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, k: int = 5,
                base_pool: Candidates | None = None) -> dict:
     """judged@k of the current run and the baseline's, as a metric card's row: the share of each

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from retrieval.bm25 import MATCH_MODES
 from retrieval.fusion import FUSIONS, get_fusion
 from retrieval.limits import MAX_DEPTH
-from retrieval.params import KnobRef, Params, _declared, choice, flag, integer, number, same, walk_knobs
+from retrieval.params import (KnobRef, Params, ParamWarning, _declared, choice, flag, integer, number, same,
+                              walk_knobs, walk_warnings)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,14 @@ def knobs(config: PipelineConfig) -> list[KnobRef]:
     top level, the fusion's own under ``<fusion>.``."""
     top = [k for k in walk_knobs(config) if not k.path.startswith("params.")]
     return top + list(walk_knobs(config.params, f"{config.fusion}."))
+
+
+def warnings_of(config: PipelineConfig) -> list[ParamWarning]:
+    """What the owners of ``config``'s parameters declare worth a word (``Params.warnings``), each
+    with its owner's path as ``knobs`` names it (``""`` for the pipeline's own, ``rrf`` for the
+    fusion's, ``adaptive.profile.quality`` for a profile's factors)."""
+    own = [ParamWarning("", group, text) for group, text in config.warnings()]
+    return own + list(walk_warnings(config.params, f"{config.fusion}."))
 
 
 def sweepable_params(config: PipelineConfig) -> list[str]:
