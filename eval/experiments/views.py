@@ -19,21 +19,15 @@ import numpy as np
 
 from eval.experiments.holes import Hole, holes
 from eval.experiments.live import LiveRun
+from eval.metrics.definitions import metric_label
 from eval.metrics.judgment_bias import judged_per_query, label as bias_label
 from eval.statistics.significance import compare_pair, fmt_p
 from retrieval.candidates import Candidates
 from retrieval.memo import memo
 from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline
 
-METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P",
-                 "hit_rate": "Hit", "map": "MAP"}
 PERMUTATIONS = 10_000
 JUDGED_K = 5              # the judged@k card beside the metric cards
-
-
-def metric_label(name: str) -> str:
-    base, _, cutoff = name.partition("@")
-    return f"{METRIC_LABELS.get(base, base)}@{cutoff}" if cutoff else METRIC_LABELS.get(base, base)
 
 
 def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str],
