@@ -633,6 +633,17 @@ def test_tune_quality_knobs_one_click_away_and_band_order_warned(app):
     assert any("F_conf mid (1.5) is above F_conf high (1)" in t.replace("\\", "") for t in texts(at))
 
 
+def test_tune_shows_a_fusions_declared_warning_beside_its_knobs(app):
+    """RRF declares (``RRFParams.warnings``) that both weights at 0 leave only the tie order: the
+    Fusion pane shows it through the hook, and it goes when a weight is back."""
+    at = run(app.slider(key="tune_k_rrf.w_dense").set_value(0.0))
+    assert not any("Both weights are 0" in t for t in texts(at))
+    at = run(at.slider(key="tune_k_rrf.w_sparse").set_value(0.0))
+    assert any("Both weights are 0: every score is 0" in t.replace("\\", "") for t in texts(at))
+    at = run(at.slider(key="tune_k_rrf.w_dense").set_value(0.5))
+    assert not any("Both weights are 0" in t for t in texts(at))
+
+
 def test_optimise_result_applies_to_tune_saves_as_profile_and_clears_when_the_pipeline_changes(app):
     at = goto(app, "pages/sweep.py")
     at = run(at.segmented_control(key="sweep_page_mode").set_value("Optimise"))
