@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -183,11 +184,16 @@ def _switch(config: PipelineConfig, fusion) -> PipelineConfig:
         raise ParamError(str(error), FUSION_PATH, fusion) from None
 
 
+@functools.lru_cache(maxsize=None)
+def _declared_names(cls: type) -> frozenset[str]:
+    return frozenset(name for name, _ in _declared(cls))
+
+
 def _own_fields(config: PipelineConfig, values: dict) -> dict | None:
     """``{field: value}`` when every path of ``values`` is an active top-level parameter of the
     pipeline's own fusion (``rrf.rrf_k`` → ``rrf_k``), else None."""
     params, head = config.params, config.fusion + "."
-    declared = _declared(type(params))
+    declared = _declared_names(type(params))
     out = {}
     for path, value in values.items():
         if not path.startswith(head):
