@@ -166,26 +166,33 @@ class KnobRef:
     value: Any
 
 
-def walk_knobs(obj: Any, prefix: str = "") -> Iterator[KnobRef]:
-    """Every active declared parameter under ``obj``, by dotted path.
+def _walk(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``(prefix, params)`` on entering each ``Params`` under ``obj`` and ``(path, KnobRef)`` for
+    each active declared parameter, in field order: the one walk of a parameter tree.
 
     Nested ``Params`` fields are entered; a tuple of named ``Params`` (profiles) is entered
     by each element's ``name``."""
     if isinstance(obj, tuple):
         for item in obj:
-            yield from walk_knobs(item, f"{prefix}{item.name}.")
+            yield from _walk(item, f"{prefix}{item.name}.")
         return
     if not isinstance(obj, Params):
         return
+    yield prefix, obj
     for f in dataclasses.fields(obj):
         if not obj.active(f.name):
             continue
         value = getattr(obj, f.name)
         knob = knob_of(f)
         if knob is not None:
-            yield KnobRef(f"{prefix}{f.name}", knob, value)
+            yield f"{prefix}{f.name}", KnobRef(f"{prefix}{f.name}", knob, value)
         elif isinstance(value, (Params, tuple)):
-            yield from walk_knobs(value, f"{prefix}{f.name}.")
+            yield from _walk(value, f"{prefix}{f.name}.")
+
+
+def walk_knobs(obj: Any, prefix: str = "") -> Iterator[KnobRef]:
+    """Every active declared parameter under ``obj``, by dotted path."""
+    return (item for _, item in _walk(obj, prefix) if isinstance(item, KnobRef))
 
 
 @dataclass(frozen=True)
@@ -201,18 +208,10 @@ class ParamWarning:
 def walk_warnings(obj: Any, prefix: str = "") -> Iterator[ParamWarning]:
     """Every warning of ``obj`` and of the parameters nested under it, by the path
     ``walk_knobs`` gives their owner."""
-    if isinstance(obj, tuple):
-        for item in obj:
-            yield from walk_warnings(item, f"{prefix}{item.name}.")
-        return
-    if not isinstance(obj, Params):
-        return
-    for group, text in obj.warnings():
-        yield ParamWarning(prefix.rstrip("."), group, text)
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if knob_of(f) is None and obj.active(f.name) and isinstance(value, (Params, tuple)):
-            yield from walk_warnings(value, f"{prefix}{f.name}.")
+    for where, item in _walk(obj, prefix):
+        if isinstance(item, Params):
+            for group, text in item.warnings():
+                yield ParamWarning(where.rstrip("."), group, text)
 
 
 def build(cls: type, data: Any, base: Any, where: str, nested: dict[str, Any] | None = None):
