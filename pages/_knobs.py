@@ -15,7 +15,7 @@ from pages._markup import md
 from pages._state import TUNE_KNOB_PREFIX, TUNE_KNOBS_DRAWN
 from retrieval.fusion import FUSIONS
 from retrieval.fusion.adaptive import band_counts  # noqa: F401  (the Tune page's band captions)
-from retrieval.params import Knob, KnobRef
+from retrieval.params import Knob, KnobRef, walk_owners
 from retrieval.pipeline import FUSION_PATH, PipelineConfig, knobs, sweepable_params, warnings_of
 
 _MISSING = object()
@@ -154,13 +154,5 @@ def help_list(refs: list[KnobRef]) -> None:
 
 def owner_of(config: PipelineConfig, ref: KnobRef):
     """The parameter object ``ref`` is a field of (a profile's ``QualityFactors``, say)."""
-    return value_of_profile(config, ref.path.rsplit(".", 1)[0])
-
-
-def value_of_profile(config: PipelineConfig, profile_path: str):
-    """The profile object at ``adaptive.profile`` or ``adaptive.profiles.<name>``."""
-    parts = profile_path.split(".")[1:]
-    obj = config.params
-    for part in parts:
-        obj = next(p for p in obj if p.name == part) if isinstance(obj, tuple) else getattr(obj, part)
-    return obj
+    path = ref.path.rpartition(".")[0]
+    return next(owner for where, owner in walk_owners(config.params, f"{config.fusion}.") if where == path)

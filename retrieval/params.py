@@ -205,13 +205,18 @@ class ParamWarning:
     text: str
 
 
+def walk_owners(obj: Any, prefix: str = "") -> Iterator[tuple[str, "Params"]]:
+    """``(path, params)`` of ``obj`` and of every ``Params`` nested under it: the owners of the
+    parameters ``walk_knobs`` lists as ``<path>.<field>``."""
+    return ((where.rstrip("."), item) for where, item in _walk(obj, prefix) if isinstance(item, Params))
+
+
 def walk_warnings(obj: Any, prefix: str = "") -> Iterator[ParamWarning]:
     """Every warning of ``obj`` and of the parameters nested under it, by the path
-    ``walk_knobs`` gives their owner."""
-    for where, item in _walk(obj, prefix):
-        if isinstance(item, Params):
-            for group, text in item.warnings():
-                yield ParamWarning(where.rstrip("."), group, text)
+    ``walk_owners`` gives their owner."""
+    for where, owner in walk_owners(obj, prefix):
+        for group, text in owner.warnings():
+            yield ParamWarning(where, group, text)
 
 
 def build(cls: type, data: Any, base: Any, where: str, nested: dict[str, Any] | None = None):
