@@ -1,8 +1,9 @@
 """Knob widgets generated from the parameter registry (``retrieval.pipeline.knobs``).
 
 Nothing here lists parameters by hand: every widget, label, range, step and help text
-comes from the fusion's own params class, and so does the group a knob is shown in
-(``Knob.group``); the only page-side choice is which routed profile's knobs are shown.
+comes from the fusion's own params class, and so do the group a knob is shown in
+(``Knob.group``) and the warnings beside a pane's knobs (their owner's ``warnings()``); the only
+page-side choice is which routed profile's knobs are shown.
 """
 
 from __future__ import annotations
