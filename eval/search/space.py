@@ -1,5 +1,6 @@
 """The search space of ``rwb sweep``, ``rwb tune`` and the Sweep page: parameter ranges, their
-grid, sum constraints, and a grid point applied to a pipeline.
+grid, sum constraints, and a grid point's values (``point_values``) with the refusal of an
+invalid one (``not_valid``).
 
 A range is ``name=lo:hi:step`` (``--param``; ``rwb tune`` also takes ``name=lo:hi``, a
 continuous range): the values ``lo, lo + step, …`` up to ``hi``. Only a pipeline's sweepable
@@ -8,7 +9,8 @@ range is whole numbers and its values are ``int``. A sum constraint (``a+b+c=1``
 grid points whose values sum to the total, compared with ``math.isclose`` — never ``==``: in
 floating point ``0.2 + 0.7 + 0.1`` is ``0.9999999999999999``, which is how ranx's weight grid
 silently loses combinations (a 3-way grid at step 0.1 summing to 1 has C(12, 2) = 66 points;
-``==`` keeps 62). A point is set on a configuration by ``retrieval.pipeline.with_params``.
+``==`` keeps 62). A point is set on a configuration by ``retrieval.pipeline.with_params``, the
+one setter.
 """
 
 from __future__ import annotations
