@@ -18,7 +18,7 @@ from bench.common import Section, log
 from bench.context import Context, fixture_path
 from bench.data import pool, quality_datasets
 from eval.metrics.measure import judge, mean_metrics
-from retrieval.pipeline import PIPELINES, run_pipeline
+from retrieval.pipeline import PIPELINES, run_pipeline, with_params
 
 NAMED = ("vector", "bm25", "rrf", "openclaw", "seed-adaptive")
 METRICS = ("ndcg@5", "recall@5", "ndcg@10")
@@ -28,7 +28,7 @@ PUBLISHED_SCIFACT_NDCG10 = {"bm25": 0.665, "vector": 0.645}  # BEIR BM25; all-Mi
 def cv_winner(c, qrels, folds: int = 5, seed: int = 0) -> dict:
     """Held-out nDCG@5 and recall@5 of the RRF sweep, and the in-sample best configuration."""
     from eval.metrics.measure import config_values
-    from eval.search.space import ParamSpec, Space, SumConstraint, apply_point
+    from eval.search.space import ParamSpec, Space, SumConstraint, point_values
     from eval.search.sweep import make_folds, sweep
 
     space = Space((ParamSpec("rrf.rrf_k", 10.0, 100.0, 10.0), ParamSpec("rrf.w_dense", 0.0, 1.0, 0.1),
@@ -40,7 +40,7 @@ def cv_winner(c, qrels, folds: int = 5, seed: int = 0) -> dict:
     recall = []
     for fold in result.folds:
         point = [fold.best[name] for name in space.names]
-        row = next(config_values(c, judged, [apply_point(PIPELINES["rrf"], space, point)], "recall@5"))[0]
+        row = next(config_values(c, judged, [with_params(PIPELINES["rrf"], point_values(space, point))], "recall@5"))[0]
         values = judged.counted(row)
         recall.append(float(values[fold_of == fold.fold].mean()))
     picks = [tuple(sorted(f.best.items())) for f in result.folds]

@@ -23,7 +23,7 @@ from bench.ranxio import path_runs
 from eval.metrics.measure import judge
 from eval.experiments.live import evaluate_config
 from eval.metrics.ranx_io import to_run
-from retrieval.pipeline import PIPELINES, PipelineConfig, run_pipeline, with_param
+from retrieval.pipeline import PIPELINES, PipelineConfig, run_pipeline, with_params
 from retrieval.fusion.weighted import WeightedParams
 
 METRICS = ("ndcg@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5")
@@ -35,7 +35,7 @@ DEPTH = 20  # the rrf pipeline's per-path depth (max_results 10 × candidate mul
 
 def configs():
     """(label, our config, ranx fuse kwargs) of the re-scored configs; the first is the headline."""
-    rrf = with_param(PIPELINES["rrf"], "rrf.rrf_k", 30)
+    rrf = with_params(PIPELINES["rrf"], {"rrf.rrf_k": 30})
     wsum = PipelineConfig("wsum-0.6", "weighted", depth=DEPTH,
                           params=WeightedParams(vector_weight=0.6, text_weight=0.4, text_norm="minmax"))
     return [

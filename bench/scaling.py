@@ -36,7 +36,7 @@ from bench.data import pool
 from eval.metrics.measure import judge, mean_metrics
 from eval.experiments.live import evaluate_config
 from retrieval.candidates import Candidates
-from retrieval.pipeline import PIPELINES, run_pipeline, with_param
+from retrieval.pipeline import PIPELINES, run_pipeline, with_params
 
 METRICS = ("ndcg@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5")
 QUERY_COUNTS = (100, 1_000, 10_000, 100_000)
@@ -113,7 +113,7 @@ def _rescore_ms(c: Candidates, qrels: dict, config, repeats: int) -> tuple[float
 
 
 def _query_table(c: Candidates, qrels: dict, repeats: int, counts) -> list[dict]:
-    config = with_param(PIPELINES["rrf"], "rrf.rrf_k", 30)
+    config = with_params(PIPELINES["rrf"], {"rrf.rrf_k": 30})
     out = []
     for n in counts:
         synthetic, judged = resample(c, qrels, n)
@@ -130,7 +130,7 @@ def _depth_table(c100: Candidates, qrels: dict, repeats: int) -> list[dict]:
     out = []
     for depth in DEPTHS:
         c = cut(c100, depth) if depth < c100.pool_depth else c100
-        config = replace(with_param(PIPELINES["rrf"], "rrf.rrf_k", 30), depth=depth)
+        config = replace(with_params(PIPELINES["rrf"], {"rrf.rrf_k": 30}), depth=depth)
         ms, values = _rescore_ms(c, qrels, config, repeats)
         uncut = mean_metrics(c100, judge(c100, qrels), run_pipeline(c100, config).ranking, METRICS)
         out.append({"depth": depth, "queries": c.n_queries, "rows": c.n_rows, "ms": round(ms, 3),
@@ -192,7 +192,7 @@ def run(ctx: Context) -> Section:
         # stored pool's (query, document) rows, in another order (a pool stored before the exact
         # scan ordered ties at the cut by table position can differ there), and scores the same
         same = cut(deepest, c.pool_depth)
-        config = replace(with_param(PIPELINES["rrf"], "rrf.rrf_k", 30), depth=c.pool_depth)
+        config = replace(with_params(PIPELINES["rrf"], {"rrf.rrf_k": 30}), depth=c.pool_depth)
         pairs = [set((t.query_idx.astype(np.int64) * len(t.doc_ids) + t.doc_idx).tolist()) for t in (same, c)]
         entry["cut_vs_stored_pool"] = {
             "rows_differing": len(pairs[0] ^ pairs[1]),

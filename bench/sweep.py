@@ -7,7 +7,7 @@ Ours: ``eval.search.sweep.sweep`` (each point's configuration fused, then the wh
 metric in compiled batches, ``eval.metrics.measure.config_values``, plus
 its judging of the pool, 5-fold cross-validation and the base pipeline's score) over
 ``weighted`` (BM25 min-max normalised, cosine as is) and ``rrf`` — the headline; and the bare
-loop (``with_param`` + ``config_values`` + nDCG@5, judgments precomputed) for reference. Peer: ``ranx.optimize_fusion(norm="min-max")`` for
+loop (``with_params`` + ``config_values`` + nDCG@5, judgments precomputed) for reference. Peer: ``ranx.optimize_fusion(norm="min-max")`` for
 ``wsum`` and ``rrf``, as a user would call it. Both best configurations are reported.
 
 The wsum objectives differ: ranx min-max-normalises the dense scores too, the engine keeps
@@ -38,7 +38,7 @@ from bench.ranxio import path_runs
 import numpy as np
 
 from eval.metrics.measure import judge
-from retrieval.pipeline import PIPELINES, PipelineConfig, with_param
+from retrieval.pipeline import PIPELINES, PipelineConfig, with_params
 from retrieval.fusion.weighted import WeightedParams
 
 METRIC = "ndcg@5"
@@ -76,9 +76,9 @@ def _core_loop(c, judged, configs) -> list[float]:
 
 def _grid_configs() -> list:
     base_w = PipelineConfig("wsum-minmax", "weighted", depth=DEPTH, params=WeightedParams(text_norm="minmax"))
-    out = [with_param(with_param(base_w, "weighted.vector_weight", w), "weighted.text_weight", round(1 - w, 1))
+    out = [with_params(base_w, {"weighted.vector_weight": w, "weighted.text_weight": round(1 - w, 1)})
            for w in WEIGHTS]
-    return out + [with_param(PIPELINES["rrf"], "rrf.rrf_k", float(k)) for k in RRF_KS]
+    return out + [with_params(PIPELINES["rrf"], {"rrf.rrf_k": float(k)}) for k in RRF_KS]
 
 
 def _ranx_sweeps(qrels, runs, norm="min-max", families=("wsum", "rrf")):
@@ -169,7 +169,7 @@ def run(ctx: Context) -> Section:
         judged = judge(c, dataset.qrels)
         grid = _grid_configs()
 
-        def core():  # with_param is part of the loop, as in a sweep
+        def core():  # with_params is part of the loop, as in a sweep
             return _core_loop(c, judged, _grid_configs())
 
         contestants = {"ours": lambda: _ours_sweeps(c, dataset.qrels, folds),

@@ -71,15 +71,16 @@ def surface_figure(table: pd.DataFrame, x: str, y: str, metric: str, grid_mode: 
     return fig
 
 
-def rrfk_figure(curve_frame: pd.DataFrame, metric: str, start_k: float) -> go.Figure:
-    fig = px.line(curve_frame, x="rrf.rrf_k", y=metric, log_x=True,
-                  labels={"rrf.rrf_k": "rrf_k", metric: metric_label(metric)})
+def curve_figure(curve_frame: pd.DataFrame, path: str, label: str, metric: str, start_k: float) -> go.Figure:
+    """One knob's curve (the knob its owner declares ``curve``: rrf_k), on a log axis."""
+    fig = px.line(curve_frame, x=path, y=metric, log_x=True, labels={path: label, metric: metric_label(metric)})
     fig.add_vline(x=start_k, line_dash="dot", line_color="#8c959f")
     # an annotation on a log axis takes log10 coordinates (the line above does not)
     fig.add_annotation(x=math.log10(start_k), y=1.0, yref="paper", text=f"start ({start_k:g})",
                        showarrow=False, yanchor="bottom", font=dict(size=11, color="#8c959f"))
     fig.update_layout(height=200, margin=dict(l=8, r=8, t=24, b=8),
-                      xaxis=dict(tickvals=[1, 2, 5, 10, 20, 50, 100, 200]))
+                      xaxis=dict(tickvals=[t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+                                           if curve_frame[path].min() <= t <= curve_frame[path].max()]))
     return fig
 
 

@@ -29,7 +29,7 @@ from eval.experiments.live import LiveRun
 from eval.reports.report import write_experiment_report
 from pages._state import METRICS, Workspace, get_dataset, get_pool
 from retrieval.index import rwb_home
-from retrieval.pipeline import PipelineConfig, get_param
+from retrieval.pipeline import PipelineConfig
 
 __all__ = ["fmt_p", "ParamSpec", "SweepResult", "Evaluation", "Significance", "Experiment", "ExperimentOptions"]
 PERMUTATIONS = views.PERMUTATIONS
@@ -121,10 +121,6 @@ def run_sweep(ws: Workspace, base: PipelineConfig, specs: Sequence[ParamSpec], m
     """``eval.search.sweep.sweep`` on the pool with the workbench's merged qrels."""
     qrels, _ = ws.judged()
     return harness_sweep(ws.pool(), qrels, base, Space(tuple(specs)), metric, random, folds, seed, progress)
-
-
-def start_value(config: PipelineConfig, path: str) -> float:
-    return float(get_param(config, path))
 
 
 # ---- reports and imports ---------------------------------------------------------------------------

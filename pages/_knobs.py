@@ -1,8 +1,9 @@
 """Knob widgets generated from the parameter registry (``retrieval.pipeline.knobs``).
 
 Nothing here lists parameters by hand: every widget, label, range, step and help text
-comes from the fusion's own params class, and so does the group a knob is shown in
-(``Knob.group``); the only page-side choice is which routed profile's knobs are shown.
+comes from the fusion's own params class, and so do the group a knob is shown in
+(``Knob.group``) and the warnings beside a pane's knobs (their owner's ``warnings()``); the only
+page-side choice is which routed profile's knobs are shown.
 """
 
 from __future__ import annotations
@@ -10,17 +11,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from eval.experiments import tune_state
 from pages import _tune_state as tn
 from pages._markup import md
 from pages._state import TUNE_KNOB_PREFIX, TUNE_KNOBS_DRAWN
-from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.fusion import FUSIONS
 from retrieval.fusion.adaptive import band_counts  # noqa: F401  (the Tune page's band captions)
-from retrieval.params import Knob, KnobRef
-from retrieval.pipeline import PipelineConfig, knobs, sweepable_params
+from retrieval.params import Knob, KnobRef, walk_owners
+from retrieval.pipeline import FUSION_PATH, PipelineConfig, knobs, sweepable_params, warnings_of
 
-FUSION_PATH = tune_state.FUSION_PATH
 _MISSING = object()
 FUSION_KNOB = Knob("choice", "fusion method",
                    "  \n".join(f"**{name}**: {fusion.summary} ({fusion.source})" for name, fusion in FUSIONS.items()),
@@ -41,8 +39,18 @@ def pane_of(ref: KnobRef) -> str | None:
     (each slider costs a few ms per rerun, in Python and in the browser)."""
     if ref.path == FUSION_PATH:
         return None
-    group = ref.knob.group
+    return _pane_of_group(ref.knob.group)
+
+
+def _pane_of_group(group: str) -> str:
     return {"weights": "fusion", "limits": "ranking"}.get(group, group)
+
+
+def pane_warnings(config: PipelineConfig, refs: list[KnobRef], pane: str) -> list[str]:
+    """What the owners of the pane's knobs declare worth a word (``retrieval.pipeline.warnings_of``):
+    a warning shows where its owner's knobs of its group are shown."""
+    owners = {ref.path.rpartition(".")[0] for ref in refs if pane_of(ref) == pane}
+    return [w.text for w in warnings_of(config) if w.path in owners and _pane_of_group(w.group) == pane]
 
 
 def routed_profiles(config: PipelineConfig) -> list[str]:
@@ -68,15 +76,6 @@ def tune_knobs(config: PipelineConfig, edit_profile: str | None = None) -> list[
 
 def key_of(path: str) -> str:
     return TUNE_KNOB_PREFIX + path
-
-
-def apply(config: PipelineConfig, path: str, value, pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
-    """``config`` with one knob set; ValueError (with the engine's message) when invalid."""
-    return tune_state.set_knob(config, path, value, pool_depth)
-
-
-def value_of(config: PipelineConfig, path: str):
-    return tune_state.value_of(config, path)
 
 
 def _on_change(path: str, pool_depth: int) -> None:
@@ -156,13 +155,5 @@ def help_list(refs: list[KnobRef]) -> None:
 
 def owner_of(config: PipelineConfig, ref: KnobRef):
     """The parameter object ``ref`` is a field of (a profile's ``QualityFactors``, say)."""
-    return value_of_profile(config, ref.path.rsplit(".", 1)[0])
-
-
-def value_of_profile(config: PipelineConfig, profile_path: str):
-    """The profile object at ``adaptive.profile`` or ``adaptive.profiles.<name>``."""
-    parts = profile_path.split(".")[1:]
-    obj = config.params
-    for part in parts:
-        obj = next(p for p in obj if p.name == part) if isinstance(obj, tuple) else getattr(obj, part)
-    return obj
+    path = ref.path.rpartition(".")[0]
+    return next(owner for where, owner in walk_owners(config.params, f"{config.fusion}.") if where == path)

@@ -23,7 +23,7 @@ import streamlit as st
 from eval.stores.configs import resolve_config
 from eval.metrics.measure import DEFAULT_METRICS, Judged, judge
 from eval.experiments.live import LiveRun, LiveRuns, evaluate_config
-from eval.experiments.views import METRIC_LABELS, metric_label  # noqa: F401 (pages read them here)
+from eval.metrics.definitions import metric_label  # noqa: F401 (pages read it here)
 from eval.experiments.views import display_label as format_label  # noqa: F401
 from eval.stores.pool import STEP_NAMES, load_pool, pool_path, prepare
 from eval.stores.experiments import ExperimentStore

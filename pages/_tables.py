@@ -9,7 +9,6 @@ re-rendering in the browser for 300 ms after a run ends, a table of divs does no
 from __future__ import annotations
 
 import difflib
-import math
 import time
 from typing import Sequence
 
@@ -18,7 +17,7 @@ import pandas as pd
 from eval.reports.report import detail_header, detail_rows, intent_rows, means_rows
 from pages._markup import html as h
 from pages._state import METRICS, PRIMARY, Workspace, metric_label
-from retrieval.pipeline import PipelineConfig, Response, knobs, to_toml
+from retrieval.pipeline import ABSENT, PipelineConfig, Response, diff_params, knobs, to_toml
 
 COMPONENT_COLOURS = {
     "dense": "#4C78A8", "sparse": "#F58518", "time": "#54A24B", "graph": "#B279A2",
@@ -199,16 +198,15 @@ def params_frame(config: PipelineConfig) -> pd.DataFrame:
 
 
 def diff_configs(base: PipelineConfig, other: PipelineConfig) -> pd.DataFrame:
-    """Parameters whose values differ (``math.isclose`` for numbers), over both configs' knobs."""
-    a = {"fusion": base.fusion, **{r.path: r.value for r in knobs(base)}}
-    b = {"fusion": other.fusion, **{r.path: r.value for r in knobs(other)}}
+    """The parameters ``diff_params`` finds changed (exact, as the saved TOML has them), each
+    value shown to as many digits as tell the two apart ("not used": that configuration has no
+    such parameter)."""
     rows = []
-    for key in dict.fromkeys([*a, *b]):
-        x, y = a.get(key), b.get(key)
-        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y))
-        same = (numbers and math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12)) or x == y
-        if not same:
-            rows.append({"parameter": key, "default": _show(x), "this": _show(y)})
+    for path, (x, y) in diff_params(base, other).items():
+        shown = tuple("not used" if v is ABSENT else _show(v) for v in (x, y))
+        if shown[0] == shown[1]:                       # 0.3 vs 0.30000000000001: every digit
+            shown = (repr(x), repr(y))
+        rows.append({"parameter": path, "default": shown[0], "this": shown[1]})
     return pd.DataFrame(rows, columns=["parameter", "default", "this"])
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import streamlit as st
 
 from eval.experiments.tune_state import (TuneState, Refusal, changed_params, decode_changes,
-                                         encode_changes, update as _update, with_changes)
+                                         encode_changes, update as _update, within_pool)
 from eval.stores.configs import resolve_config, resolve_linked
 from eval.stores.inputs import pipeline_hash
 from pages import _state as s
 from retrieval.candidates import DEFAULT_POOL_DEPTH
-from retrieval.pipeline import PipelineConfig
+from retrieval.pipeline import PipelineConfig, with_params
 
 KEY = "tune_state"
 ERROR = "tune_error"
@@ -36,7 +36,7 @@ def _from_url() -> TuneState:
         source, start = DEFAULT_SOURCE, resolve_config(DEFAULT_SOURCE)
     config = start
     try:
-        config = with_changes(start, decode_changes(params.get_all("p")))
+        config = within_pool(with_params(start, decode_changes(params.get_all("p"))))
     except (ValueError, TypeError) as error:
         problems.append(str(error))
     mode = "Free text" if params.get("text") else "Query set"

@@ -1,4 +1,5 @@
-"""Sweep: grid or random search over two knobs (eval.search.sweep), an rrf_k curve, cross-validated winners;
+"""Sweep: grid or random search over two knobs (eval.search.sweep), the curve of the knob its owner declares
+(``Knob.curve``: rrf_k), cross-validated winners;
 Optimise: an Optuna search over many knobs with its nested-CV held-out estimate (eval.search.tune)."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pages import _state as sh
 from pages import _tune_state as tn
 from pages import _tables as tb
 from pages._markup import code, md
+from retrieval.pipeline import get_param, knobs as pipeline_knobs, with_params
 
 TUNE_LABEL = "tune:current"
 
@@ -216,9 +218,11 @@ with st.container(border=True):
     r = st.columns([1, 1, 2], vertical_alignment="bottom")
     samples = r[0].number_input("Random samples", 1, 100_000, value=50, key="sweep_samples",
                                 disabled=mode == "Grid")
-    rrf_curve = "rrf.rrf_k" in paths
-    r[1].toggle("rrf_k curve", value=rrf_curve, key="sweep_rrfk_on", disabled=not rrf_curve,
-                help="Also sweep rrf_k over 1…200 with everything else fixed.")
+    curve_ref = next((ref for ref in knobs.values() if ref.knob.curve), None)  # declared by its owner
+    curve_label = curve_ref.knob.label if curve_ref else "knob"
+    r[1].toggle(f"{curve_label} curve", value=curve_ref is not None, key="sweep_rrfk_on", disabled=curve_ref is None,
+                help=f"Also sweep {curve_label} over {curve_ref.knob.lo:g}…{curve_ref.knob.hi:g} with everything "
+                     "else fixed." if curve_ref else "No knob of this pipeline declares a curve of its own.")
     grid_size = int(np.prod([s for _, _, s in axes.values()]))
     n_settings = grid_size if mode == "Grid" else min(int(samples), grid_size)
     # a fixed label and key: a label with the settings count changed as a value was typed, and the
@@ -237,9 +241,11 @@ if go_clicked:
             ws, base, specs, metric, int(samples) if mode == "Random" else None, int(folds),
             progress=lambda done, total: bar.progress(done / total, text=f"Sweeping… {done}/{total}"))
         rrfk = None
-        if st.session_state.get("sweep_rrfk_on") and rrf_curve:
-            bar.progress(1.0, text="rrf_k curve…")
-            rrfk = hx.run_sweep(ws, base, [hx.ParamSpec("rrf.rrf_k", 1.0, 200.0, 1.0)], metric, None,
+        if st.session_state.get("sweep_rrfk_on") and curve_ref is not None:
+            bar.progress(1.0, text=f"{curve_label} curve…")
+            knob = curve_ref.knob
+            rrfk = hx.run_sweep(ws, base, [hx.ParamSpec(curve_ref.path, float(knob.lo), float(knob.hi),
+                                                        float(knob.step))], metric, None,
                                         int(folds))
         st.session_state["sweep_result"], st.session_state["sweep_rrfk"] = result, rrfk
         st.session_state["sweep_result_mode"] = mode
@@ -314,14 +320,16 @@ with left:
 with right:
     curve: hx.SweepResult | None = st.session_state.get("sweep_rrfk")
     if curve is not None:
-        st.subheader("rrf_k curve")
-        fig = ch.rrfk_figure(tb.sweep_frame(curve), curve.metric, hx.start_value(result.base, "rrf.rrf_k"))
+        (path,) = curve.space.names
+        label = next(ref.knob.label for ref in pipeline_knobs(result.base) if ref.path == path)
+        st.subheader(f"{label} curve")
+        fig = ch.curve_figure(tb.sweep_frame(curve), path, label, curve.metric, get_param(result.base, path))
         st.plotly_chart(fig, config=ch.CONFIG, key="sweep_rrfk_chart")
-        best_k = curve.best_params["rrf.rrf_k"]
-        st.button(f"Apply the winner with the curve's rrf_k = {best_k:g}", key="sweep_apply_k",
+        best_k = curve.best_params[path]
+        st.button(f"Apply the winner with the curve's {label} = {best_k:g}", key="sweep_apply_k",
                   on_click=on_apply_config, width="stretch",
-                  args=(kn.apply(result.best_config, "rrf.rrf_k", best_k), st.session_state["sweep_base"],
-                        f"Winner with rrf_k = {best_k:g}"),
+                  args=(with_params(result.best_config, {path: best_k}), st.session_state["sweep_base"],
+                        f"Winner with {label} = {best_k:g}"),
                   help="The curve was measured at the starting weights: check the result on Tune.")
     st.subheader("Train vs held-out")
     fig = ch.folds_figure(tb.folds_frame(result), m, 200 if curve is not None else 300)

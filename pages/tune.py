@@ -134,8 +134,8 @@ def knob_panel(config, routed: str | None) -> str | None:
                 "confidence" if pane == "confidence" else "vitality"]
             st.caption(f"Documents per {pane} band: high {high} · mid {mid} · low {low} (of {high + mid + low}). "
                        "A factor whose band is empty changes nothing.")
-            for warning in views.band_warnings(quality):
-                st.caption(f":orange[Band order: {md(warning)}: a less trusted band now weighs more.]")
+    for warning in kn.pane_warnings(config, refs, pane):
+        st.caption(f":orange[{md(warning)}]")
     if not any(kn.pane_of(r) == "confidence" for r in refs):
         st.button("Add F_conf / F_vit (seed 001's adaptive fusion)", on_click=on_quality, key="tune_quality",
                   width="stretch", help="Switch the fusion to adaptive: confidence and vitality "

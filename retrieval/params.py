@@ -9,7 +9,10 @@ bounds raise ``ValueError`` naming the field — so a bad value is refused where
 defined, whether it came from TOML, ``--param``, a page or code.
 
 Each declaration also names its ``group`` (``GROUPS``: a weight, a confidence or vitality
-factor, a limit), so a page places a knob by what its owner says it is, never by its name.
+factor, a limit), so a page places a knob by what its owner says it is, never by its name;
+``curve`` marks the parameter whose own one-dimensional curve the Sweep page offers. A class
+declares what is allowed but worth a word in ``warnings()`` (``walk_warnings`` collects them
+with their owner's path), so a page shows a warning without knowing any parameter's name.
 The Tune knobs, the Sweep axes, ``--param``, ``rwb pipelines`` and the TOML schema all walk
 these declarations (``walk_knobs``); nothing keeps a second list of parameters.
 """
@@ -46,6 +49,7 @@ class Knob:
     sweepable: bool = True
     optional: bool = False         # None allowed (means "off")
     group: str = "fusion"          # where a page shows it (``GROUPS``), declared by its owner
+    curve: bool = False            # the Sweep page offers its own curve over lo–hi by step
 
     def __post_init__(self):
         if self.group not in GROUPS:
@@ -94,10 +98,10 @@ def _declare(default, knob: Knob):
 
 
 def number(default: float | None, label: str, help: str = "", *, lo=None, hi=None, step=None, min=None, max=None,
-           min_exclusive=False, sweepable=True, optional=False, group="fusion"):
+           min_exclusive=False, sweepable=True, optional=False, group="fusion", curve=False):
     """A float parameter (finite; ``min``/``max`` enforced)."""
     return _declare(default, Knob("float", label, help, lo, hi, step, min, max, min_exclusive, (), sweepable,
-                                  optional or default is None, group))
+                                  optional or default is None, group, curve))
 
 
 def integer(default: int | None, label: str, help: str = "", *, lo=None, hi=None, step=1, min=None, max=None,
@@ -146,6 +150,12 @@ class Params:
         """Whether field ``name`` changes anything in this configuration."""
         return True
 
+    def warnings(self) -> tuple[tuple[str, str], ...]:
+        """``(group, text)`` for each setting allowed but worth a word (a less trusted band
+        weighted above a more trusted one, say): the owner says what runs against its own
+        formula, and a page shows the text beside that group's knobs (``walk_warnings``)."""
+        return ()
+
 
 @dataclass(frozen=True)
 class KnobRef:
@@ -156,26 +166,57 @@ class KnobRef:
     value: Any
 
 
-def walk_knobs(obj: Any, prefix: str = "") -> Iterator[KnobRef]:
-    """Every active declared parameter under ``obj``, by dotted path.
+def _walk(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``(prefix, params)`` on entering each ``Params`` under ``obj`` and ``(path, KnobRef)`` for
+    each active declared parameter, in field order: the one walk of a parameter tree.
 
     Nested ``Params`` fields are entered; a tuple of named ``Params`` (profiles) is entered
     by each element's ``name``."""
     if isinstance(obj, tuple):
         for item in obj:
-            yield from walk_knobs(item, f"{prefix}{item.name}.")
+            yield from _walk(item, f"{prefix}{item.name}.")
         return
     if not isinstance(obj, Params):
         return
+    yield prefix, obj
     for f in dataclasses.fields(obj):
         if not obj.active(f.name):
             continue
         value = getattr(obj, f.name)
         knob = knob_of(f)
         if knob is not None:
-            yield KnobRef(f"{prefix}{f.name}", knob, value)
+            yield f"{prefix}{f.name}", KnobRef(f"{prefix}{f.name}", knob, value)
         elif isinstance(value, (Params, tuple)):
-            yield from walk_knobs(value, f"{prefix}{f.name}.")
+            yield from _walk(value, f"{prefix}{f.name}.")
+
+
+def walk_knobs(obj: Any, prefix: str = "") -> Iterator[KnobRef]:
+    """Every active declared parameter under ``obj``, by dotted path."""
+    return (item for _, item in _walk(obj, prefix) if isinstance(item, KnobRef))
+
+
+@dataclass(frozen=True)
+class ParamWarning:
+    """A warning declared by a ``Params`` owner (``Params.warnings``): the owner's dotted path
+    (its knobs are ``<path>.<field>``), the group of the knobs it concerns, and its text."""
+
+    path: str
+    group: str
+    text: str
+
+
+def walk_owners(obj: Any, prefix: str = "") -> Iterator[tuple[str, "Params"]]:
+    """``(path, params)`` of ``obj`` and of every ``Params`` nested under it: the owners of the
+    parameters ``walk_knobs`` lists as ``<path>.<field>``."""
+    return ((where.rstrip("."), item) for where, item in _walk(obj, prefix) if isinstance(item, Params))
+
+
+def walk_warnings(obj: Any, prefix: str = "") -> Iterator[ParamWarning]:
+    """Every warning of ``obj`` and of the parameters nested under it, by the path
+    ``walk_owners`` gives their owner."""
+    for where, owner in walk_owners(obj, prefix):
+        for group, text in owner.warnings():
+            yield ParamWarning(where, group, text)
 
 
 def build(cls: type, data: Any, base: Any, where: str, nested: dict[str, Any] | None = None):
@@ -208,9 +249,18 @@ def build(cls: type, data: Any, base: Any, where: str, nested: dict[str, Any] | 
         raise ValueError(f"{where}: {error}") from None
 
 
+def same(a: Any, b: Any) -> bool:
+    """The one equality of parameter values: the same type and ``==``, exact for floats too.
+
+    Every "what changed" is rebuilt into a configuration (a saved profile's TOML relative to its
+    base, Tune's link, an export), so a tolerance would report as unchanged a value that saving
+    then loading changes; values are validated at construction (no NaN), so ``==`` is total."""
+    return type(a) is type(b) and a == b
+
+
 def plain(obj: Any, base: Any = None) -> Any:
     """A TOML-ready table of ``obj``: None values left out; with ``base``, only the fields
-    that differ from it (nested tables likewise)."""
+    that differ from it (``same``; nested tables likewise)."""
     if isinstance(obj, Params):
         out = {}
         for f in dataclasses.fields(obj):
@@ -218,7 +268,7 @@ def plain(obj: Any, base: Any = None) -> Any:
             if value is None:
                 continue
             other = getattr(base, f.name, None) if base is not None else None
-            if base is not None and value == other and f.name != "name":
+            if base is not None and same(value, other) and f.name != "name":
                 continue
             out[f.name] = plain(value, other if isinstance(value, Params) else None)
         return out

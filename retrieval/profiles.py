@@ -59,6 +59,19 @@ class QualityFactors(Params):
     vit_mid_factor: float = _factor(1.0, "F_vit mid", "multiplier for vit_low ≤ V ≤ vit_high", "vitality")
     vit_low_factor: float = _factor(0.8, "F_vit low", "multiplier for V < vit_low (seed 001: 0.8; penalty none: 1.0)", "vitality")
 
+    def warnings(self) -> tuple[tuple[str, str], ...]:
+        """A factor of a less trusted band above the next more trusted one's: allowed, as a
+        deliberate experiment, but worth a word beside that factor's knobs."""
+        out = []
+        for group, factor, (high, mid, low) in (
+                ("confidence", "F_conf", (self.conf_high_factor, self.conf_mid_factor, self.conf_low_factor)),
+                ("vitality", "F_vit", (self.vit_high_factor, self.vit_mid_factor, self.vit_low_factor))):
+            for lower, upper, name_lower, name_upper in ((mid, high, "mid", "high"), (low, mid, "low", "mid")):
+                if lower > upper:
+                    out.append((group, f"Band order: {factor} {name_lower} ({lower:g}) is above {factor} "
+                                       f"{name_upper} ({upper:g}): a less trusted band now weighs more."))
+        return tuple(out)
+
     def check(self) -> None:
         if not self.conf_low <= self.conf_high:
             raise ValueError(f"need conf_low ≤ conf_high, got {self.conf_low} and {self.conf_high}")

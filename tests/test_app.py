@@ -424,9 +424,8 @@ def shown_knobs(at: AppTest) -> dict[str, object]:
 
 def assert_knobs_rank(at: AppTest) -> None:
     """The knobs on screen show the configuration (and query) that ranked the results on screen."""
-    from eval.experiments.tune_state import value_of
     from pages._state import get_pool
-    from retrieval.pipeline import response_for, run_pipeline
+    from retrieval.pipeline import get_param, response_for, run_pipeline
 
     assert not at.exception
     if at.error:                                         # a dataset that cannot load: no knobs, no ranking
@@ -438,7 +437,7 @@ def assert_knobs_rank(at: AppTest) -> None:
     knobs_on_screen = shown_knobs(at)
     assert knobs_on_screen
     for path, value in knobs_on_screen.items():
-        expected = value_of(config, path)
+        expected = get_param(config, path)
         assert value == (pytest.approx(expected) if isinstance(value, float) else expected), path
     if qi is not None:
         assert at.selectbox(key="tune_query").value == qi
@@ -632,6 +631,17 @@ def test_tune_quality_knobs_one_click_away_and_band_order_warned(app):
     assert at.slider(key="tune_k_adaptive.profile.quality.conf_mid_factor")       # the F_conf pane is open
     at = run(at.slider(key="tune_k_adaptive.profile.quality.conf_mid_factor").set_value(1.5))
     assert any("F_conf mid (1.5) is above F_conf high (1)" in t.replace("\\", "") for t in texts(at))
+
+
+def test_tune_shows_a_fusions_declared_warning_beside_its_knobs(app):
+    """RRF declares (``RRFParams.warnings``) that both weights at 0 leave only the tie order: the
+    Fusion pane shows it through the hook, and it goes when a weight is back."""
+    at = run(app.slider(key="tune_k_rrf.w_dense").set_value(0.0))
+    assert not any("Both weights are 0" in t for t in texts(at))
+    at = run(at.slider(key="tune_k_rrf.w_sparse").set_value(0.0))
+    assert any("Both weights are 0: every score is 0" in t.replace("\\", "") for t in texts(at))
+    at = run(at.slider(key="tune_k_rrf.w_dense").set_value(0.5))
+    assert not any("Both weights are 0" in t for t in texts(at))
 
 
 def test_optimise_result_applies_to_tune_saves_as_profile_and_clears_when_the_pipeline_changes(app):

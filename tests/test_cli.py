@@ -182,13 +182,13 @@ def test_pipeline_labels_work_on_the_command_line(tiny_index, tmp_path, monkeypa
     """``--pipeline`` takes what the workbench's pickers offer: a seed 001 preset
     (``profile:debug``) and a profile saved in the workbench (``saved:<name>``)."""
     from eval.stores.configs import save_profile
-    from retrieval.pipeline import PIPELINES, with_param
+    from retrieval.pipeline import PIPELINES, with_params
 
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
     assert main("search", str(TINY), "ERR_CONN_REFUSED", "--pipeline", "profile:debug", "--json") == 0
     body = json.loads(capsys.readouterr().out)
     assert (body["pipeline"], body["profile"]) == ("profile-debug", "debug")
-    save_profile("rrf10", with_param(PIPELINES["rrf"], "rrf.rrf_k", 10.0), origin="rrf")
+    save_profile("rrf10", with_params(PIPELINES["rrf"], {"rrf.rrf_k": 10.0}), origin="rrf")
     assert main("search", str(TINY), "ERR_CONN_REFUSED", "--pipeline", "saved:rrf10", "--json") == 0
     body = json.loads(capsys.readouterr().out)
     assert body["results"][0]["id"] == "d03"

@@ -20,13 +20,13 @@ from eval.cli import main
 from eval.export import export_config
 from eval.export.lancedb import verify
 from eval.stores.configs import resolve_config
-from retrieval.pipeline import with_param
+from retrieval.pipeline import with_params
 
 
 def exported(label: str, engine: str, **changes):
     config = resolve_config(label)
     for path, value in changes.items():
-        config = with_param(config, path.replace("__", "."), value)
+        config = with_params(config, {path.replace("__", "."): value})
     text = export_config(config, engine)
     return text if engine == "lancedb" else json.loads(text)
 

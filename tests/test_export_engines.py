@@ -17,7 +17,7 @@ import pytest
 
 from eval.export import export_config
 from eval.stores.configs import resolve_config
-from retrieval.pipeline import run_pipeline, with_param
+from retrieval.pipeline import run_pipeline, with_params
 from tests import opensearch_port, weaviate_port
 from tests.conftest import ROOT
 
@@ -46,7 +46,7 @@ def devmem(tmp_path_factory, rwb_home):
 def config_of(label: str, **changes):
     config = resolve_config(label)
     for path, value in changes.items():
-        config = with_param(config, path.replace("__", "."), value)
+        config = with_params(config, {path.replace("__", "."): value})
     return config
 
 

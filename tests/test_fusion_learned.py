@@ -20,7 +20,7 @@ from retrieval.pipeline import (
     knobs,
     run_pipeline,
     to_toml,
-    with_param,
+    with_params,
 )
 from tests.conftest import everything_visible, make_candidates, score_of
 
@@ -88,7 +88,7 @@ def test_weights_are_knobs_and_round_trip_through_toml():
     )
     paths = [k.path for k in knobs(config)]
     assert "learned.weights.dense_sim.weight" in paths and "learned.weights.recency.weight" in paths
-    moved = with_param(config, "learned.weights.recency.weight", 2.0)
+    moved = with_params(config, {"learned.weights.recency.weight": 2.0})
     assert moved.params.weights[1] == FeatureWeight("recency", 2.0)
     assert moved.params.weights[0] == config.params.weights[0]
     again = from_toml(to_toml(moved))

@@ -13,7 +13,7 @@ from eval.metrics.measure import config_values
 from eval.search.space import ParamSpec, Space
 from eval.search.sweep import sweep
 from retrieval.kernels import INSERTION_MAX
-from retrieval.pipeline import PIPELINES, run_pipeline, with_param
+from retrieval.pipeline import PIPELINES, run_pipeline, with_params
 from retrieval.ranking import rank_rows
 from tests.conftest import make_candidates
 from tests.numpy_reference import per_query_numpy, rank_rows_numpy
@@ -99,9 +99,9 @@ def test_batched_sweep_values_equal_one_pipeline_at_a_time(tiny_pool):
     edited ones, scored in one batch, equal run_pipeline + per_query one by one."""
     dataset, c = tiny_pool
     judged = judge(c, dataset.qrels)
-    configs = list(PIPELINES.values()) + [with_param(PIPELINES["rrf"], "min_score", 0.03),
-                                          with_param(PIPELINES["rrf"], "token_budget", 40),
-                                          with_param(PIPELINES["rrf"], "max_results", 1)]
+    configs = list(PIPELINES.values()) + [with_params(PIPELINES["rrf"], {"min_score": 0.03}),
+                                          with_params(PIPELINES["rrf"], {"token_budget": 40}),
+                                          with_params(PIPELINES["rrf"], {"max_results": 1})]
     for metric in ("ndcg@5", "recall@10", "mrr@3", "map", "ndcg_burges@10", "precision@1", "hit_rate@5"):
         batch = np.concatenate(list(config_values(c, judged, configs, metric)))
         for b, config in enumerate(configs):
@@ -115,7 +115,7 @@ def test_sweep_scores_equal_the_mean_of_each_points_ranked_run(tiny_pool):
     space = Space((ParamSpec("rrf.rrf_k", 10.0, 100.0, 10.0), ParamSpec("max_results", 3, 9, 3, integer=True)))
     result = sweep(c, dataset.qrels, PIPELINES["rrf"], space, "ndcg@5", folds=2)
     for point, score in zip(result.points, result.scores):
-        config = with_param(with_param(PIPELINES["rrf"], "rrf.rrf_k", float(point[0])), "max_results", int(point[1]))
+        config = with_params(PIPELINES["rrf"], {"rrf.rrf_k": float(point[0]), "max_results": int(point[1])})
         values = per_query(c, judged, run_pipeline(c, config).ranking, ("ndcg@5",))["ndcg@5"][judged.judged]
         assert score == np.concatenate([values, np.zeros(judged.n_missing)]).mean()
 
@@ -130,8 +130,8 @@ def test_all_metrics_of_a_batch_in_one_pass_equal_each_ranking(tiny_pool):
 
     dataset, c = tiny_pool
     judged = judge(c, dataset.qrels)
-    configs = list(PIPELINES.values()) + [with_param(PIPELINES["rrf"], "min_score", 0.03),
-                                          with_param(PIPELINES["rrf"], "token_budget", 40)]
+    configs = list(PIPELINES.values()) + [with_params(PIPELINES["rrf"], {"min_score": 0.03}),
+                                          with_params(PIPELINES["rrf"], {"token_budget": 40})]
     values = fused_values(judged, [fuse(c, config) for config in configs], METRICS)
     assert list(values) == list(METRICS)
     for b, config in enumerate(configs):

@@ -15,7 +15,7 @@ from retrieval.bm25 import BM25Index, IndexedDoc
 from retrieval.candidates import build_candidates
 from retrieval.dataset import Query, load_dataset
 from retrieval.index import open_index
-from retrieval.pipeline import PIPELINES, from_toml, get_param, knobs, run_pipeline, to_toml, with_param
+from retrieval.pipeline import PIPELINES, from_toml, get_param, knobs, run_pipeline, to_toml, with_params
 
 QUERY = "redis cache eviction policy"
 DOCS = {
@@ -141,7 +141,7 @@ def test_the_pool_holds_the_and_list_even_below_the_or_depth(kw_index):
 
 def test_bm25_pipeline_returns_the_and_hits_in_all_mode(kw_index):
     c = build_candidates(kw_index, [Query("q1", QUERY)], pool_depth=20)
-    bm25_all = with_param(PIPELINES["bm25"], "keyword_match", "all")
+    bm25_all = with_params(PIPELINES["bm25"], {"keyword_match": "all"})
     assert ranked(c, run_pipeline(c, bm25_all)) == ALL_HITS
     assert set(ranked(c, run_pipeline(c, PIPELINES["bm25"]))) == ANY_HITS  # 8 results under max_results 10
 
@@ -172,7 +172,7 @@ def test_keyword_match_is_a_declared_pipeline_parameter():
     assert from_toml(to_toml(PIPELINES["openclaw"])) == PIPELINES["openclaw"]
     with pytest.raises(ValueError, match=r"keyword_match must be one of "
                                          r"\['any', 'all', 'technical'\], got 'AND'"):
-        with_param(PIPELINES["rrf"], "keyword_match", "AND")
+        with_params(PIPELINES["rrf"], {"keyword_match": "AND"})
     with pytest.raises(ValueError, match="keyword_match must be one of"):
         from_toml('base = "openclaw"\nkeyword_match = true\n')
 
@@ -183,4 +183,4 @@ def test_a_stored_pool_keeps_both_keyword_lists(kw_index, tmp_path):
     loaded = type(c).load(tmp_path / "pool.npz")
     assert loaded.analyzer == "unigram"
     assert np.array_equal(loaded.bm25_all_rank, c.bm25_all_rank)
-    assert ranked(loaded, run_pipeline(loaded, with_param(PIPELINES["bm25"], "keyword_match", "all"))) == ALL_HITS
+    assert ranked(loaded, run_pipeline(loaded, with_params(PIPELINES["bm25"], {"keyword_match": "all"}))) == ALL_HITS

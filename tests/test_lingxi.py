@@ -17,7 +17,7 @@ from eval.cli import main as rwb_main
 from retrieval.bm25 import technical_terms
 from retrieval.dataset import load_dataset
 from retrieval.index import open_index
-from retrieval.pipeline import PIPELINES, search, with_param
+from retrieval.pipeline import PIPELINES, search, with_params
 from tests.conftest import ROOT
 
 NOTES = {
@@ -92,7 +92,7 @@ def test_us1_an_error_code_in_a_chinese_message_finds_its_note(handle):
 def test_the_floor_still_drops_memories_only_the_vector_path_found(handle):
     """Without the floor, the three places fill with notes the vector path found; with it,
     only the keyword hit stays."""
-    unfloored = search(handle, US1, with_param(PIPELINES["lingxi"], "min_similarity", None))
+    unfloored = search(handle, US1, with_params(PIPELINES["lingxi"], {"min_similarity": None}))
     assert len(unfloored.results) == 3 and unfloored.results[0].id == "n1"
     assert all(cosine(handle, US1, r.id) < 0.3 for r in unfloored.results[1:])
 

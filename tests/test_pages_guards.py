@@ -175,14 +175,14 @@ def test_remote_mode_refusal_of_a_dataset_outside_the_root_is_one_message(outsid
 @pytest.mark.parametrize("lo,hi", [(-1e308, 1e308), (1e308, -1e308), (-1.7e308, 1.7e308),
                                    (0, 1e308), (1, 1e300)])
 def test_sweep_axis_extremes_are_refused_in_one_line(lo, hi):
-    from eval.search.space import Space, apply_point
+    from eval.search.space import point_values
     from pages import _harness as hx
-    from retrieval.pipeline import PIPELINES
+    from retrieval.pipeline import PIPELINES, with_params
 
     for integer, name in ((True, "rrf.rrf_k"), (False, "rrf.w_dense")):
         with pytest.raises(ValueError):  # the axis, or its end outside the parameter's bounds
             spec = hx.param_spec(PIPELINES["rrf"], name, lo, hi, 11, integer)
-            apply_point(PIPELINES["rrf"], Space((spec,)), (spec.values[-1],))
+            with_params(PIPELINES["rrf"], point_values((spec,), (spec.values[-1],)))
 
 
 def test_an_unwritable_experiment_log_is_one_message(home, monkeypatch):

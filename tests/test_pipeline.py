@@ -13,7 +13,7 @@ from retrieval.candidates import build_candidates
 from retrieval.dataset import Query, load_dataset
 from retrieval.index import open_index
 from retrieval.pipeline import (
-    PIPELINES, PipelineConfig, from_toml, get_param, get_pipeline, search, sweepable_params, to_toml, with_param,
+    PIPELINES, PipelineConfig, from_toml, get_param, get_pipeline, search, sweepable_params, to_toml, with_params,
 )
 from retrieval.profiles import PRESETS, preset
 from retrieval.fusion.adaptive import AdaptiveParams
@@ -157,15 +157,15 @@ def test_pipeline_config_validates_itself(kwargs, message):
 
 def test_with_param_sets_nested_values_without_touching_the_original():
     config = PIPELINES["seed-adaptive"]
-    changed = with_param(config, "adaptive.profiles.debug.w_sparse", 0.5)
+    changed = with_params(config, {"adaptive.profiles.debug.w_sparse": 0.5})
     assert get_param(changed, "adaptive.profiles.debug.w_sparse") == 0.5
     assert get_param(config, "adaptive.profiles.debug.w_sparse") == 0.9
-    assert with_param(PIPELINES["rrf"], "rrf.rrf_k", 20).params.rrf_k == 20
+    assert with_params(PIPELINES["rrf"], {"rrf.rrf_k": 20}).params.rrf_k == 20
     assert "rrf.rrf_k" in sweepable_params(PIPELINES["rrf"])
     with pytest.raises(ValueError, match=r"'rrf.k' does not apply to 'seed-adaptive' \(fusion = adaptive\)"):
-        with_param(config, "rrf.k", 1)
+        with_params(config, {"rrf.k": 1})
     with pytest.raises(ValueError, match="unknown parameter 'adaptive.k'"):
-        with_param(config, "adaptive.k", 1)
+        with_params(config, {"adaptive.k": 1})
 
 
 # ---- prefilters, groups, SQL literals -----------------------------------------------------
@@ -248,7 +248,7 @@ def test_without_an_embedder_search_is_keyword_only_and_says_so(tiny_index):
     # "connection refused"; the min score 0.35 still lets the keyword hit through
     openclaw = search(keyword_only, "ERR_CONN_REFUSED", "openclaw")
     assert [(r.id, r.score) for r in openclaw.results] == [("d03", pytest.approx(1 / (1 + 0)))]
-    openclaw_any = search(keyword_only, "ERR_CONN_REFUSED", with_param(PIPELINES["openclaw"], "keyword_match", "any"))
+    openclaw_any = search(keyword_only, "ERR_CONN_REFUSED", with_params(PIPELINES["openclaw"], {"keyword_match": "any"}))
     assert [(r.id, r.score) for r in openclaw_any.results] == [("d03", pytest.approx(1 / (1 + 0))),
                                                                ("d05", pytest.approx(1 / (1 + 1)))]
     assert search(keyword_only, "ERR_CONN_REFUSED", "vector").results == []

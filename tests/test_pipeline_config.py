@@ -14,7 +14,7 @@ from retrieval.fusion import FUSIONS
 from retrieval.fusion.adaptive import AdaptiveParams
 from retrieval.pipeline import (
     PIPELINES, ParamError, PipelineConfig, describe, from_toml, get_pipeline, knobs,
-    sweepable_params, to_toml, with_param, with_params,
+    sweepable_params, to_toml, with_params,
 )
 from retrieval.profiles import preset
 
@@ -41,7 +41,7 @@ def test_the_rrf_toml_in_full():
 
 
 def test_a_one_value_profile_edit_is_one_line_of_toml():
-    edited = with_param(PIPELINES["seed-adaptive"], "adaptive.profiles.debug.w_sparse", 0.5)
+    edited = with_params(PIPELINES["seed-adaptive"], {"adaptive.profiles.debug.w_sparse": 0.5})
     extra = set(to_toml(edited).splitlines()) - set(to_toml(PIPELINES["seed-adaptive"]).splitlines())
     assert extra == {"[adaptive.profiles.debug]", "w_sparse = 0.5"}
     assert from_toml(to_toml(edited)) == edited
@@ -58,8 +58,8 @@ def test_naming_a_preset_profile_loads_its_weights():
 @pytest.mark.parametrize("file, expected", [
     ("rrf.toml", PIPELINES["rrf"]),
     ("seed-adaptive-debug-sparse-0.5.toml",
-     with_param(PIPELINES["seed-adaptive"], "adaptive.profiles.debug.w_sparse", 0.5)),
-    ("seed-salience-rrf-k-20.toml", with_param(PIPELINES["seed-salience"], "salience.rrf_k", 20)),
+     with_params(PIPELINES["seed-adaptive"], {"adaptive.profiles.debug.w_sparse": 0.5})),
+    ("seed-salience-rrf-k-20.toml", with_params(PIPELINES["seed-salience"], {"salience.rrf_k": 20})),
 ])
 def test_files_written_before_the_registry_still_load(file, expected):
     """Those files carried every fusion's section (the rrf one is 123 lines); their descriptions
@@ -100,17 +100,17 @@ def test_bad_values_are_refused_naming_the_field(toml, message):
 
 def test_with_param_validates_the_value_and_names_the_path():
     with pytest.raises(ValueError, match="rrf.rrf_k must be a finite number, got nan"):
-        with_param(PIPELINES["rrf"], "rrf.rrf_k", math.nan)
+        with_params(PIPELINES["rrf"], {"rrf.rrf_k": math.nan})
     with pytest.raises(ValueError, match=r"'weighted.vector_weight' does not apply to 'rrf' \(fusion = rrf\)"):
-        with_param(PIPELINES["rrf"], "weighted.vector_weight", 0.5)
-    assert with_param(PIPELINES["rrf"], "max_results", 5.0).max_results == 5
+        with_params(PIPELINES["rrf"], {"weighted.vector_weight": 0.5})
+    assert with_params(PIPELINES["rrf"], {"max_results": 5.0}).max_results == 5
 
 
 def test_with_params_sets_several_values_and_a_refusal_names_the_path_and_value():
     rrf = PIPELINES["rrf"]
     both = with_params(rrf, {"rrf.rrf_k": 20.0, "rrf.w_dense": 0.5})  # fusion fields: one copy
     assert (both.params.rrf_k, both.params.w_dense, both.params.w_sparse) == (20.0, 0.5, 1.0)
-    assert both == with_param(with_param(rrf, "rrf.rrf_k", 20.0), "rrf.w_dense", 0.5)
+    assert both == with_params(with_params(rrf, {"rrf.rrf_k": 20.0}), {"rrf.w_dense": 0.5})
     mixed = with_params(rrf, {"max_results": 4, "rrf.rrf_k": 30.0})      # a top-level field too
     assert (mixed.max_results, mixed.params.rrf_k) == (4, 30.0)
     assert rrf.params.rrf_k == 60.0 and rrf.max_results == 10
@@ -139,7 +139,7 @@ def test_every_fusion_params_class_validates_its_declared_fields():
         for ref in knobs(PipelineConfig("x", fusion.name)):
             if ref.knob.kind == "float" and ref.path.startswith(f"{fusion.name}."):
                 with pytest.raises(ValueError, match="finite"):
-                    with_param(PipelineConfig("x", fusion.name), ref.path, math.inf)
+                    with_params(PipelineConfig("x", fusion.name), {ref.path: math.inf})
 
 
 def test_params_of_another_fusion_are_refused_at_construction():

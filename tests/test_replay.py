@@ -12,12 +12,12 @@ import pytest
 from eval.cli import main as rwb_main
 from eval.experiments.replay import replay, replay_order
 from retrieval.dataset import load_dataset
-from retrieval.pipeline import PIPELINES, run_pipeline, with_param
+from retrieval.pipeline import PIPELINES, run_pipeline, with_params
 from tests.conftest import make_candidates, ranked_ids
 
 SEEDPATHS = Path(__file__).resolve().parent / "fixtures" / "seedpaths"
 # salience with one result per query, so a single write-back decides the next answer
-ONE = with_param(PIPELINES["seed-salience"], "max_results", 1)
+ONE = with_params(PIPELINES["seed-salience"], {"max_results": 1})
 
 
 def table():

@@ -17,7 +17,7 @@ import pytest
 
 from retrieval.candidates import build_candidates
 from retrieval.dataset import Query, load_dataset
-from retrieval.pipeline import PIPELINES, response_for, run_pipeline, search, with_param
+from retrieval.pipeline import PIPELINES, response_for, run_pipeline, search, with_params
 
 SEEDPATHS = Path(__file__).resolve().parent / "fixtures" / "seedpaths"
 JOURNAL_NEWEST_FIRST = [f"j{i:02d}" for i in range(1, 13)]
@@ -54,7 +54,7 @@ def test_timeline_reads_every_journal_entry_of_the_week_newest_date_first(seedpa
 
 
 def test_timeline_fills_the_token_budget_and_stops_at_the_first_entry_that_does_not_fit(seedpaths_index):
-    config = with_param(PIPELINES["seed-salience"], "token_budget", 55)
+    config = with_params(PIPELINES["seed-salience"], {"token_budget": 55})
     response = search(seedpaths_index, "what did we do recently", config)
     # 10 + 10 + 10 + 10 + 10 = 50 ≤ 55; the sixth would make 60 > 55
     assert [r.id for r in response.results] == JOURNAL_NEWEST_FIRST[:5]
@@ -99,13 +99,13 @@ def test_fast_path_returns_one_result_the_whole_file_with_its_token_count(seedpa
 
 
 def test_fast_path_returns_the_whole_file_whatever_max_results_and_budget_say(seedpaths_index):
-    config = with_param(with_param(PIPELINES["seed-salience"], "max_results", 2), "token_budget", 10)
+    config = with_params(PIPELINES["seed-salience"], {"max_results": 2, "token_budget": 10})
     file = search(no_search(seedpaths_index), "what are my preferences", config).results
     assert [r.members for r in file] == [("p01", "p02", "p03")]  # 19 tokens > 10, 3 memories > 2
 
 
 def test_fast_path_in_evaluation_counts_every_memory_of_the_file_in_line_order(seedpaths, seedpaths_index):
-    config = with_param(PIPELINES["seed-salience"], "max_results", 2)
+    config = with_params(PIPELINES["seed-salience"], {"max_results": 2})
     c = build_candidates(seedpaths_index, [Query("q", "what are my preferences")], pool_depth=config.path_depth)
     response = response_for(c, run_pipeline(c, config), 0, seedpaths.documents)
     assert response.route == "fast"
@@ -121,7 +121,7 @@ def cosine(handle, text: str, doc_id: str) -> float:
 
 def test_lingxi_gives_an_unrelated_query_an_empty_answer(seedpaths_index):
     text = "recipe for the lemon tart"
-    unfloored = search(seedpaths_index, text, with_param(PIPELINES["lingxi"], "min_similarity", None))
+    unfloored = search(seedpaths_index, text, with_params(PIPELINES["lingxi"], {"min_similarity": None}))
     # without the floor, stop-word matches ("for", "the") still fill the three places …
     assert len(unfloored.results) == 3
     assert all(cosine(seedpaths_index, text, r.id) < 0.3 for r in unfloored.results)
@@ -141,7 +141,7 @@ def test_lingxi_keyword_only_reports_its_route_and_keeps_keyword_hits(seedpaths_
     """No vectors (seed 004 G3): the keyword path alone, reported as such; the cosine floor
     cannot apply, and each hit scores 1/(1+rank) with both weights (0.7 + 0.3)."""
     blind = dataclasses.replace(seedpaths_index, embedder=None)
-    every_word = with_param(PIPELINES["lingxi"], "keyword_match", "any")
+    every_word = with_params(PIPELINES["lingxi"], {"keyword_match": "any"})
     response = search(blind, "flaky login test", every_word)
     assert response.route == "keyword-only"
     assert [(r.id, r.score) for r in response.results] == [

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from eval.search.space import ParamSpec, Space, apply_point, parse_param, parse_sum, spaced
-from retrieval.pipeline import PIPELINES
+from eval.search.space import ParamSpec, Space, not_valid, parse_param, parse_sum, point_values, spaced
+from retrieval.pipeline import PIPELINES, ParamError, with_params
 
 RRF = PIPELINES["rrf"]
 ADAPTIVE = PIPELINES["seed-adaptive"]
@@ -61,13 +61,15 @@ def test_bad_params_are_refused_with_the_reason(text, message):
 
 def test_a_point_is_applied_with_integer_parameters_as_int_and_refused_naming_the_value():
     specs = (parse_param("rrf.rrf_k=10:30:10", RRF), parse_param("max_results=3:5:1", RRF))
-    config = apply_point(RRF, specs, (20.0, 4.0))
+    config = with_params(RRF, point_values(specs, (20.0, 4.0)))
     assert config.params.rrf_k == 20.0
     assert config.max_results == 4 and type(config.max_results) is int
     assert RRF.params.rrf_k == 60.0 and RRF.max_results == 10          # the base is not touched
     refusal = r"rrf.rrf_k=0 is not valid for pipeline 'rrf': rrf.rrf_k must be > 0"
+    with pytest.raises(ParamError) as refused:
+        with_params(RRF, point_values(specs, (0.0, 4.0)))
     with pytest.raises(ValueError, match=refusal):
-        apply_point(RRF, specs, (0.0, 4.0))
+        raise not_valid(RRF, refused.value)
 
 
 def test_spaced_gives_evenly_spaced_values_and_whole_numbers_for_integers():

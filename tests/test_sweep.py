@@ -9,10 +9,10 @@ import pytest
 from eval.metrics.ranx_eval import fast_metrics
 from eval.metrics.measure import judge, per_query
 from eval.stores.pool import load_pool
-from eval.search.space import Space, SumConstraint, apply_point, parse_param, parse_sum
+from eval.search.space import Space, SumConstraint, parse_param, parse_sum, point_values
 from eval.search.sweep import make_folds, sweep
 from retrieval.pipeline import (PIPELINES, from_toml, get_param, get_pipeline, run_pipeline,
-                                sweepable_params)
+                                sweepable_params, with_params)
 
 RRF = PIPELINES["rrf"]
 ADAPTIVE = PIPELINES["seed-adaptive"]
@@ -58,7 +58,7 @@ def test_cross_validation_picks_on_training_and_reports_held_out(pool, tiny):
     # brute force: every configuration's per-query ndcg@5, then each fold's choice by hand
     judged = judge(pool, tiny.qrels)
     points = list(space.grid())
-    table = np.array([per_query(pool, judged, run_pipeline(pool, apply_point(RRF, space, p)).ranking,
+    table = np.array([per_query(pool, judged, run_pipeline(pool, with_params(RRF, point_values(space, p))).ranking,
                                 ("ndcg@5",))["ndcg@5"][judged.judged] for p in points])
     assert np.allclose(result.scores, table.mean(axis=1))
     fold_of = make_folds(4, 2, seed=3)

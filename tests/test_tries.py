@@ -10,7 +10,7 @@ import pytest
 from eval.stores.configs import resolve_config
 from eval.stores.tries import TryStore
 from retrieval.dataset import load_dataset
-from retrieval.pipeline import with_param
+from retrieval.pipeline import with_params
 
 TINY = Path(__file__).resolve().parent / "fixtures" / "tiny"
 
@@ -22,7 +22,7 @@ def store(tmp_path):
 
 def test_tries_are_numbered_restorable_and_not_repeated(store):
     start = resolve_config("rrf")
-    k10 = with_param(start, "rrf.rrf_k", 10.0)
+    k10 = with_params(start, {"rrf.rrf_k": 10.0})
     first = store.add(k10, "rrf", {"rrf.rrf_k": 10.0}, {"ndcg@5": 0.5}, "vector", {"ndcg@5": 0.25})
     again = store.add(k10, "rrf", {"rrf.rrf_k": 10.0}, {"ndcg@5": 0.5}, "vector", {"ndcg@5": 0.25})
     second = store.add(start, "rrf", {}, {"ndcg@5": 0.4}, "vector", {"ndcg@5": 0.25})

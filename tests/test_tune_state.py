@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from eval.experiments.tune_state import (TuneState, changed_params, decode_changes, encode_changes,
-                                         update, with_changes)
+                                         update)
 from eval.stores.configs import resolve_config
+from retrieval.pipeline import with_params
 
 
 def state(label: str = "rrf") -> TuneState:
@@ -64,10 +65,10 @@ def test_query_survives_free_text():
 ])
 def test_changed_params_rebuild_the_configuration_through_a_link(label, moves):
     start = resolve_config(label)
-    config = with_changes(start, moves)
+    config = with_params(start, moves)
     changes = changed_params(config, start)
     assert set(changes) == set(moves) or "fusion" in moves
-    assert with_changes(start, decode_changes(encode_changes(changes))) == config
+    assert with_params(start, decode_changes(encode_changes(changes))) == config
 
 
 def test_decode_refuses_malformed_items():

@@ -18,7 +18,7 @@ from retrieval.bm25 import DEFAULT_ANALYZER
 from retrieval.dataset import DatasetError, load_dataset
 from retrieval.fusion import FUSIONS
 from retrieval.index import open_index
-from retrieval.pipeline import PIPELINES, describe, search, to_dict
+from retrieval.pipeline import PIPELINES, describe, search, to_dict, with_params
 from retrieval.profiles import penalty_table
 
 
@@ -60,7 +60,7 @@ def cmd_index(args) -> int:
 def cmd_search(args) -> int:
     config = resolve_config(args.pipeline)
     if args.top_k is not None:
-        config = replace(config, max_results=bounded("--top-k", args.top_k))
+        config = with_params(config, {"max_results": bounded("--top-k", args.top_k)})
     dataset, handle = _open(args.dataset, args.embedder, args.analyzer, query=args.query)
     # precomputed vectors: only the dataset's own queries have one
     check_text = getattr(handle.embedder, "check_text", None)

@@ -17,6 +17,7 @@ from typing import Callable, Mapping, Sequence
 
 from eval.statistics.bootstrap import DEFAULT_RESAMPLES, LEVEL, Intervals, bootstrap_intervals
 from eval.metrics.budget import DEFAULT_BUDGET, BudgetScore, budget_recall, document_tokens
+from eval.metrics.definitions import DEFAULT_FAMILIES
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, Significance, compare_to_baseline
 from eval.metrics.ranx_eval import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluation, evaluate_pipelines, intent_of,
                            parse_cutoffs, parse_metrics, resolve_pipelines, with_gain)
@@ -31,8 +32,6 @@ from retrieval.dataset import Dataset
 from retrieval.pipeline import PipelineConfig
 
 ROUTER_PIPELINE = "seed-adaptive"
-# every family at every cutoff, then MAP over the whole ranking
-DEFAULT_FAMILIES = ("ndcg", "recall", "mrr", "precision", "hit_rate", "map")
 PRIMARY = "ndcg@5"
 
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from retrieval.candidates import DEFAULT_POOL_DEPTH
-from retrieval.pipeline import PipelineConfig, knobs, with_params
+from retrieval.pipeline import ABSENT, FUSION_PATH, PipelineConfig, diff_params, knobs, with_params
 
-FUSION_PATH = "fusion"
 MODES = ("Query set", "Free text")
 
 
@@ -41,59 +40,23 @@ class Refusal:
     message: str
 
 
-def value_of(config: PipelineConfig, path: str):
-    """The value of knob ``path`` (or the fusion method); ``None`` when ``config`` lacks it."""
-    if path == FUSION_PATH:
-        return config.fusion
-    for ref in knobs(config):
-        if ref.path == path:
-            return ref.value
-    return None
-
-
 def has_knob(config: PipelineConfig, path: str) -> bool:
     return path == FUSION_PATH or any(ref.path == path for ref in knobs(config))
 
 
-def set_knob(config: PipelineConfig, path: str, value,
-             pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
-    """``config`` with one knob set; ``ValueError`` (with the engine's message) when invalid."""
-    if path == FUSION_PATH:
-        if value == config.fusion:
-            return config
-        # named after what it now is: an "rrf" switched to wsum is a wsum
-        new = dataclasses.replace(config, name=str(value), fusion=value, params=None)
-    else:
-        new = with_params(config, {path: value})
-    if new.path_depth > pool_depth:
-        raise ValueError(f"per-path depth {new.path_depth} exceeds the candidate pool "
+def within_pool(config: PipelineConfig, pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
+    """``config`` when its per-path depth fits the candidate pool; ``ValueError`` otherwise."""
+    if config.path_depth > pool_depth:
+        raise ValueError(f"per-path depth {config.path_depth} exceeds the candidate pool "
                          f"({pool_depth}); "
                          "lower max results, the multiplier or the depth")
-    return new
+    return config
 
 
 def changed_params(config: PipelineConfig, start: PipelineConfig) -> dict[str, object]:
-    """The knobs of ``config`` whose value differs from ``start`` (the fusion first)."""
-    out: dict[str, object] = {}
-    if config.fusion != start.fusion:
-        out[FUSION_PATH] = config.fusion
-    before = {ref.path: ref.value for ref in knobs(start)}
-    for ref in knobs(config):
-        if ref.path not in before or before[ref.path] != ref.value:
-            out[ref.path] = ref.value
-    return out
-
-
-def with_changes(start: PipelineConfig, changes: dict[str, object],
-                 pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
-    """``start`` with ``changes`` applied, the fusion first; ``ValueError`` when one is refused."""
-    config = start
-    if FUSION_PATH in changes:
-        config = set_knob(config, FUSION_PATH, changes[FUSION_PATH], pool_depth)
-    for path, value in changes.items():
-        if path != FUSION_PATH:
-            config = set_knob(config, path, value, pool_depth)
-    return config
+    """The knobs of ``config`` whose value differs from ``start`` (``diff_params``: the fusion
+    first), as Tune's link carries them."""
+    return {path: now for path, (_, now) in diff_params(start, config).items() if now is not ABSENT}
 
 
 def encode_changes(changes: dict[str, object]) -> list[str]:
@@ -131,7 +94,7 @@ def update(state: TuneState, action: tuple, resolve: Callable[[str], PipelineCon
             return state, Refusal(path, f"{state.config.name} has no parameter {path} "
                                         "(the knobs changed)")
         try:
-            config = set_knob(state.config, path, value, pool_depth)
+            config = within_pool(with_params(state.config, {path: value}), pool_depth)
             return dataclasses.replace(state, config=config), None
         except (ValueError, TypeError) as error:
             return state, Refusal(path, str(error))

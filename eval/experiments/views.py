@@ -19,21 +19,15 @@ import numpy as np
 
 from eval.experiments.holes import Hole, holes
 from eval.experiments.live import LiveRun
+from eval.metrics.definitions import metric_label
 from eval.metrics.judgment_bias import judged_per_query, label as bias_label
 from eval.statistics.significance import compare_pair, fmt_p
 from retrieval.candidates import Candidates
 from retrieval.memo import memo
 from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline
 
-METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P",
-                 "hit_rate": "Hit", "map": "MAP"}
 PERMUTATIONS = 10_000
 JUDGED_K = 5              # the judged@k card beside the metric cards
-
-
-def metric_label(name: str) -> str:
-    base, _, cutoff = name.partition("@")
-    return f"{METRIC_LABELS.get(base, base)}@{cutoff}" if cutoff else METRIC_LABELS.get(base, base)
 
 
 def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str],
@@ -157,21 +151,6 @@ def query_table(pool: Candidates, ev: LiveRun, base_ev: LiveRun, qrels: dict, pr
                      f"judged@{depth}": sum(pool.doc_ids[int(pool.doc_idx[r])] in judged
                                             for r in top)})
     return rows
-
-
-def band_warnings(quality) -> list[str]:
-    """Where a profile's F_conf or F_vit factors run against their bands' order (a lower band
-    weighted above a higher one): allowed, as a deliberate experiment, but worth a word."""
-    out = []
-    bands = (("F_conf", ("conf_high_factor", "conf_mid_factor", "conf_low_factor")),
-             ("F_vit", ("vit_high_factor", "vit_mid_factor", "vit_low_factor")))
-    for factor, (high, mid, low) in bands:
-        h_, m_, l_ = (getattr(quality, name) for name in (high, mid, low))
-        if m_ > h_:
-            out.append(f"{factor} mid ({m_:g}) is above {factor} high ({h_:g})")
-        if l_ > m_:
-            out.append(f"{factor} low ({l_:g}) is above {factor} mid ({m_:g})")
-    return out
 
 
 def judged_row(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, k: int = 5,

@@ -13,11 +13,12 @@ row of a score matrix) and each query it selects the top rows once with
 ``retrieval.kernels.select_query`` and ``within_budget`` — the same selection, ties and token
 budget as ``rank_rows`` — and accumulates the same sums for every cutoff asked, without
 building a ranking. ``finish`` is the one place the per-query sums become metric values (one formula per
-code of ``eval.metrics.measure.DEFINITIONS``); both paths use it.
+declared metric, its code taken from ``eval.metrics.definitions.CODES``); both paths use it.
 
 Compiled with ``cache=True``. Numba's cache is keyed on this file alone: after an edit to
 ``retrieval/kernels.py`` (whose ``select_query`` and ``within_budget`` these kernels compile
-in), ``make clean`` drops the cached machine code, or these keep running the old selection.
+in) or to the order of ``eval/metrics/definitions.py`` (whose codes ``finish`` compiles in as
+constants), ``make clean`` drops the cached machine code, or these keep running the old one.
 """
 
 from __future__ import annotations
@@ -25,14 +26,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from eval.metrics.definitions import CODES
 from retrieval.kernels import buffer_size, select_query, within_budget
 
 SUMS = ("hits", "dcg", "rr", "ap", "dcg_exp")
 """The per-query sums the kernels accumulate, by slot: relevant hits, Σ gain/log2(rank+2) with
 the linear gain (the grade), the reciprocal rank of the first relevant result, Σ (relevant so
 far)/(rank+1) over the relevant results, and the DCG sum with the exponential gain (2^grade − 1).
-Which metric reads which is declared in ``eval.metrics.measure.DEFINITIONS``."""
+Which metric reads which is declared in ``eval.metrics.definitions.DEFINITIONS``."""
 HITS, DCG, RR, AP, DCG_EXP = range(len(SUMS))
+NDCG, RECALL, PRECISION, MRR, HIT_RATE, MAP, NDCG_BURGES = (
+    CODES[name] for name in ("ndcg", "recall", "precision", "mrr", "hit_rate", "map", "ndcg_burges"))
+"""Each declared metric's formula code (``eval.metrics.definitions``), a constant of ``finish``."""
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -58,23 +63,23 @@ def cut_stats(rows, qidx, rank, grade, gain, gain_exp, k, disc, sums):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def finish(code, k, hits, dcg, rr, ap, dcg_exp, idcg, safe_rel, judged):
-    """One query's value of the metric with formula ``code`` (``eval.metrics.measure.DEFINITIONS``)
+    """One query's value of the metric with formula ``code`` (``eval.metrics.definitions.CODES``)
     from its sums (NaN for a query that does not count)."""
     if not judged:
         return np.nan
-    if code == 0:
+    if code == NDCG:
         return dcg / idcg if idcg > 0 else 0.0
-    if code == 1:
+    if code == RECALL:
         return hits / safe_rel
-    if code == 2:
+    if code == PRECISION:
         return hits / k
-    if code == 3:
+    if code == MRR:
         return rr
-    if code == 4:
+    if code == HIT_RATE:
         return 1.0 if hits > 0 else 0.0
-    if code == 5:
+    if code == MAP:
         return ap / safe_rel
-    if code == 6:
+    if code == NDCG_BURGES:
         return dcg_exp / idcg if idcg > 0 else 0.0
     return np.nan
 

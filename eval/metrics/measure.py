@@ -8,10 +8,11 @@ then one compiled pass over it per cutoff (``eval.metrics.kernels``), equal bit 
 fused scores (``retrieval.pipeline.fuse``) — top-k selection and every cutoff's sums in one
 compiled pass, no ``Ranking`` built — with the same values as ``per_query`` of the ranking.
 
-Every metric is declared once, in ``DEFINITIONS``: its name, the code of its formula in
-``eval.metrics.kernels.finish``, the per-query sums it reads, whether it is also valid without
-``@K``, and its definition, which follows ranx. ``tests/test_measure.py`` checks every declared
-metric against ranx on random runs with ties.
+Every metric is declared once, in ``eval.metrics.definitions.DEFINITIONS`` (name, label, the
+sums it reads, whether it is also valid without ``@K``, family, definition; the code of its
+formula in ``eval.metrics.kernels.finish`` is generated from it); this module parses and scores
+the names declared there. ``tests/test_measure.py`` checks every declared metric against ranx
+on random runs with ties.
 
 A document is relevant when its grade is > 0. Only queries with at least one relevant
 judgment count (``eval.metrics.ranx_io`` makes the same choice for ranx); a counted query with no
@@ -27,6 +28,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from eval.metrics.definitions import DEFAULT_METRICS, DEFINED, DEFINITIONS
 from eval.metrics.kernels import SUMS, batch_sums, cut_stats, finish_all, finish_many
 from retrieval.candidates import Candidates
 from retrieval.memo import memo
@@ -34,36 +36,8 @@ from retrieval.pipeline import Fused, PipelineConfig, fuse
 from retrieval.limits import MAX_DEPTH
 from retrieval.ranking import Ranking, table_order, visible_order
 
-@dataclass(frozen=True)
-class Definition:
-    """One metric: ``name@K`` (or bare ``name`` when ``uncut``: the whole ranking)."""
-
-    name: str
-    code: int                 # its formula in eval.metrics.kernels.finish
-    sums: tuple[str, ...]     # the per-query sums it reads (eval.metrics.kernels.SUMS)
-    uncut: bool               # also valid without @K
-    definition: str
-
-
-DEFINITIONS = (
-    Definition("ndcg", 0, ("dcg",), False,
-               "Σ_{i≤k} rel_i / log2(i+1) over the ideal ordering's same sum "
-               "(Järvelin; linear gain)"),
-    Definition("recall", 1, ("hits",), False, "relevant retrieved in the top k / all relevant"),
-    Definition("precision", 2, ("hits",), False, "relevant retrieved in the top k / k"),
-    Definition("mrr", 3, ("rr",), False,
-               "1 / rank of the first relevant result in the top k (0 if none)"),
-    Definition("hit_rate", 4, ("hits",), False, "1 if any relevant result is in the top k"),
-    Definition("map", 5, ("ap",), True,
-               "Σ precision@i over relevant ranks i ≤ k / all relevant; bare map: over the "
-               "whole ranking (ranx's and trec_eval's MAP)"),
-    Definition("ndcg_burges", 6, ("dcg_exp",), False,
-               "nDCG with the exponential gain 2^rel − 1 (Burges et al., ICML 2005)"),
-)
-DEFINED = {d.name: d for d in DEFINITIONS}
 METRICS = tuple(DEFINED)
 UNCUT = tuple(d.name for d in DEFINITIONS if d.uncut)  # names also valid without @K (k = 0 below)
-DEFAULT_METRICS = ("ndcg@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5")
 _METRIC = re.compile(r"^([a-z_]+)@(\d+)$")
 MAX_CUTOFF = MAX_DEPTH  # a ranking never holds more results than a search's largest depth
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
+from eval.metrics.definitions import WARM_METRICS
 from retrieval.candidates import Candidates
 from retrieval.ranking import Ranking
 
@@ -35,8 +36,6 @@ if TYPE_CHECKING:  # ranx (numba, scipy) takes seconds to import: only the funct
 # warm-up thread and a page). Every ranx call goes through this lock.
 RANX_LOCK = threading.RLock()
 
-WARM_METRICS = ("ndcg@5", "ndcg_burges@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5", "map")
-"""One of each metric family an evaluation asks ranx for (numba compiles per family, not per k)."""
 
 
 def warm_up(metrics: Sequence[str] = WARM_METRICS) -> None:

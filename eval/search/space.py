@@ -1,5 +1,6 @@
 """The search space of ``rwb sweep``, ``rwb tune`` and the Sweep page: parameter ranges, their
-grid, sum constraints, and a grid point applied to a pipeline.
+grid, sum constraints, and a grid point's values (``point_values``) with the refusal of an
+invalid one (``not_valid``).
 
 A range is ``name=lo:hi:step`` (``--param``; ``rwb tune`` also takes ``name=lo:hi``, a
 continuous range): the values ``lo, lo + step, …`` up to ``hi``. Only a pipeline's sweepable
@@ -8,7 +9,8 @@ range is whole numbers and its values are ``int``. A sum constraint (``a+b+c=1``
 grid points whose values sum to the total, compared with ``math.isclose`` — never ``==``: in
 floating point ``0.2 + 0.7 + 0.1`` is ``0.9999999999999999``, which is how ranx's weight grid
 silently loses combinations (a 3-way grid at step 0.1 summing to 1 has C(12, 2) = 66 points;
-``==`` keeps 62). A point is set on a configuration by ``retrieval.pipeline.with_params``.
+``==`` keeps 62). A point is set on a configuration by ``retrieval.pipeline.with_params``, the
+one setter.
 """
 
 from __future__ import annotations
@@ -17,12 +19,11 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
-from retrieval.pipeline import (ParamError, PipelineConfig, get_param, knobs, params_setter,
-                                sweepable_params)
+from retrieval.pipeline import ParamError, PipelineConfig, get_param, knobs, sweepable_params
 
 MAX_POINTS = 1_000_000       # values one axis, and configurations one sweep, may hold
 ENUMERATE_LIMIT = 200_000    # random search lists the grid up to this size, else draws points
@@ -170,31 +171,9 @@ def point_values(specs: Sequence[ParamSpec], point) -> dict[str, int | float]:
     return {s.name: s.value(v) for s, v in zip(specs, point)}
 
 
-def _not_valid(base: PipelineConfig, error: ParamError) -> ValueError:
-    return ValueError(f"{error.path}={error.value:g} is not valid for pipeline {base.name!r}: "
-                      f"{error}")
-
-
-def apply_point(base: PipelineConfig, specs: "Sequence[ParamSpec] | Space", point
-                ) -> PipelineConfig:
-    """``base`` with the point's values set (``with_params``); an invalid value is refused
-    naming the parameter, its value and the pipeline."""
-    return point_setter(base, specs)(point)
-
-
-def point_setter(base: PipelineConfig, specs: "Sequence[ParamSpec] | Space"
-                 ) -> Callable[[tuple], PipelineConfig]:
-    """``apply_point`` for every point of one search: the names are checked once
-    (``retrieval.pipeline.params_setter``), so a point costs one copy of the parameters."""
-    specs = tuple(specs)
-    set_values = params_setter(base, [s.name for s in specs])
-
-    def setter(point) -> PipelineConfig:
-        try:
-            return set_values([s.value(v) for s, v in zip(specs, point)])
-        except ParamError as error:
-            raise _not_valid(base, error) from None
-    return setter
+def not_valid(base: PipelineConfig, error: ParamError) -> ValueError:
+    """A value ``with_params`` refused at a grid point, worded with the pipeline's name."""
+    return ValueError(f"{error.path}={error.value:g} is not valid for pipeline {base.name!r}: {error}")
 
 
 @dataclass(frozen=True)

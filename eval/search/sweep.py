@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from eval.metrics.measure import BATCH_BYTES, config_values, judge, parse_metric
-from eval.search.space import MAX_POINTS, Space, point_setter, point_values
+from eval.search.space import MAX_POINTS, Space, not_valid, point_values
 from retrieval.candidates import Candidates
-from retrieval.pipeline import PipelineConfig, to_toml
+from retrieval.pipeline import ParamError, PipelineConfig, to_toml, with_params
 
 if TYPE_CHECKING:
     from eval.search.executors import Executor
@@ -238,9 +238,11 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
         raise ValueError("no grid point satisfies the constraints; check --param ranges and --sum")
     if len(points) > MAX_POINTS:
         raise ValueError(f"{len(points):,} configurations exceed the limit of {MAX_POINTS:,}; use --random N")
-    setter = point_setter(base, space)
     for point in (points[0], points[-1]):  # fail early, naming the parameter, on an invalid value
-        config = setter(point)
+        try:
+            config = with_params(base, point_values(space, point))
+        except ParamError as error:
+            raise not_valid(base, error) from None
         if config.path_depth > c.pool_depth:
             values = ", ".join(f"{k}={v:g}" for k, v in point_values(space, point).items())
             raise ValueError(f"{values} takes "
@@ -253,7 +255,7 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
     scores = np.empty(len(points))
     start = time.perf_counter()
     # the base pipeline first, in the same batches: its score needs no pass of its own
-    configs = itertools.chain([base], (setter(point) for point in points))
+    configs = itertools.chain([base], (with_params(base, point_values(space, point)) for point in points))
     i = 0
     base_row = None
     for batch in _batches(c, judged, configs, metric, len(points) + 1, executor):
@@ -281,7 +283,7 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
             progress(i, len(points))
     seconds = time.perf_counter() - start
     best_index = int(np.argmax(scores))  # first maximum: ties go to the earlier configuration
-    tuned = setter(points[best_index])
+    tuned = with_params(base, point_values(space, points[best_index]))
     label = name or f"{base.name}-tuned"
     summary = ", ".join(f"{k}={v:g}" for k, v in point_values(space, points[best_index]).items())
     tuned = dataclasses.replace(tuned, name=label, description=(

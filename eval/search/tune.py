@@ -55,11 +55,11 @@ import tomli_w
 from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
 from eval.search.nested import SINGLE_PATHS, Choice, NestedResult, Plan, counted_ids, compare, nested_cv
-from eval.search.space import ParamSpec, apply_point, knob_space, parse_param, tunable
+from eval.search.space import ParamSpec, knob_space, not_valid, parse_param, point_values, tunable
 from eval.search.sweep import group_count, group_labels
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
-from retrieval.pipeline import (PipelineConfig, get_param, get_pipeline, sweepable_params, to_dict,
+from retrieval.pipeline import (ParamError, PipelineConfig, get_param, get_pipeline, sweepable_params, to_dict,
                                 with_params)
 
 if TYPE_CHECKING:
@@ -102,7 +102,10 @@ def check_space(base: PipelineConfig, space: tuple[ParamSpec, ...], sampler: str
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r}; choose from {list(SAMPLERS)}")
     for end in ("lo", "hi"):
-        config = apply_point(base, space, [getattr(p, end) for p in space])
+        try:
+            config = with_params(base, point_values(space, [getattr(p, end) for p in space]))
+        except ParamError as error:
+            raise not_valid(base, error) from None
         if pool_depth is not None and config.path_depth > pool_depth:
             raise ValueError(f"the range ends ({end}) take {config.path_depth} candidates per path but the pool "
                              f"holds {pool_depth}; narrow the range or rerun with --pool-depth {config.path_depth}")

@@ -41,7 +41,8 @@ WEIGHTINGS = ("multiply", "qdrant")
 @dataclass(frozen=True)
 class RRFParams(Params):
     rrf_k: float = number(60.0, "rrf_k", "rank constant: larger flattens the rank curve (seed 000: 60)",
-                          lo=1.0, hi=200.0, step=1.0, min=0.0, max=1e6, min_exclusive=True)
+                          lo=1.0, hi=200.0, step=1.0, min=0.0, max=1e6, min_exclusive=True,
+                          curve=True)
     w_dense: float = number(1.0, "vector weight", "weight of the dense path's reciprocal rank",
                             lo=0.0, hi=2.0, step=0.05, min=0.0, max=100.0, group="weights")
     w_sparse: float = number(1.0, "BM25 weight", "weight of the keyword path's reciprocal rank",
@@ -49,6 +50,13 @@ class RRFParams(Params):
     weighting: str = choice("multiply", WEIGHTINGS, "weighting",
                             "multiply: w / (rrf_k + rank + 1) · qdrant: 1 / ((rank + 1) / w + rrf_k), "
                             "Qdrant's weighted RRF (k = rrf_k + 1)")
+
+    def warnings(self) -> tuple[tuple[str, str], ...]:
+        """Both weights 0: every term is 0, so every score ties and the ranking is the tie order."""
+        if self.w_dense == 0 and self.w_sparse == 0:
+            return (("weights", "Both weights are 0: every score is 0, so the ranking is only the "
+                                "tie order (document id)."),)
+        return ()
 
 
 def path_term(weight: float, rrf_k: float, rank: np.ndarray, weighting: str = "multiply") -> np.ndarray:

@@ -4,23 +4,26 @@
 budget: it carries its fusion's parameters (``params``, an instance of the fusion's own class
 in ``retrieval.fusion``) plus routing, ranking and budget — nothing else. ``knobs(config)``
 lists its parameters by dotted path (``rrf.rrf_k``, ``max_results``,
-``adaptive.profiles.debug.w_sparse``); ``get_param`` reads one and ``with_params`` sets any
-number of them, validated (``with_param``: one). These paths are the names the TOML form,
-``--param``, the Tune knobs and the Sweep axes use.
+``adaptive.profiles.debug.w_sparse``; ``fusion`` names the method itself). ``get_param`` reads
+one, ``with_params`` sets any number of them, validated, and ``diff_params`` says which differ
+between two configurations (``retrieval.params.same``: exact) — the one getter, setter and diff
+every surface calls. These paths are the names the TOML form, ``--param``, the Tune knobs and
+their link, and the Sweep axes use.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from retrieval.bm25 import MATCH_MODES
 from retrieval.fusion import FUSIONS, get_fusion
 from retrieval.limits import MAX_DEPTH
-from retrieval.params import KnobRef, Params, choice, flag, integer, number, walk_knobs
+from retrieval.params import (KnobRef, Params, ParamWarning, _declared, choice, flag, integer, number, same,
+                              walk_knobs, walk_warnings)
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,14 @@ def knobs(config: PipelineConfig) -> list[KnobRef]:
     return top + list(walk_knobs(config.params, f"{config.fusion}."))
 
 
+def warnings_of(config: PipelineConfig) -> list[ParamWarning]:
+    """What the owners of ``config``'s parameters declare worth a word (``Params.warnings``), each
+    with its owner's path as ``knobs`` names it (``""`` for the pipeline's own, ``rrf`` for the
+    fusion's, ``adaptive.profile.quality`` for a profile's factors)."""
+    own = [ParamWarning("", group, text) for group, text in config.warnings()]
+    return own + list(walk_warnings(config.params, f"{config.fusion}."))
+
+
 def sweepable_params(config: PipelineConfig) -> list[str]:
     """The numeric parameters a sweep may vary (those ``knobs`` marks sweepable)."""
     return [k.path for k in knobs(config) if k.knob.sweepable]
@@ -112,8 +123,19 @@ def _knob(config: PipelineConfig, path: str) -> KnobRef:
     raise ValueError(f"unknown parameter {path!r} for {config.name!r}; its parameters: {_names(config)}")
 
 
+FUSION_PATH = "fusion"
+"""The path of the fusion method itself: read by ``get_param``, set by ``with_params`` (the
+pipeline then takes the new method's default parameters and is named after it)."""
+
+ABSENT = object()
+"""What ``diff_params`` reports for a path one of the two configurations does not have."""
+
+
 def get_param(config: PipelineConfig, path: str):
-    """The value of parameter ``path`` (as ``knobs`` names it)."""
+    """The value of parameter ``path`` (as ``knobs`` names it, or ``fusion``) — the one getter;
+    ``ValueError`` naming the parameters ``config`` has when it has no such path."""
+    if path == FUSION_PATH:
+        return config.fusion
     return _knob(config, path).value
 
 
@@ -134,12 +156,6 @@ class ParamError(ValueError):
         self.path, self.value = path, value
 
 
-def with_param(config: PipelineConfig, path: str, value) -> PipelineConfig:
-    """A validated copy of ``config`` with parameter ``path`` set to ``value`` (``with_params``
-    of one value)."""
-    return with_params(config, {path: value})
-
-
 def _set_one(config: PipelineConfig, path: str, value) -> PipelineConfig:
     try:
         _knob(config, path)
@@ -157,59 +173,78 @@ def _set_one(config: PipelineConfig, path: str, value) -> PipelineConfig:
         raise ParamError(worded, path, value) from None
 
 
+def _switch(config: PipelineConfig, fusion) -> PipelineConfig:
+    """``config`` with another fusion method, at that method's defaults, named after it (an
+    ``rrf`` switched to wsum is a wsum)."""
+    if fusion == config.fusion:
+        return config
+    try:
+        return dataclasses.replace(config, name=str(fusion), fusion=fusion, params=None)
+    except ValueError as error:
+        raise ParamError(str(error), FUSION_PATH, fusion) from None
+
+
+@functools.lru_cache(maxsize=None)
+def _declared_names(cls: type) -> frozenset[str]:
+    return frozenset(name for name, _ in _declared(cls))
+
+
+def _own_fields(config: PipelineConfig, values: dict) -> dict | None:
+    """``{field: value}`` when every path of ``values`` is an active top-level parameter of the
+    pipeline's own fusion (``rrf.rrf_k`` → ``rrf_k``), else None."""
+    params, head = config.params, config.fusion + "."
+    declared = _declared_names(type(params))
+    out = {}
+    for path, value in values.items():
+        if not path.startswith(head):
+            return None
+        name = path[len(head):]
+        if name not in declared or not params.active(name):
+            return None
+        out[name] = value
+    return out
+
+
 def with_params(config: PipelineConfig, values: dict) -> PipelineConfig:
     """A validated copy of ``config`` with each parameter ``path`` of ``values`` set to its value
-    — the one way a configuration is changed by path (``--param``, sweeps, tuning, the knobs).
+    — the one way a configuration is changed (``--param``, sweeps, tuning, the Tune knobs and
+    their link, the pages).
 
-    Each path must be one of ``knobs(config)``: a parameter of another fusion, or one this
+    Each path must be one of ``knobs(config)`` or ``fusion`` (applied first: the pipeline then
+    takes that method's defaults and its name): a parameter of another fusion, or one this
     configuration does not use, is refused with the list of those it has. A refused value
-    raises ``ParamError`` (a ``ValueError`` naming the path)."""
-    return params_setter(config, tuple(values))(tuple(values.values()))
-
-
-def params_setter(config: PipelineConfig, paths) -> Callable[[Sequence], PipelineConfig]:
-    """``with_params`` of ``config`` for many value lists over the same ``paths`` (a sweep's
-    inner step). When every path is a top-level field of the pipeline's own fusion, the paths
-    are checked once and a value list replaces those fields only (``with_fusion_fields``)."""
-    paths = tuple(paths)
-
-    def one_by_one(values) -> PipelineConfig:
-        out = config
-        for path, value in zip(paths, values):
-            out = _set_one(out, path, value)
-        return out
-
-    fields = fusion_fields(config, paths)
-    if fields is None or not set(paths) <= {ref.path for ref in knobs(config)}:
-        return one_by_one
-
-    def setter(values) -> PipelineConfig:
+    raises ``ParamError`` (a ``ValueError`` naming the path). When every path is a top-level
+    parameter of the pipeline's own fusion (a sweep's point), the parameter class validates the
+    new values in one copy and the pipeline's other, already validated settings are shared."""
+    values = dict(values)
+    if FUSION_PATH in values:
+        config = _switch(config, values.pop(FUSION_PATH))
+    fields = _own_fields(config, values)
+    if fields:
         try:
-            return with_fusion_fields(config, **dict(zip(fields, values)))
+            out = copy.copy(config)
+            object.__setattr__(out, "params", dataclasses.replace(config.params, **fields))
+            return out
         except ValueError:
-            return one_by_one(values)  # the same refusal, worded as ``with_param`` words it
-    return setter
+            pass  # refused: worded below, path by path
+    out = config
+    for path, value in values.items():
+        out = _set_one(out, path, value)
+    return out
 
 
-def fusion_fields(config: PipelineConfig, paths) -> tuple[str, ...] | None:
-    """The field names when every path is a top-level parameter of the pipeline's own fusion
-    (``rrf.rrf_k`` → ``rrf_k``), else None: such changes need only ``with_fusion_fields``."""
-    names = []
-    for path in paths:
-        head, _, field_name = path.partition(".")
-        if head != config.fusion or "." in field_name or field_name not in config.params.__dataclass_fields__:
-            return None
-        names.append(field_name)
-    return tuple(names)
-
-
-def with_fusion_fields(config: PipelineConfig, **values) -> PipelineConfig:
-    """``config`` with top-level fields of its fusion's parameters replaced, validated by the
-    parameter class (``params_setter``'s fast path: the pipeline's own, already validated
-    settings are shared rather than checked again, as ``with_param`` would for each point)."""
-    params = dataclasses.replace(config.params, **values)
-    out = copy.copy(config)
-    object.__setattr__(out, "params", params)
+def diff_params(base: PipelineConfig, other: PipelineConfig) -> dict[str, tuple]:
+    """``{path: (in base, in other)}`` for each parameter (``fusion`` first, then the knobs of
+    ``base``, then those only ``other`` has) whose values are not ``same``; a path one of them
+    lacks has ``ABSENT`` there. The one "what changed": Tune's link, the Profiles page's diff and
+    the saved TOML (``retrieval.params.plain``) agree on it."""
+    a = {FUSION_PATH: base.fusion, **{ref.path: ref.value for ref in knobs(base)}}
+    b = {FUSION_PATH: other.fusion, **{ref.path: ref.value for ref in knobs(other)}}
+    out = {}
+    for path in dict.fromkeys([*a, *b]):
+        x, y = a.get(path, ABSENT), b.get(path, ABSENT)
+        if not same(x, y):
+            out[path] = (x, y)
     return out
 
 
