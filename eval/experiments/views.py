@@ -22,7 +22,6 @@ from eval.experiments.live import LiveRun
 from eval.metrics.judgment_bias import judged_per_query, label as bias_label
 from eval.statistics.significance import compare_pair, fmt_p
 from retrieval.candidates import Candidates
-from retrieval.memo import memo
 from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline
 
 METRIC_LABELS = {"ndcg": "nDCG", "recall": "Recall", "mrr": "MRR", "precision": "P",
@@ -178,12 +177,10 @@ def judged_row(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, k: 
                base_pool: Candidates | None = None) -> dict:
     """judged@k of the current run and the baseline's, as a metric card's row: the share of each
     counted query's top ``k`` that carries any judgment (``judged_per_query``), its mean over the
-    counted queries (those the table lacks add 0), and the paired t-test's p over them. The
-    baseline's values are kept with ``base_ev``, which was judged against these ``qrels`` (a
-    changed judgment makes a new baseline run)."""
+    counted queries (those the table lacks add 0), and the paired t-test's p over them; the
+    baseline's from ``base_ev``'s ranking, which was judged against these ``qrels``."""
     cur = judged_per_query(pool, qrels, ev.run.ranking, k)
-    base = memo(base_ev, ("judged", k), lambda: judged_per_query(  # the same on every knob move
-        pool if base_pool is None else base_pool, qrels, base_ev.run.ranking, k))
+    base = judged_per_query(pool if base_pool is None else base_pool, qrels, base_ev.run.ranking, k)
     a, b = ev.judged.counted(cur), base_ev.judged.counted(base)
     value, baseline = (float(a.mean()), float(b.mean())) if len(a) else (0.0, 0.0)
     name = bias_label("judged", k)

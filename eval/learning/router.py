@@ -35,7 +35,6 @@ import numpy as np
 from eval.learning.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_routes
 from eval.search.sweep import make_folds
 from retrieval.candidates import Candidates
-from retrieval.memo import memo
 from retrieval.learned_router import FEATURES, RouterModel, apply_router, design
 from retrieval.pipeline import PIPELINES, PipelineConfig
 
@@ -132,7 +131,7 @@ def cross_val_routes(c: Candidates, labels: Mapping[str, str], vectors: np.ndarr
     y = targets(c, labels)
     key = ("learned routes", tuple(y), folds, seed, None if vectors is None else
            hashlib.blake2b(np.ascontiguousarray(vectors).tobytes(), digest_size=16).digest())
-    return memo(c, key, lambda: _cross_val_routes(c, y, vectors, folds, seed))
+    return c.derived(key, lambda: _cross_val_routes(c, y, vectors, folds, seed))
 
 
 def _cross_val_routes(c: Candidates, y: list[str | None], vectors: np.ndarray | None, folds: int,

@@ -12,7 +12,6 @@ import numpy as np
 from numba import njit
 
 from retrieval.candidates import Candidates
-from retrieval.memo import memo
 from retrieval.params import Params
 
 LN2 = math.log(2.0)
@@ -118,9 +117,11 @@ def recency_decay(age_days: np.ndarray, half_life_days: float) -> np.ndarray:
 
 
 def visible_index(c: Candidates, visible: np.ndarray) -> np.ndarray:
-    """The indexes of the visible rows (``flatnonzero``), once per table and mask: a compiled
-    score fills only these and leaves the rest at −inf."""
-    return memo(c, ("visible index",), lambda: np.flatnonzero(visible), along=visible)
+    """The indexes of the visible rows (``flatnonzero``; the table's own at a depth when
+    ``visible`` is its mask, ``Candidates.at_depth``): a compiled score fills only these and
+    leaves the rest at −inf."""
+    seen = c.depth_of(visible)
+    return seen.index if seen is not None else np.flatnonzero(visible)
 
 
 def unseen(n: int) -> np.ndarray:
@@ -187,8 +188,8 @@ def normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: s
     """``_normalise`` (below), computed once per table, visible mask, depth, path and norm."""
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {list(NORMS)}, got {norm!r}")
-    return memo(c, ("normalise", depth, path, norm), lambda: _normalise(c, visible, depth, path, norm),
-                along=visible)
+    return c.derived(("normalise", depth, path, norm), lambda: _normalise(c, visible, depth, path, norm),
+                     along=visible)
 
 
 def _normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: str) -> tuple[np.ndarray, np.ndarray]:

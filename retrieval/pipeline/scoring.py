@@ -15,7 +15,7 @@ from retrieval.candidates import Candidates
 from retrieval.fusion import FUSIONS, Scored
 from retrieval.fusion._base import recency_decay
 from retrieval.pipeline.config import PipelineConfig
-from retrieval.ranking import Ranking, rank_rows, visible_rows
+from retrieval.ranking import Ranking, rank_rows
 
 ROUTES = ("fast", "timeline", "hybrid")
 
@@ -43,7 +43,7 @@ class Fused:
     min_score: float | None
     token_budget: int | np.ndarray | None    # one budget, or one per query (−1: none)
     keep: np.ndarray | None                  # rows ``min_score`` never drops (routed ones)
-    depth: int | None = None                 # every row outside visible_rows(table, depth) scores −inf
+    depth: int | None = None                 # every row outside table.visible(depth) scores −inf
 
 
 def all_hybrid(c: Candidates) -> np.ndarray:
@@ -54,7 +54,7 @@ def all_hybrid(c: Candidates) -> np.ndarray:
 def fuse(c: Candidates, config: PipelineConfig) -> Fused:
     """Route and fuse every query of a candidate table (no ranking)."""
     c = c.with_keyword_match(config.keyword_match)  # the BM25 path's OR, AND or technical list
-    visible = visible_rows(c, config.path_depth)
+    visible = c.visible(config.path_depth)
     route = all_hybrid(c)  # 0 fast, 1 timeline, 2 hybrid
     if config.fast_path or config.timeline_path:
         if config.fast_path:
