@@ -167,6 +167,12 @@ class Candidates:
         seen = self.__dict__["_depths"].get(depth)
         if seen is not None:
             return seen
+        seen = self.__dict__["_depths"].setdefault(depth, self.visibility(depth))  # one dict step: atomic
+        self.__dict__["_masks"].setdefault(id(seen.mask), seen)
+        return seen
+
+    def visibility(self, depth: int) -> "Visibility":
+        """``at_depth(depth)`` made afresh (not kept)."""
         if depth > self.pool_depth:
             raise ValueError(f"depth {depth} exceeds the candidate pool depth {self.pool_depth}; "
                              "build candidates with a larger pool_depth")
@@ -174,10 +180,7 @@ class Candidates:
         order = self.tie_order[mask[self.tie_order]]
         offsets = np.zeros(self.n_queries + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.cols["query_idx"][order], minlength=self.n_queries), out=offsets[1:])
-        seen = Visibility(*_read_only((mask, np.flatnonzero(mask), order, offsets)))
-        seen = self.__dict__["_depths"].setdefault(depth, seen)  # one dict step: atomic
-        self.__dict__["_masks"].setdefault(id(seen.mask), seen)
-        return seen
+        return Visibility(*_read_only((mask, np.flatnonzero(mask), order, offsets)))
 
     def depth_of(self, mask: np.ndarray) -> "Visibility | None":
         """The ``Visibility`` whose mask is ``mask`` (the same array), else None (a mask made

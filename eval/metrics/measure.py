@@ -277,22 +277,26 @@ class _Plan:
 
 
 def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
-    def build():
-        parsed = [parse_metric(name) for name in metrics]
-        cuts = np.array(sorted({k for _, k in parsed}), dtype=np.int64)
-        n_q = len(judged.judged)
-        idcg = np.stack([ideal_dcg(judged, metric, k) for metric, k in parsed]) if parsed else np.zeros((0, n_q))
-        codes = np.array([DEFINED[m].code for m, _ in parsed], dtype=np.int64)
-        exponential = any("dcg_exp" in DEFINED[m].sums for m, _ in parsed)
-        return _Plan(tuple(metrics), cuts, codes,
-                     np.array([k for _, k in parsed], dtype=np.int64),
-                     np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
-                     exponential, idcg, exp_gains(judged) if exponential else judged.grade,
-                     safe_relevant(judged))
+    """``plan_of(judged, metrics)``, made once per judged set and list of metrics (``Judged.plans``)."""
     plan = judged.plans.get(metrics)
     if plan is None:  # two threads may both build it; both get the first one stored
-        plan = judged.plans.setdefault(metrics, build())
+        plan = judged.plans.setdefault(metrics, plan_of(judged, metrics))
     return plan
+
+
+def plan_of(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
+    """What scoring ``metrics`` over ``judged`` needs beyond a configuration's scores."""
+    parsed = [parse_metric(name) for name in metrics]
+    cuts = np.array(sorted({k for _, k in parsed}), dtype=np.int64)
+    n_q = len(judged.judged)
+    idcg = np.stack([ideal_dcg(judged, metric, k) for metric, k in parsed]) if parsed else np.zeros((0, n_q))
+    codes = np.array([DEFINED[m].code for m, _ in parsed], dtype=np.int64)
+    exponential = any("dcg_exp" in DEFINED[m].sums for m, _ in parsed)
+    return _Plan(tuple(metrics), cuts, codes,
+                 np.array([k for _, k in parsed], dtype=np.int64),
+                 np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
+                 exponential, idcg, exp_gains(judged) if exponential else judged.grade,
+                 safe_relevant(judged))
 
 
 def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS) -> np.ndarray:
