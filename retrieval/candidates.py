@@ -95,7 +95,6 @@ class Candidates:
     degraded: tuple[tuple[str, ...], ...]
     cols: dict[str, np.ndarray] = field(repr=False)
     analyzer: str = DEFAULT_ANALYZER  # the BM25 analyzer of the index it was retrieved from
-    learned_route: tuple[str, ...] | None = None  # per query: the learned router's profile (eval.learning.router)
     doc_types: tuple[str, ...] = ()  # per document (doc_idx order): memory_type; () if hand-built
 
     def __post_init__(self) -> None:
@@ -227,6 +226,7 @@ class Candidates:
         try:
             with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
                 meta = json.loads(str(npz["meta"]))
+                meta.pop("learned_route", None)  # written by older versions (always null there)
                 cols = {k[4:]: npz[k] for k in npz.files if k.startswith("col_")}
                 meta = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v
                         for k, v in meta.items()}

@@ -369,14 +369,16 @@ BATCH_BYTES = 48 << 20
 """Fused scores held at once while a batch of configurations is ranked and scored."""
 
 
-def config_values(c: Candidates, judged, configs: Sequence[PipelineConfig], metric: str) -> Iterator[np.ndarray]:
+def config_values(c: Candidates, judged, configs: Sequence[PipelineConfig], metric: str,
+                  routes: tuple[str, ...] | None = None) -> Iterator[np.ndarray]:
     """Per-query ``metric`` of each configuration, in batches: arrays of shape (batch, queries),
     NaN for queries that do not count — equal to ``per_query(…, run_pipeline(c, config).ranking)``
-    bit for bit. Each configuration is fused as ``run_pipeline`` fuses it (``fuse``); the
+    bit for bit. Each configuration is fused as ``run_pipeline`` fuses it (``fuse``, with the
+    learned ``routes`` where given); the
     ranking and the metric of a whole batch are one compiled pass (``eval.metrics.measure.fused_values``)
     that never builds a ``Ranking``."""
     parse_metric(metric)
     per_batch = int(max(1, min(256, BATCH_BYTES // max(1, 8 * c.n_rows))))
     for start in range(0, len(configs), per_batch):
-        batch = [fuse(c, config) for config in configs[start:start + per_batch]]
+        batch = [fuse(c, config, routes) for config in configs[start:start + per_batch]]
         yield fused_values(judged, batch, (metric,))[metric]

@@ -63,7 +63,9 @@ class Fusion:
     frozen class holding (and validating) the method's parameters and knobs; ``paths`` the
     retrieval paths it reads (a route is reported as vector / keyword / hybrid from it);
     ``variants`` further parameter sets the shared conformance suite runs;
-    ``profile_names(c, params)`` names the profile applied per query, where that applies."""
+    ``profile_names(c, params, routes)`` names the profile applied per query, where that applies;
+    ``routed``: ``score`` and ``profile_names`` also take ``routes``, the learned router's profile
+    per query (``retrieval.pipeline.fuse``'s argument; None: the rules route)."""
 
     name: str
     params: type[Params]
@@ -72,7 +74,8 @@ class Fusion:
     source: str
     paths: tuple[str, ...] = ("dense", "sparse")
     variants: tuple[Params, ...] = ()
-    profile_names: Callable[[Candidates, Params], tuple[str, ...]] | None = None
+    profile_names: Callable[..., tuple[str, ...]] | None = None
+    routed: bool = False
 
     @property
     def route(self) -> str:
