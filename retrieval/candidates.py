@@ -124,6 +124,14 @@ class Candidates:
         for match, view in views.items():  # a view's own "any" is itself, as for the table
             view.__dict__["_views"] = {**views, "any": view}
 
+    def __getstate__(self) -> dict:
+        """Pickled (a Ray worker, a copy) as its fields alone; the copy prepares itself afresh."""
+        return {f.name: self.__dict__[f.name] for f in fields(self)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
+
     def _view(self, cols: dict) -> "Candidates":
         """The same table with other keyword columns: every prepared array shared, its own
         ``best_rank`` and its own per-depth values."""

@@ -97,3 +97,15 @@ def test_a_pool_stored_with_learned_routes_in_its_metadata_still_loads(tmp_path)
     (tmp_path / "old.npz").write_bytes(POOL_MAGIC + hashlib.sha256(payload).digest() + payload)
     old = Candidates.load(tmp_path / "old.npz")
     assert old.query_ids == c.query_ids and np.array_equal(old.visible(2), c.visible(2))
+
+
+def test_a_pickled_table_carries_its_fields_and_prepares_itself_again():
+    import pickle
+
+    c = table()
+    c.visible(2)
+    c.derived("kept", lambda: np.ones(3))
+    copy = pickle.loads(pickle.dumps(c))
+    assert copy.__dict__["_kept"] == {} and copy.__dict__["_depths"] == {}
+    assert np.array_equal(copy.visible(2), c.visible(2)) and copy.depth_of(copy.visible(2)) is copy.at_depth(2)
+    assert copy.with_keyword_match("all").bm25_rank.tolist() == c.with_keyword_match("all").bm25_rank.tolist()
