@@ -234,7 +234,6 @@ def memos() -> list[Memo]:
     import eval.metrics.measure as measure
     import eval.search.sweep as sweep_mod
     from retrieval import params
-    from retrieval.fusion import rrf
 
     from retrieval import candidates
 
@@ -251,7 +250,6 @@ def memos() -> list[Memo]:
         _function("metric plan", "measure._plan (Judged.plans)", measure._plan, measure.plan_of),
         _function("document table", "candidates.doc_table (Dataset.prepared)", candidates.doc_table,
                   candidates._build_doc_table),
-        _lru("rrf term table", "fusion.rrf.term_table (lru_cache)", rrf.term_table),
         _lru("fold split", "search.sweep._folds (lru_cache)", sweep_mod._folds),
         _lru("declared fields", "params._declared (lru_cache)", params._declared),
         _function("DCG discounts", "measure.discounts (_DISC)", measure.discounts,
