@@ -1,9 +1,11 @@
 """What each memo buys: a path timed with the memo as it is and with it bypassed.
 
-A memo is *bypassed* by swapping, while the "off" contestant runs, every module-level name
-that refers to it: a keyed memo (``retrieval.memo.memo``) by a function that calls ``build()``
-for that memo's keys and goes to the memo for all others; a ``functools`` LRU by the function
-it wraps (``__wrapped__``); the DCG discount table by a function that rebuilds it. The code of
+A memo is *bypassed* by swapping, while the "off" contestant runs, what refers to it: a key of
+the values a candidate table keeps (``Candidates.derived``) by a method that calls ``build()``
+for that key and keeps all others; the table's per-depth visibility (``Candidates.at_depth``)
+by ``Candidates.visibility``, which makes it afresh; a module-level function keeping its value
+(the metric plan, the document table, the DCG discount table) by one that rebuilds it; a
+``functools`` LRU by the function it wraps (``__wrapped__``). The code of
 the path is otherwise the same, so "off" is what the path costs once that memo is deleted. The
 memos a path consults are found by running it once (warm) with recording stand-ins; each memo
 is timed on the paths that consult it:
@@ -118,32 +120,34 @@ class Memo:
 
 
 class _Keys:
-    """The keyed memo's stand-in, put in place while any of its keys is bypassed or recorded:
-    a bypassed key calls ``build()``, a recorded one is noted; every other call goes through."""
+    """``Candidates.derived``'s stand-in, put in place while any of its keys is bypassed or
+    recorded: a bypassed key calls ``build()``, a recorded one is noted; every other call goes
+    through."""
 
     def __init__(self):
-        from retrieval import memo as m
+        from retrieval.candidates import Candidates
 
-        self.original = m.memo
-        self.names = _Names(m.memo)
+        self.owner = Candidates
+        self.original = Candidates.derived
         self.off: dict[str, int] = {}
         self.noted: dict[str, tuple[str, set]] = {}
         self.users = 0
-        self.stand_in = self.call  # one bound method, so that it can be swapped back by identity
+        keys = self
 
-    def call(self, owner, key, build, *args, **kwargs):
-        label = key if isinstance(key, str) else key[0]  # a key's name: its first item
-        if label in self.noted:
-            name, seen = self.noted[label]
-            seen.add(name)
-        if self.off.get(label):
-            return _built(build)
-        return self.original(owner, key, build, *args, **kwargs)
+        def call(table, key, build, along=None):
+            label = key if isinstance(key, str) else key[0]  # a key's name: its first item
+            if label in keys.noted:
+                name, seen = keys.noted[label]
+                seen.add(name)
+            if keys.off.get(label):
+                return _built(build)
+            return keys.original(table, key, build, along)
+        self.stand_in = call
 
     @contextlib.contextmanager
     def using(self, enter: Callable[[], None], leave: Callable[[], None]):
         if not self.users:
-            self.names.set(self.stand_in)
+            self.owner.derived = self.stand_in
         self.users += 1
         enter()
         try:
@@ -152,11 +156,11 @@ class _Keys:
             leave()
             self.users -= 1
             if not self.users:
-                self.names.set(self.original)
+                self.owner.derived = self.original
 
 
 def _keyed(keys: _Keys, name: str, where: str, label: str) -> Memo:
-    """A key of the shared keyed memo (``retrieval.memo.memo``), by its label."""
+    """A key of the values a candidate table keeps (``Candidates.derived``), by its label."""
     def off():
         return keys.using(lambda: keys.off.__setitem__(label, keys.off.get(label, 0) + 1),
                           lambda: keys.off.__setitem__(label, keys.off[label] - 1))
@@ -166,6 +170,32 @@ def _keyed(keys: _Keys, name: str, where: str, label: str) -> Memo:
                           lambda: keys.noted.pop(label))
 
     return Memo(name, where, off, record)
+
+
+def _depths(name: str, where: str) -> Memo:
+    """The per-depth visibility a table keeps (``Candidates.at_depth``): off makes it afresh on
+    every call (``Candidates.visibility``), so the mask is a new array and the values kept along
+    it (normalised and weighted paths, the visible index) are made afresh as well."""
+    from retrieval.candidates import Candidates
+
+    kept = Candidates.at_depth
+
+    @contextlib.contextmanager
+    def swapped(value):
+        Candidates.at_depth = value
+        try:
+            yield
+        finally:
+            Candidates.at_depth = kept
+
+    def record(seen):
+        def noting(table, depth):
+            seen.add(name)
+            return kept(table, depth)
+        return swapped(noting)
+
+    return Memo(name, where, lambda: swapped(lambda table, depth: _built(lambda: table.visibility(depth))),
+                record)
 
 
 def _lru(name: str, where: str, fn) -> Memo:
@@ -204,25 +234,22 @@ def memos() -> list[Memo]:
     import eval.metrics.measure as measure
     import eval.search.sweep as sweep_mod
     from retrieval import params
-    from retrieval.fusion import rrf
+
+    from retrieval import candidates
 
     keyed = [
-        ("keyword view", "candidates.with_keyword_match", "keyword all"),
-        ("tie order", "ranking.table_order", "tie order"),
-        ("visible rows", "ranking.visible_rows", "visible"),
-        ("visible order", "ranking.visible_order", "visible order"),
-        ("visible index", "fusion._base.visible_index", "visible index"),
         ("normalised path", "fusion._base.normalise", "normalise"),
         ("weighted paths", "fusion.weighted.weighted", "weighted"),
-        ("metric plan", "measure._plan", "plan"),
         ("judged qrels", "measure.judge", "judged"),
-        ("document table", "candidates.doc_table", "doc table"),
         ("learned routes", "learning.router.cross_val_routes", "learned routes"),
     ]
     keys = _Keys()
-    out = [_keyed(keys, *row) for row in keyed]
+    out = [_depths("visibility per depth", "Candidates.at_depth (mask, index, visible tie order)")]
+    out += [_keyed(keys, *row) for row in keyed]
     out += [
-        _lru("rrf term table", "fusion.rrf.term_table (lru_cache)", rrf.term_table),
+        _function("metric plan", "measure._plan (Judged.plans)", measure._plan, measure.plan_of),
+        _function("document table", "candidates.doc_table (Dataset.prepared)", candidates.doc_table,
+                  candidates._build_doc_table),
         _lru("fold split", "search.sweep._folds (lru_cache)", sweep_mod._folds),
         _lru("declared fields", "params._declared (lru_cache)", params._declared),
         _function("DCG discounts", "measure.discounts (_DISC)", measure.discounts,
@@ -273,7 +300,7 @@ def run(ctx: Context) -> Section:
     from eval.metrics.measure import config_values, judge
     from eval.search.space import ParamSpec, Space, SumConstraint
     from eval.search.sweep import sweep
-    from retrieval.candidates import doc_table
+    from retrieval import candidates
     from retrieval.fusion.weighted import WeightedParams
     from retrieval.pipeline import PIPELINES, PipelineConfig, ranked
     from bench.sweep import _grid_configs
@@ -334,7 +361,7 @@ def run(ctx: Context) -> Section:
     else:
         def search():
             for _ in range(inner):
-                doc_table(dataset)
+                candidates.doc_table(dataset)  # through the module: the name a bypass swaps
 
     # which memo each path consults (one recorded pass each)
     consulted: dict[str, set] = {}

@@ -45,8 +45,7 @@ RAY_GRID = ("rrf.rrf_k=1:200:1", "rrf.w_dense=0.5:1.5:0.5")  # 600 configuration
 RAY_GRID_LARGE = ("rrf.rrf_k=10:200:10", "rrf.w_dense=0.5:1.5:0.5")  # 60, on the 10× resampled set
 SEED = 0
 
-_PER_QUERY = ("query_ids", "query_texts", "fast_target", "timeline", "intent_route", "window", "degraded",
-              "learned_route")
+_PER_QUERY = ("query_ids", "query_texts", "fast_target", "timeline", "intent_route", "window", "degraded")
 
 
 def _take(value, picks: np.ndarray):

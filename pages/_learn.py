@@ -85,11 +85,12 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
             return progress
 
         try:
-            report = learn_report(sh.pool_for(ws.path, ws.stamp, ws.embedder, default), qrels,
+            report = learn_report(ws.pool(), qrels,
                                   ws.dataset.queries, model, folds=int(folds), seed=int(seed),
                                   fold_by=None if fold_by == AUTO else fold_by,
                                   transfer=transfer, repeats=int(seeds), progress=stage,
-                                  inner_folds=int(inner), guard=guard, default=default)
+                                  inner_folds=int(inner), guard=guard, default=default,
+                                  routes=sh.routes_for(ws.path, ws.stamp, ws.embedder, default))
             st.session_state[RESULT] = (_key(ws, default_label), report)
         except ValueError as error:
             st.error(f"Nothing learned: {md(error)}", icon=":material/error:")

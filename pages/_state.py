@@ -164,20 +164,21 @@ def get_pool(path: str, stamp: tuple, embedder: str) -> Candidates:
 
 
 @st.cache_resource(max_entries=4, show_spinner="Fitting the learned intent router (cross-validated over the labelled queries)…")
-def get_learned_pool(path: str, stamp: tuple, embedder: str) -> Candidates:
-    """The pool with cross-validated learned routes (``eval.learning.router.prepare_pool``): each
-    labelled query routed by a model not trained on it; the pool itself when nothing is labelled."""
-    from eval.learning.router import LEARNED_PIPELINE, prepare_pool
+def get_learned_routes(path: str, stamp: tuple, embedder: str) -> tuple[str, ...] | None:
+    """The pool's cross-validated learned routes (``eval.learning.router.learned_routes``): each
+    labelled query routed by a model not trained on it; None when nothing is labelled."""
+    from eval.learning.router import LEARNED_PIPELINE, learned_routes
 
-    return prepare_pool(get_pool(path, stamp, embedder), get_dataset(path, stamp).queries, [LEARNED_PIPELINE],
-                        embedder)
+    return learned_routes(get_pool(path, stamp, embedder), get_dataset(path, stamp).queries, [LEARNED_PIPELINE],
+                          embedder)
 
 
-def pool_for(path: str, stamp: tuple, embedder: str, config: PipelineConfig) -> Candidates:
-    """The pool ``config`` is scored on: with learned routes when it follows the learned router."""
+def routes_for(path: str, stamp: tuple, embedder: str, config: PipelineConfig) -> tuple[str, ...] | None:
+    """The learned routes ``config`` is scored with (``retrieval.pipeline.fuse``'s ``routes``):
+    the pool's when it follows the learned router, else None."""
     from eval.learning.router import uses_learned_router
 
-    return get_learned_pool(path, stamp, embedder) if uses_learned_router(config) else get_pool(path, stamp, embedder)
+    return get_learned_routes(path, stamp, embedder) if uses_learned_router(config) else None
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -217,7 +218,8 @@ def live_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, co
     itself (Streamlit's argument hashing would pickle the whole config on every call)."""
     def compute() -> LiveRun:
         _, judged = get_judged(path, stamp, embedder, qrels_rev)
-        return evaluate_config(pool_for(path, stamp, embedder, config), judged, config)
+        return evaluate_config(get_pool(path, stamp, embedder), judged, config,
+                               routes=routes_for(path, stamp, embedder, config))
     return _LIVE.get((path, stamp, embedder, qrels_rev, config), compute)
 
 

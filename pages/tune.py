@@ -261,8 +261,9 @@ def live() -> None:
     rev = ws.qrels_rev
     base_ev = s.live_evaluation(ws.path, ws.stamp, ws.embedder, rev, ws.baseline) if c is not None else None
     qrels, judged = s.get_judged(ws.path, ws.stamp, ws.embedder, rev) if c is not None else ({}, None)
-    pool = s.pool_for(ws.path, ws.stamp, ws.embedder, config) if c is not None else None   # learned routes if used
-    ev = evaluate_config(pool, judged, config) if c is not None else None
+    pool = c
+    ev = (evaluate_config(pool, judged, config, routes=s.routes_for(ws.path, ws.stamp, ws.embedder, config))
+          if c is not None else None)
     if ev is not None:
         tn.record_scores(config, ev.means, ws.baseline.name, base_ev.means)
     run_name = f"{config.name}{' (tuned)' if tn.is_tuned(state) else ''}"
@@ -276,8 +277,6 @@ def live() -> None:
         in_sample = in_sample_warning(state.source, ws.dataset.fingerprint) if c is not None else None
         view = views.tune_view(
             config, ws.dataset.documents, pool=pool, ev=ev, baseline=ws.baseline, base_ev=base_ev, qrels=qrels,
-            base_pool=(s.pool_for(ws.path, ws.stamp, ws.embedder, ws.baseline)
-                       if c is not None else None),
             qi=qi, intent=intents.get(c.query_ids[qi], "") if qi is not None else "",
             free_text=ws.free_text(free_text) if qi is None and free_text else None,
             metrics=s.METRICS, primary=s.PRIMARY, fisher=ps)

@@ -42,19 +42,19 @@ import io
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
+from retrieval import kernels
 from retrieval.bm25 import DEFAULT_ANALYZER, MATCH_MODES, Filters
 from retrieval.dataset import Dataset, Query
 from retrieval.files import atomic_write_bytes
 from retrieval.index import IndexHandle
 from retrieval.limits import MAX_DEPTH, check_size
-from retrieval.memo import memo
 from retrieval.routing import JOURNAL_PREFIX, TIMELINE_DAYS, fast_path_target, route_intent, triggers_timeline
 from retrieval.timewindow import parse_time_window
 from retrieval.vector_store import VectorFilters, VectorStoreUnavailable
@@ -95,8 +95,50 @@ class Candidates:
     degraded: tuple[tuple[str, ...], ...]
     cols: dict[str, np.ndarray] = field(repr=False)
     analyzer: str = DEFAULT_ANALYZER  # the BM25 analyzer of the index it was retrieved from
-    learned_route: tuple[str, ...] | None = None  # per query: the learned router's profile (eval.learning.router)
     doc_types: tuple[str, ...] = ()  # per document (doc_idx order): memory_type; () if hand-built
+
+    def __post_init__(self) -> None:
+        """The prepared pool, built once with the table and never changed after (so it is read
+        by every session thread without a lock): each query's rows in tie order (document id)
+        with the offsets, token counts and widest query the ranking kernels walk; ``best_rank``,
+        each row's best 0-based rank over the two paths (``NOT_RETURNED`` where neither returned
+        it), so that visibility at any depth is one comparison; the keyword-match views (the
+        same rows through the ``all`` and ``technical`` lists, sharing every other column)."""
+        offsets = np.ascontiguousarray(self.offsets, dtype=np.int64)
+        shared = {
+            "tie_order": kernels.tie_order(self.cols["query_idx"], self.cols["tie_key"]),
+            "order_offsets": offsets,
+            "row_tokens": np.ascontiguousarray(self.cols["token_count"], dtype=np.int64),
+            "widest": int(np.diff(offsets).max(initial=0)) or 1,
+        }
+        for value in shared.values():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+        self.__dict__.update(shared)
+        self.__dict__.update(_visibility_of(self.cols))
+        views = {"any": self}
+        if all(f"bm25_{part}_rank" in self.cols for part in MATCH_PARTS.values()):
+            for match, part in MATCH_PARTS.items():
+                views[match] = self._view({**self.cols, "bm25_rank": self.cols[f"bm25_{part}_rank"],
+                                           "bm25_score": self.cols[f"bm25_{part}_score"]})
+        for match, view in views.items():  # a view's own "any" is itself, as for the table
+            view.__dict__["_views"] = {**views, "any": view}
+
+    def __getstate__(self) -> dict:
+        """Pickled (a Ray worker, a copy) as its fields alone; the copy prepares itself afresh."""
+        return {f.name: self.__dict__[f.name] for f in fields(self)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
+
+    def _view(self, cols: dict) -> "Candidates":
+        """The same table with other keyword columns: every prepared array shared, its own
+        ``best_rank`` and its own per-depth values."""
+        view = object.__new__(Candidates)
+        view.__dict__.update(self.__dict__)
+        view.__dict__.update(cols=cols, **_visibility_of(cols))
+        return view
 
     def __getattr__(self, name: str) -> np.ndarray:
         cols = self.__dict__.get("cols")
@@ -116,24 +158,56 @@ class Candidates:
         """The table as keyword match mode ``match`` sees it: for ``all`` the BM25 path's
         ``bm25_rank`` / ``bm25_score`` are those of the AND query (-1 / 0 where it did not
         return the document); ``any`` is the table itself. Same rows in the same order; the
-        view shares every other column and is made once per table."""
-        if match == "any":
-            return self
+        view shares every other column and was made with the table."""
         if match not in MATCH_MODES:
             raise ValueError(f"keyword match must be one of {list(MATCH_MODES)}, got {match!r}")
-        part = {"all": "all", "technical": "tech"}[match]
-        return memo(self, (f"keyword {match}",), lambda: replace(self, cols={
-            **self.cols, "bm25_rank": self.cols[f"bm25_{part}_rank"],
-            "bm25_score": self.cols[f"bm25_{part}_score"]}))
+        return self._views[match]
 
     def visible(self, depth: int) -> np.ndarray:
-        """Rows a pipeline of this per-path depth retrieves."""
+        """Rows a pipeline of this per-path depth retrieves (``best_rank < depth``; read-only,
+        the same array on every call)."""
+        return self.at_depth(depth).mask
+
+    def at_depth(self, depth: int) -> "Visibility":
+        """What the table's rows look like to a pipeline of per-path depth ``depth``: made on
+        the first call per depth from ``best_rank`` and kept with the table."""
+        seen = self.__dict__["_depths"].get(depth)
+        if seen is not None:
+            return seen
+        seen = self.__dict__["_depths"].setdefault(depth, self.visibility(depth))  # one dict step: atomic
+        self.__dict__["_masks"].setdefault(id(seen.mask), seen)
+        return seen
+
+    def visibility(self, depth: int) -> "Visibility":
+        """``at_depth(depth)`` made afresh (not kept)."""
         if depth > self.pool_depth:
             raise ValueError(f"depth {depth} exceeds the candidate pool depth {self.pool_depth}; "
                              "build candidates with a larger pool_depth")
-        dense = (self.dense_rank >= 0) & (self.dense_rank < depth)
-        sparse = (self.bm25_rank >= 0) & (self.bm25_rank < depth)
-        return dense | sparse
+        mask = self.best_rank < depth
+        order = self.tie_order[mask[self.tie_order]]
+        offsets = np.zeros(self.n_queries + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.cols["query_idx"][order], minlength=self.n_queries), out=offsets[1:])
+        return Visibility(*_read_only((mask, np.flatnonzero(mask), order, offsets)))
+
+    def depth_of(self, mask: np.ndarray) -> "Visibility | None":
+        """The ``Visibility`` whose mask is ``mask`` (the same array), else None (a mask made
+        afresh, as for a routed query set)."""
+        seen = self.__dict__["_masks"].get(id(mask))
+        return seen if seen is not None and seen.mask is mask else None
+
+    def derived(self, key: Hashable, build: Callable[[], object], along: np.ndarray | None = None):
+        """A value computed from this table alone (at a depth), made on first use and kept with
+        it; arrays come back read-only. ``along``: the visible mask it is computed over — kept
+        only when that is one of the table's own (``at_depth``), computed afresh otherwise.
+        Keys are few (a name, a depth, a norm), so nothing is ever evicted; two threads missing
+        the same key may both build it and both get the first one stored."""
+        if along is not None and self.depth_of(along) is None:
+            return _read_only(build())
+        kept = self.__dict__["_kept"]
+        value = kept.get(key, _MISS)
+        if value is _MISS:
+            value = kept.setdefault(key, _read_only(build()))
+        return value
 
     def save(self, path: Path) -> None:
         """Write atomically and durably (``retrieval.files.atomic_write``), with a checksum.
@@ -160,6 +234,7 @@ class Candidates:
         try:
             with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
                 meta = json.loads(str(npz["meta"]))
+                meta.pop("learned_route", None)  # written by older versions (always null there)
                 cols = {k[4:]: npz[k] for k in npz.files if k.startswith("col_")}
                 meta = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v
                         for k, v in meta.items()}
@@ -193,6 +268,37 @@ class PoolCorrupt(ValueError):
 
 
 POOL_MAGIC = b"RWBPOOL\x02"
+
+MATCH_PARTS = {"all": "all", "technical": "tech"}  # keyword match mode → its columns' infix
+NOT_RETURNED = np.iinfo(np.int32).max
+"""``best_rank`` of a row neither path returned (the fast and timeline paths' own rows)."""
+_MISS = object()
+
+
+@dataclass(frozen=True, eq=False)
+class Visibility:
+    """The rows a pipeline of one per-path depth sees: the mask, its row indexes, and each
+    query's visible rows in tie order with their offsets (the only rows that can rank)."""
+
+    mask: np.ndarray
+    index: np.ndarray
+    order: np.ndarray
+    offsets: np.ndarray
+
+
+def _read_only(value):
+    for array in (value if isinstance(value, tuple) else (value,)):
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    return value
+
+
+def _visibility_of(cols: dict) -> dict:
+    """A table's (or view's) ``best_rank`` and its empty per-depth stores."""
+    dense, sparse = cols["dense_rank"], cols["bm25_rank"]
+    best = np.minimum(np.where(dense >= 0, dense, NOT_RETURNED), np.where(sparse >= 0, sparse, NOT_RETURNED))
+    best.flags.writeable = False
+    return {"best_rank": best, "_depths": {}, "_masks": {}, "_kept": {}}
 def _filters(query: Query, scope: str = "", group: str = "", project: str = "") -> tuple[Filters, VectorFilters]:
     scope, group = scope or query.scope, group or query.group
     return Filters(scope, project, group), VectorFilters(scope, project, group)
@@ -437,6 +543,7 @@ class DocTable:
     group: np.ndarray
     neighbours: dict[int, set[int]]
     features: dict[str, np.ndarray]
+    types: tuple[str, ...]    # memory_type
 
     def allowed(self, flt: Filters) -> np.ndarray:
         keep = np.ones(len(self.path), dtype=bool)
@@ -447,13 +554,16 @@ class DocTable:
 
 
 def doc_types(dataset: Dataset) -> tuple[str, ...]:
-    """Each document's ``memory_type``, in document order, once per loaded dataset."""
-    return memo(dataset, "doc types", lambda: tuple(d.memory_type for d in dataset.documents))
+    """Each document's ``memory_type``, in document order (``doc_table``)."""
+    return doc_table(dataset).types
 
 
 def doc_table(dataset: Dataset) -> DocTable:
-    """The dataset's ``DocTable``, built once per loaded dataset (kept with it)."""
-    return memo(dataset, "doc table", lambda: _build_doc_table(dataset))
+    """The dataset's ``DocTable``, built on first use and kept with it (``Dataset.prepared``)."""
+    table = dataset.prepared.get("doc table")
+    if table is None:  # two threads may both build it; both get the first one stored
+        table = dataset.prepared.setdefault("doc table", _build_doc_table(dataset))
+    return table
 
 
 def doc_quality(dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -501,4 +611,5 @@ def _build_doc_table(dataset: Dataset) -> DocTable:
         journal=np.array([d.path.startswith(JOURNAL_PREFIX) and d.created_at is not None for d in docs], dtype=bool),
         scope=column(d.scope for d in docs), project=column(d.project for d in docs),
         group=column(d.group for d in docs), neighbours=neighbours, features=features,
+        types=tuple(d.memory_type for d in docs),
     )

@@ -95,6 +95,9 @@ class Dataset:
     languages: tuple[str, ...] = ()
     license: str = ""
     fingerprint: str = ""
+    prepared: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What is computed from the loaded documents alone, kept with them (the document table,
+    ``retrieval.candidates.doc_table``); a changed copy (``dataclasses.replace``) starts empty."""
 
     def query_reference_time(self, query: Query) -> datetime:
         return query.reference_time or self.reference_time

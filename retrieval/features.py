@@ -51,7 +51,6 @@ from retrieval.candidates import Candidates
 from retrieval.fusion._base import in_path, normalise, recency_decay, segment_max, segment_min
 from retrieval.learned_router import FEATURES as QUERY_TEXT_FEATURES
 from retrieval.learned_router import simple_features
-from retrieval.memo import memo
 
 ROW_FEATURES = (
     "dense_sim",
@@ -139,7 +138,7 @@ def query_features(c: Candidates, depth: int) -> np.ndarray:
         pool = np.column_stack([dense_max, np.log1p(bm25_max), overlap, hits])
         return np.hstack([text, window, pool]).astype(np.float64)
 
-    return memo(c, ("learned query features", depth), build)
+    return c.derived(("learned query features", depth), build)
 
 
 def fixed_pipeline_features(c: Candidates) -> np.ndarray:
@@ -168,7 +167,7 @@ def fixed_pipeline_features(c: Candidates) -> np.ndarray:
             rranks.append(rrank)
         return np.column_stack(scores + rranks) if c.n_rows else np.zeros((0, len(FIXED_FEATURES)))
 
-    return memo(c, ("fixed pipeline features",), build)
+    return c.derived(("fixed pipeline features",), build)
 
 
 def feature_matrix(c: Candidates, visible: np.ndarray, depth: int) -> np.ndarray:

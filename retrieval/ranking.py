@@ -4,8 +4,8 @@ Ties are broken deterministically by document id, so equal scores always give th
 same order (and ranx gets strictly decreasing scores downstream).
 
 Ranking runs on every slider move and thousands of times per sweep, so it is one compiled
-pass per query (``retrieval.kernels``) over the query's rows in document-id order, kept
-once per candidate table: a bounded sorted buffer picks the top ``max_results`` by
+pass per query (``retrieval.kernels``) over the query's rows in document-id order, which the
+candidate table prepared when it was built (``Candidates.tie_order``): a bounded sorted buffer picks the top ``max_results`` by
 (−score, doc id) without sorting the rest.
 """
 
@@ -17,7 +17,6 @@ import numpy as np
 
 from retrieval import kernels
 from retrieval.candidates import Candidates
-from retrieval.memo import memo
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,35 +34,6 @@ class Ranking:
         return self.rows[lo:hi]
 
 
-def table_order(c: Candidates) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Once per table: each query's rows in document-id order (grouped as ``c.offsets``),
-    the offsets and token counts as int64, and the widest query's row count."""
-    def build():
-        offsets = np.ascontiguousarray(c.offsets, dtype=np.int64)
-        return (kernels.tie_order(c.query_idx, c.tie_key), offsets,
-                np.ascontiguousarray(c.token_count, dtype=np.int64), int(np.diff(offsets).max(initial=0)) or 1)
-    return memo(c, ("tie order",), build)
-
-
-def visible_rows(c: Candidates, depth: int) -> np.ndarray:
-    """``c.visible(depth)``, computed once per table and depth (read-only)."""
-    return memo(c, ("visible", depth), lambda: c.visible(depth))
-
-
-def visible_order(c: Candidates, depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """``table_order(c)`` restricted to ``visible_rows(c, depth)``: each query's visible rows in
-    tie order and their offsets, once per table and depth (read-only). A scoring that gives
-    every other row −inf ranks the same walking only these (those rows are never kept and
-    take no rank)."""
-    def build():
-        order = table_order(c)[0]
-        order = order[visible_rows(c, depth)[order]]
-        offsets = np.zeros(c.n_queries + 1, dtype=np.int64)
-        np.cumsum(np.bincount(c.query_idx[order], minlength=c.n_queries), out=offsets[1:])
-        return order, offsets
-    return memo(c, ("visible order", depth), build)
-
-
 def rank_rows(c: Candidates, score: np.ndarray, max_results: int | np.ndarray, min_score: float | None = None,
               token_budget: int | np.ndarray | None = None, keep: np.ndarray | None = None) -> Ranking:
     """Sort each query's rows by (−score, doc id); drop −inf rows and rows under
@@ -78,7 +48,7 @@ def rank_rows(c: Candidates, score: np.ndarray, max_results: int | np.ndarray, m
     NaN scores are never kept; a ``+inf`` score takes its place in the order but is not
     kept either (only finite scores rank)."""
     score = np.ascontiguousarray(score, dtype=np.float64)
-    order, offsets, tokens, width = table_order(c)
+    order, offsets, tokens, width = c.tie_order, c.order_offsets, c.row_tokens, c.widest
     limits = budgets = None
     if np.ndim(max_results) > 0:
         limits = np.ascontiguousarray(max_results, dtype=np.int64)

@@ -1,11 +1,12 @@
 """Caches shared by every Streamlit session, under concurrency.
 
 Streamlit runs each browser session's script on its own thread of one server process, so the
-process-wide caches (``retrieval.memo``, ``pages._state``'s live-evaluation LRU, the
-``st.cache_resource`` handles) are entered by several sessions at once. Eight threads evaluate
-eight different Tune configurations, over and over, with the caches shrunk so that values are
-evicted all the time and the interpreter switching threads every microsecond; every result must
-equal a single-threaded evaluation of the same configuration.
+shared objects (the prepared pool's per-depth values and its judgments, ``pages._state``'s
+live-evaluation LRU, the ``st.cache_resource`` handles) are entered by several sessions at once.
+Eight threads evaluate eight different Tune configurations, over and over, with the LRU shrunk so
+that runs are evicted all the time, the pool's per-depth values built afresh and the interpreter
+switching threads every microsecond; every result must equal a single-threaded evaluation of
+the same configuration.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ def _snapshot(run) -> tuple:
 
 def test_eight_sessions_evaluate_as_one_does(tiny_index, monkeypatch):
     from pages import _state
-    from retrieval import memo
 
     path, embedder = str(TINY), "minilm"
     stamp = _state.dataset_stamp(path)
@@ -57,7 +57,10 @@ def test_eight_sessions_evaluate_as_one_does(tiny_index, monkeypatch):
     expected = [_snapshot(evaluate_config(pool, judged, config)) for config in configs]
     assert len({round(e[1]["ndcg@5"], 9) for e in expected}) > 2, "the configurations must differ"
 
-    monkeypatch.setattr(memo, "SIZE", 2)
+    for view in ("any", "all", "technical"):  # every session races to build the per-depth values
+        table = pool.with_keyword_match(view)
+        for store in ("_depths", "_masks", "_kept"):
+            monkeypatch.setitem(table.__dict__, store, {})
     monkeypatch.setattr(_state._LIVE, "size", 1)
     _state._LIVE.clear()
     interval = sys.getswitchinterval()

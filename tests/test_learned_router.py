@@ -20,11 +20,11 @@ import math
 import numpy as np
 import pytest
 
-from eval.learning.router import (cross_val_routes, evaluate_learned_router, fit_router, prepare_pool,
-                                 query_vectors, uses_learned_router, with_learned_routes)
+from eval.learning.router import (cross_val_routes, evaluate_learned_router, fit_router, learned_routes,
+                                 query_vectors, uses_learned_router)
 from eval.learning.router_eval import evaluate_router
 from retrieval.learned_router import FEATURES, apply_router
-from retrieval.pipeline import PIPELINES, from_toml, run_pipeline, to_toml
+from retrieval.pipeline import PIPELINES, from_toml, fuse, run_pipeline, to_toml
 from tests.conftest import make_candidates
 
 N = 12
@@ -82,10 +82,14 @@ def test_the_adaptive_pipeline_follows_the_learned_routes_when_chosen():
     c, qrels = crafted()
     assert uses_learned_router(LEARNED) and not uses_learned_router(RULES)
     assert from_toml(to_toml(LEARNED)).params.router == "learned"
-    routed = with_learned_routes(c, cross_val_routes(c, LABELS, VECTORS, folds=3))
-    assert c.learned_route is None                                         # the argument is not changed
-    assert run_pipeline(routed, LEARNED).profile == tuple(LABELS[q] for q in c.query_ids)
-    assert run_pipeline(routed, RULES).profile == ("concept",) * N          # the rules ignore them
+    routes = cross_val_routes(c, LABELS, VECTORS, folds=3).routes
+    assert run_pipeline(c, LEARNED, routes).profile == tuple(LABELS[q] for q in c.query_ids)
+    assert run_pipeline(c, RULES, routes).profile == ("concept",) * N      # the rules ignore them
+    assert run_pipeline(c, LEARNED).profile == ("concept",) * N            # no routes given: the rules
+    # an argument over the one table: no second table, the table's per-depth values shared
+    assert fuse(c, LEARNED, routes).table is c and fuse(c, RULES).table is c
+    with pytest.raises(ValueError, match="3 learned routes for 12 queries"):
+        fuse(c, LEARNED, routes[:3])
 
 
 def test_without_labels_the_rules_route():
@@ -94,7 +98,8 @@ def test_without_labels_the_rules_route():
     assert learned.fallback and learned.routes == c.intent_route
     assert "rule router" in learned.note
     assert evaluate_learned_router(c, qrels, {}, VECTORS) is None
-    assert prepare_pool(c, [], [LEARNED]) is c                              # nothing to learn from: unchanged
+    assert learned_routes(c, [], [LEARNED]) is None                         # nothing to learn from: none
+    assert learned_routes(c, [], [RULES]) is None                           # no pipeline follows them
     assert run_pipeline(c, LEARNED).profile == run_pipeline(c, RULES).profile == ("concept",) * N
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from eval.cli._common import add_pool_options, check_depth, judgments, load_with_pool, write_file, write_json
 from eval.experiments.gate import TESTS, check_against, parse_threshold
 from eval.experiments.live import evaluate_config
-from eval.learning.router import prepare_pool
+from eval.learning.router import learned_routes
 from eval.metrics.measure import DEFAULT_METRICS, judge, parse_metric
 from eval.progress import step
 from eval.reports.gate import junit_xml, markdown_summary, one_line
@@ -50,9 +50,9 @@ def _run(args, metrics: tuple[str, ...], refresh: bool):
     dataset, pool = load_with_pool(args, refresh=refresh)
     check_depth({config.name: config}, pool.pool_depth)
     used = judgments(args, dataset, say=False)
-    pool = prepare_pool(pool, dataset.queries, [config])
+    routes = learned_routes(pool, dataset.queries, [config])
     step(f"scoring {config.name} on {pool.n_queries:,} queries")
-    ev = evaluate_config(pool, judge(pool, used.qrels), config, metrics)
+    ev = evaluate_config(pool, judge(pool, used.qrels), config, metrics, routes)
     return dataset, pool, used, ev
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
                               write_json)
 from eval.experiments.holes import holes
-from eval.learning.router import prepare_pool
+from eval.learning.router import learned_routes
 from eval.reports.report import text_table
 from eval.stores.configs import resolve_config
 from retrieval.pipeline import run_pipeline
@@ -21,8 +21,8 @@ def cmd_holes(args) -> int:
     configs = [resolve_config(p) for p in args.pipeline]
     dataset, pool = load_with_pool(args)
     check_depth({c.name: c for c in configs}, pool.pool_depth)
-    pool = prepare_pool(pool, dataset.queries, configs, args.embedder)
-    a, b = (run_pipeline(pool, config).ranking for config in configs)
+    routes = learned_routes(pool, dataset.queries, configs, args.embedder)
+    a, b = (run_pipeline(pool, config, routes).ranking for config in configs)
     used = judgments(args, dataset)     # the workbench's grades too (a 0 is judged), as every command
     queue = holes(pool, used.qrels, a, b, args.k)
     names = [c.name for c in configs]

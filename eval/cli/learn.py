@@ -18,7 +18,7 @@ from eval.learning.nested import (
     learn,
 )
 from eval.learning.transfer import MAX_REPEATS, learn_report
-from eval.learning.router import prepare_pool
+from eval.learning.router import learned_routes
 from eval.metrics.measure import parse_metric
 from eval.progress import Progress, step
 from eval.reports.report import text_table
@@ -150,10 +150,8 @@ def cmd_learn(args) -> int:
         )
     dataset, pool = load_with_pool(args)
     used = judgments(args, dataset)  # the --judgments source, as every other command reads it
-    pool = prepare_pool(
-        pool, dataset.queries, [default], args.embedder
-    )  # learned routes, if it follows them
     options = dict(
+        routes=learned_routes(pool, dataset.queries, [default], args.embedder),  # if it follows them
         inner_folds=args.inner_folds,
         guard=not args.no_guard,
         default=default,

@@ -10,7 +10,7 @@ from eval.cli._common import (add_pool_options, bounded, check_depth, judgments,
                               write_file, write_json)
 from eval.search.executors import EXECUTORS, MAX_WORKERS, check_reachable, import_ray, make_executor
 from eval.metrics.measure import parse_metric
-from eval.learning.router import prepare_pool
+from eval.learning.router import learned_routes
 from eval.progress import Progress, step
 from eval.reports.report import SWEEP_HEADER, sweep_rows, text_table
 from eval.search.space import Space, parse_param, parse_sum
@@ -42,11 +42,12 @@ def run_sweep(args, dataset, pool, pipeline: str, seed: int, executor=None,
     base = resolve_config(pipeline)
     space = check_sweep(args, pipeline)
     check_depth({base.name: base}, pool.pool_depth)
-    pool = prepare_pool(pool, dataset.queries, [base], args.embedder)  # learned routes, if it follows them
+    routes = learned_routes(pool, dataset.queries, [base], args.embedder)  # if it follows them
     step(f"sweeping {base.name} ({args.random or 'every'} grid points, {args.folds}-fold CV)")
     with Progress("config") as progress:
         return sweep(pool, dataset.qrels if qrels is None else qrels, base, space, args.metric,
-                     args.random, args.folds, seed, progress.stage("configs"), executor=executor)
+                     args.random, args.folds, seed, progress.stage("configs"), executor=executor,
+                     routes=routes)
 
 
 def check_executor(args) -> None:
@@ -152,7 +153,7 @@ def cmd_tune(args) -> int:
     check_executor(args)
     dataset, pool = load_with_pool(args)
     used = judgments(args, dataset)
-    pool = prepare_pool(pool, dataset.queries, [base], args.embedder)  # learned routes, if it follows them
+    routes = learned_routes(pool, dataset.queries, [base], args.embedder)  # if it follows them
     check_space(base, space, args.sampler, pool.pool_depth)
     check_depth({base.name: base}, pool.pool_depth)
     step(f"tuning {base.name}: {args.trials} trials per search, nested CV {args.folds} × "
@@ -167,7 +168,7 @@ def cmd_tune(args) -> int:
                       seed=args.seed, sampler=args.sampler, metric=args.metric,
                       inner_folds=args.inner_folds, guard=not args.no_guard,
                       progress=progress.stage("trials"), executor=executor,
-                      fold_by=folding.fold_by)
+                      fold_by=folding.fold_by, routes=routes)
     print_tune(result)
     write_outputs(args, result.to_toml, lambda: {**result.to_json(), "judgments": used.to_json()})
     return 0

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from eval.experiments.experiment import Experiment, ExperimentOptions, experiment_configs
-from eval.learning.router import prepare_pool
+from eval.learning.router import learned_routes
 from eval.metrics.budget import budget_recall, document_tokens
 from eval.metrics.ranx_eval import Evaluation, evaluate_pipelines, intent_of
 from eval.statistics.bootstrap import bootstrap_intervals
@@ -49,8 +49,8 @@ def compare_embedders(pools: Mapping[str, Candidates], dataset: Dataset, pipelin
     intents = intent_of(dataset.queries)
     parts: dict[str, Evaluation] = {}
     for i, (embedder, pool) in enumerate(pools.items()):
-        pool = prepare_pool(pool, dataset.queries, configs, embedder)
-        parts[embedder] = evaluate_pipelines(pool, qrels, configs, options.metrics, intents)
+        routes = learned_routes(pool, dataset.queries, configs, embedder)
+        parts[embedder] = evaluate_pipelines(pool, qrels, configs, options.metrics, intents, routes=routes)
         if progress:
             progress(i + 1, len(pools))
     evaluation = _merged(parts)

@@ -23,7 +23,7 @@ from eval.metrics.ranx_eval import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluatio
                            parse_cutoffs, parse_metrics, resolve_pipelines, with_gain)
 from eval.statistics.judged_below import BiasRow, bias_table
 from eval.metrics.ranx_eval import metric_cutoff
-from eval.learning.router import evaluate_learned_router, prepare_pool, query_vectors
+from eval.learning.router import evaluate_learned_router, learned_routes, query_vectors
 from eval.learning.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
 from eval.stores.configs import resolve_config
 from eval.stores.inputs import inputs_of, pipeline_hash
@@ -161,8 +161,9 @@ def run_experiment(pool: Candidates, dataset: Dataset,
     configs = experiment_configs(pipelines, baseline)
     base_label = next(iter(configs))
     say(f"scoring {len(configs)} pipelines on {pool.n_queries:,} queries")
-    pool = prepare_pool(pool, dataset.queries, configs)  # learned routes, when a pipeline follows them
-    evaluation = evaluate_pipelines(pool, qrels, configs, options.metrics, intent_of(dataset.queries), progress)
+    routes = learned_routes(pool, dataset.queries, configs)  # when a pipeline follows them
+    evaluation = evaluate_pipelines(pool, qrels, configs, options.metrics, intent_of(dataset.queries), progress,
+                                    routes)
     significance = None
     if len(configs) > 1:
         say("significance tests (" + (f"Fisher, {options.permutations:,} permutations)"

@@ -44,11 +44,12 @@ class LiveRun:
 
 
 def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,
-                    metrics: tuple[str, ...] = DEFAULT_METRICS) -> LiveRun:
-    """Re-score and evaluate a whole query set (timed with ``perf_counter``)."""
+                    metrics: tuple[str, ...] = DEFAULT_METRICS, routes: tuple[str, ...] | None = None) -> LiveRun:
+    """Re-score and evaluate a whole query set (timed with ``perf_counter``); ``routes``: the
+    learned router's profile per query (``retrieval.pipeline.fuse``)."""
     start = time.perf_counter()
     metrics = tuple(metrics)
-    fused = fuse(c, config)
+    fused = fuse(c, config, routes)
     out = fused_matrix(judged, [fused], metrics)[:, 0]
     n = judged.n_judged
     totals = np.nansum(out, axis=1).tolist() if n else [0.0] * len(metrics)

@@ -23,7 +23,6 @@ from eval.metrics.definitions import metric_label
 from eval.metrics.judgment_bias import judged_per_query, label as bias_label
 from eval.statistics.significance import compare_pair, fmt_p
 from retrieval.candidates import Candidates
-from retrieval.memo import memo
 from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline
 
 PERMUTATIONS = 10_000
@@ -91,7 +90,7 @@ def _badges(response: Response, config: PipelineConfig, intent: str) -> list[tup
 
 
 def tune_view(config: PipelineConfig, documents, *, pool: Candidates | None = None,
-              ev: LiveRun | None = None, base_pool: Candidates | None = None,
+              ev: LiveRun | None = None,
               base_ev: LiveRun | None = None, baseline: PipelineConfig,
               qrels: dict | None = None, qi: int | None = None, intent: str = "",
               free_text: Candidates | None = None, metrics: Sequence[str] = (), primary: str = "",
@@ -110,14 +109,14 @@ def tune_view(config: PipelineConfig, documents, *, pool: Candidates | None = No
                            f"over {row['n']} queries")
         n_judged = int(ev.judged.n_judged)
         if pool is not None and qrels is not None:
-            rows.append(judged_row(pool, qrels, ev, base_ev, JUDGED_K, base_pool))
+            rows.append(judged_row(pool, qrels, ev, base_ev, JUDGED_K))
     response = base = None
     judgments: dict[str, int] = {}
     missed: list[tuple[str, int, str]] = []
     score = None
     if qi is not None and pool is not None and ev is not None:
         response = response_for(pool, ev.run, qi, documents)
-        base = response_for(pool if base_pool is None else base_pool, base_ev.run, qi, documents)
+        base = response_for(pool, base_ev.run, qi, documents)
         judgments = (qrels or {}).get(pool.query_ids[qi], {})
         returned = {r.id for r in response.results}
         by_id = {d.id: d for d in documents} if judgments else {}
@@ -153,16 +152,13 @@ def query_table(pool: Candidates, ev: LiveRun, base_ev: LiveRun, qrels: dict, pr
     return rows
 
 
-def judged_row(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, k: int = 5,
-               base_pool: Candidates | None = None) -> dict:
+def judged_row(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, k: int = 5) -> dict:
     """judged@k of the current run and the baseline's, as a metric card's row: the share of each
     counted query's top ``k`` that carries any judgment (``judged_per_query``), its mean over the
-    counted queries (those the table lacks add 0), and the paired t-test's p over them. The
-    baseline's values are kept with ``base_ev``, which was judged against these ``qrels`` (a
-    changed judgment makes a new baseline run)."""
+    counted queries (those the table lacks add 0), and the paired t-test's p over them; the
+    baseline's from ``base_ev``'s ranking, which was judged against these ``qrels``."""
     cur = judged_per_query(pool, qrels, ev.run.ranking, k)
-    base = memo(base_ev, ("judged", k), lambda: judged_per_query(  # the same on every knob move
-        pool if base_pool is None else base_pool, qrels, base_ev.run.ranking, k))
+    base = judged_per_query(pool, qrels, base_ev.run.ranking, k)
     a, b = ev.judged.counted(cur), base_ev.judged.counted(base)
     value, baseline = (float(a.mean()), float(b.mean())) if len(a) else (0.0, 0.0)
     name = bias_label("judged", k)

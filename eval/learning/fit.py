@@ -43,7 +43,6 @@ from retrieval.fusion import Scored
 from retrieval.fusion.learned import FeatureWeight, standardised_sum
 from retrieval.learned_model import MoEModel, TreeModel, moe_parts, moe_point_scores
 from retrieval.pipeline import Fused, PipelineConfig, all_hybrid
-from retrieval.ranking import visible_rows
 
 MODELS = ("linear", "lambdamart", "moe")
 LINEAR_C = (0.01, 0.1, 1.0)
@@ -120,7 +119,7 @@ class Training:
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self):
-        self.visible = visible_rows(self.c, self.config.path_depth)
+        self.visible = self.c.visible(self.config.path_depth)
         self.x = feature_matrix(self.c, self.visible, self.config.path_depth)
         self.names = feature_names(self.c)
 

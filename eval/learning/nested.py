@@ -408,11 +408,13 @@ def learn(
     inner_repeats: int = DEFAULT_INNER_REPEATS,
     guard_rule: str = "strict",
     leak_groups: Mapping[str, str] | None = None,
+    routes: tuple[str, ...] | None = None,
 ) -> LearnResult:
     """Nested cross-validation of the learning procedure, then the procedure on all queries;
     the fits run on ``threads`` threads (default: the CPUs this process may use), which changes
     how long it takes, never the result. ``fold_by`` (query id → group,
-    ``eval.search.sweep.query_groups``): folds, outer and inner, keep each group whole."""
+    ``eval.search.sweep.query_groups``): folds, outer and inner, keep each group whole.
+    ``routes``: the learned routes the default pipeline follows (``retrieval.pipeline.fuse``)."""
     candidates = check_learn(model, folds, inner_folds)
     if guard_rule not in GUARD_RULES:
         raise ValueError(f"guard rule must be one of {list(GUARD_RULES)}, got {guard_rule!r}")
@@ -452,7 +454,7 @@ def learn(
         return np.concatenate([out, np.zeros(n_missing)]) if n_missing else out
 
     def of_config(cfg: PipelineConfig) -> np.ndarray:
-        return counted(next(config_values(c, judged, [cfg], metric))[0])
+        return counted(next(config_values(c, judged, [cfg], metric, routes))[0])
 
     default_values = of_config(default)
     per_procedure = len(candidates) * inner_folds + 1
@@ -545,7 +547,7 @@ def learn(
             refused[str(spec)] = detail
         return Choice("default", best, default_mean, {"inner": means, "guard": {"refused": refused}})
 
-    default_score = fuse(c, default).scored.score
+    default_score = fuse(c, default, routes).scored.score
     fold_scores: dict = {}  # plan index → each row's score under what the plan's choice applies
 
     def score(choice: Choice, plan: Plan) -> np.ndarray:
@@ -593,7 +595,7 @@ def learn(
     held_ranking = rank_rows(c, held_score, max_results)
     judged_5 = {
         "held_out": judged_at(c, qrels, held_ranking, 5, pool_q),
-        default.name: judged_at(c, qrels, run_pipeline(c, default).ranking, 5, pool_q),
+        default.name: judged_at(c, qrels, run_pipeline(c, default, routes).ranking, 5, pool_q),
         best_single: judged_at(
             c, qrels, run_pipeline(c, get_pipeline(best_single)).ranking, 5, pool_q
         ),

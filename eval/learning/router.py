@@ -17,14 +17,13 @@ Honest routes (``cross_val_routes``): the labelled queries are split into ``fold
 folds (``eval.search.sweep.make_folds``); a labelled query is routed by the model fitted on the
 other folds, never by one that saw its label; an unlabelled query by the model fitted on
 every labelled one. With fewer than two labelled queries there is nothing to learn from and the
-rules route every query (``LearnedRoutes.fallback``). ``with_learned_routes`` returns the
-candidate table carrying these routes (``Candidates.learned_route``), which an adaptive
-pipeline with ``router = "learned"`` follows.
+rules route every query (``LearnedRoutes.fallback``). ``learned_routes`` gives these routes for
+a set of pipelines, passed as ``routes`` to ``retrieval.pipeline.fuse`` (and the evaluators
+over it), which an adaptive pipeline with ``router = "learned"`` follows.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import warnings
 from dataclasses import dataclass
@@ -35,7 +34,6 @@ import numpy as np
 from eval.learning.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_routes
 from eval.search.sweep import make_folds
 from retrieval.candidates import Candidates
-from retrieval.memo import memo
 from retrieval.learned_router import FEATURES, RouterModel, apply_router, design
 from retrieval.pipeline import PIPELINES, PipelineConfig
 
@@ -132,7 +130,7 @@ def cross_val_routes(c: Candidates, labels: Mapping[str, str], vectors: np.ndarr
     y = targets(c, labels)
     key = ("learned routes", tuple(y), folds, seed, None if vectors is None else
            hashlib.blake2b(np.ascontiguousarray(vectors).tobytes(), digest_size=16).digest())
-    return memo(c, key, lambda: _cross_val_routes(c, y, vectors, folds, seed))
+    return c.derived(key, lambda: _cross_val_routes(c, y, vectors, folds, seed))
 
 
 def _cross_val_routes(c: Candidates, y: list[str | None], vectors: np.ndarray | None, folds: int,
@@ -166,14 +164,6 @@ def _cross_val_routes(c: Candidates, y: list[str | None], vectors: np.ndarray | 
     return LearnedRoutes(tuple(routes), fold_of, n, k, seed, what, False)
 
 
-def with_learned_routes(c: Candidates, routes: LearnedRoutes | Sequence[str]) -> Candidates:
-    """The candidate table carrying ``routes`` as its learned routes (``c`` itself is unchanged)."""
-    routes = routes.routes if isinstance(routes, LearnedRoutes) else tuple(routes)
-    if len(routes) != c.n_queries:
-        raise ValueError(f"{len(routes)} routes for {c.n_queries} queries")
-    return dataclasses.replace(c, learned_route=tuple(routes))
-
-
 LEARNED_PIPELINE = PIPELINES["seed-adaptive-learned"]
 
 
@@ -188,14 +178,17 @@ def labels_of(queries) -> dict[str, str]:
     return {q.id: q.intent for q in queries if q.intent}
 
 
-def prepare_pool(c: Candidates, queries, configs: Mapping[str, PipelineConfig] | Sequence[PipelineConfig],
-                 embedder: str | None = None, folds: int = DEFAULT_FOLDS, seed: int = 0) -> Candidates:
-    """``c`` with learned routes when some pipeline follows the learned router, else ``c``."""
+def learned_routes(c: Candidates, queries, configs: Mapping[str, PipelineConfig] | Sequence[PipelineConfig],
+                   embedder: str | None = None, folds: int = DEFAULT_FOLDS, seed: int = 0) -> tuple[str, ...] | None:
+    """The cross-validated learned routes of ``c``'s queries (``cross_val_routes``) when some
+    pipeline of ``configs`` follows the learned router and there are labels to learn from; None
+    otherwise (the rules route). Passed to ``retrieval.pipeline.fuse`` and the evaluators as
+    ``routes``, over the one table."""
     items = configs.values() if isinstance(configs, Mapping) else configs
-    if not any(uses_learned_router(cfg) for cfg in items) or c.learned_route is not None:
-        return c
+    if not any(uses_learned_router(cfg) for cfg in items):
+        return None
     learned = cross_val_routes(c, labels_of(queries), query_vectors(c, embedder), folds, seed)
-    return c if learned.fallback else with_learned_routes(c, learned)
+    return None if learned.fallback else learned.routes
 
 
 def evaluate_learned_router(c: Candidates, qrels: dict[str, dict[str, int]], labels: Mapping[str, str],

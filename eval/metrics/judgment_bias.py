@@ -33,7 +33,6 @@ import numpy as np
 
 from eval.metrics.measure import discounts, ideal_dcg, judge
 from retrieval.candidates import Candidates
-from retrieval.memo import memo
 from retrieval.ranking import Ranking
 
 BIAS_METRICS = ("judged", "ndcg_cond", "bpref")
@@ -46,23 +45,9 @@ def label(metric: str, k: int) -> str:
 
 
 def judged_rows(c: Candidates, qrels: dict[str, dict[str, int]]) -> np.ndarray:
-    """Per candidate row: whether the qrels hold a grade (any, 0 included) for its pair."""
-
-    def build():
-        out = np.zeros(c.n_rows, dtype=bool)
-        doc_at = {doc_id: i for i, doc_id in enumerate(c.doc_ids)}
-        for qi, query_id in enumerate(c.query_ids):
-            grades = qrels.get(query_id)
-            if not grades:
-                continue
-            lo, hi = c.offsets[qi], c.offsets[qi + 1]
-            docs = np.array([doc_at[d] for d in grades if d in doc_at], dtype=np.int64)
-            out[lo:hi] = np.isin(c.doc_idx[lo:hi], docs)
-        return out
-
-    ids = set(c.query_ids)  # once: built per item, it made a knob move quadratic in the queries
-    key = tuple(sorted((q, tuple(sorted(g.items()))) for q, g in qrels.items() if q in ids))
-    return memo(c, ("judged rows", key), build)
+    """Per candidate row: whether the qrels hold a grade (any, 0 included) for its pair
+    (``Judged.any_grade``, aligned with the judgments)."""
+    return judge(c, qrels).any_grade
 
 
 def non_relevant_counts(c: Candidates, qrels: dict[str, dict[str, int]]) -> np.ndarray:

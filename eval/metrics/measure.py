@@ -2,7 +2,7 @@
 
 Used on every slider move and in sweeps: the grade of every candidate row is computed once
 per table and qrels (``judge``), the ideal DCG of every query once per list of metrics
-(``_plan``, for ``fused_matrix``); scoring a ranking is
+(``_plan``, for ``fused_matrix``, kept with the judgments); scoring a ranking is
 then one compiled pass over it per cutoff (``eval.metrics.kernels``), equal bit for bit to the
 ``bincount`` sums it replaced. ``fused_values`` scores configurations straight from their
 fused scores (``retrieval.pipeline.fuse``) — top-k selection and every cutoff's sums in one
@@ -23,7 +23,7 @@ it has no row here, but it is in the mean's denominator, as ranx would count it)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -31,10 +31,9 @@ import numpy as np
 from eval.metrics.definitions import DEFAULT_METRICS, DEFINED, DEFINITIONS
 from eval.metrics.kernels import SUMS, batch_sums, cut_stats, finish_all, finish_many
 from retrieval.candidates import Candidates
-from retrieval.memo import memo
 from retrieval.pipeline import Fused, PipelineConfig, fuse
 from retrieval.limits import MAX_DEPTH
-from retrieval.ranking import Ranking, table_order, visible_order
+from retrieval.ranking import Ranking
 
 METRICS = tuple(DEFINED)
 UNCUT = tuple(d.name for d in DEFINITIONS if d.uncut)  # names also valid without @K (k = 0 below)
@@ -68,6 +67,10 @@ class Judged:
     n_relevant: np.ndarray     # per query
     judged: np.ndarray         # per query: has at least one relevant document
     n_missing: int = 0         # counted qrels queries absent from the candidate table (score 0)
+    any_grade: np.ndarray | None = None  # per candidate row: the qrels hold a grade (0 included)
+    plans: dict = field(default_factory=dict, repr=False, compare=False)
+    """What scoring a list of metrics needs beyond a configuration's scores (``_plan``), made
+    on first use per list and kept with the judgments (a few lists per process)."""
 
     @property
     def n_judged(self) -> int:
@@ -94,18 +97,19 @@ DENSE_KEYS = 1 << 20
 
 
 def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
-    """Qrels aligned with a candidate table. The last result per table is kept with a copy of
-    the qrels it was made from and returned again while the qrels are equal to that copy (one
-    dict comparison): repeated sweeps and knob moves over the same labels judge once; an edited
-    judgment is a different qrels and is judged afresh."""
-    last = memo(c, "judged", dict)  # the qrels judged last on this table, and their Judged
-    if last and last["qrels"] == qrels:
-        return last["judged"]
+    """Qrels aligned with a candidate table. The last result per table is kept with the table
+    (``Candidates.derived``), with a copy of the qrels it was made from, and returned again
+    while the qrels are equal to that copy (one dict comparison): repeated sweeps and knob moves
+    over the same labels judge once; an edited judgment is a different qrels and is judged
+    afresh. The pair is replaced in one step, so a concurrent reader sees the old or the new."""
+    slot = c.derived("judged", lambda: [None])  # [(qrels copy, Judged)] of the last judge
+    last = slot[0]
+    if last is not None and last[0] == qrels:
+        return last[1]
     judged = _judge(c, qrels)
-    for array in (judged.grade, judged.ideal, judged.n_relevant, judged.judged):
+    for array in (judged.grade, judged.ideal, judged.n_relevant, judged.judged, judged.any_grade):
         array.flags.writeable = False
-    last.update(judged=judged,
-                qrels={query_id: dict(judgments or {}) for query_id, judgments in qrels.items()})
+    slot[0] = ({query_id: dict(judgments or {}) for query_id, judgments in qrels.items()}, judged)
     return judged
 
 
@@ -140,6 +144,9 @@ def _judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
         dense = np.zeros(c.n_queries * n_docs)
         dense[keys_arr] = values
         grade = dense[row_keys]
+        found = np.zeros(c.n_queries * n_docs, dtype=bool)
+        found[keys_arr] = True
+        found = found[row_keys]
     else:
         order = np.argsort(keys_arr)
         keys_arr, values_arr = keys_arr[order], np.asarray(values, dtype=np.float64)[order]
@@ -153,7 +160,7 @@ def _judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
             grades.sort(reverse=True)
             ideal[qi, :len(grades)] = grades
     n_relevant = np.array([len(x) for x in lists], dtype=np.int64)
-    return Judged(grade, ideal, n_relevant, n_relevant > 0, missing)
+    return Judged(grade, ideal, n_relevant, n_relevant > 0, missing, found)
 
 
 _DISC = np.log2(np.arange(64) + 2.0)
@@ -244,19 +251,26 @@ class _Plan:
 
 
 def _plan(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
-    def build():
-        parsed = [parse_metric(name) for name in metrics]
-        cuts = np.array(sorted({k for _, k in parsed}), dtype=np.int64)
-        n_q = len(judged.judged)
-        idcg = np.stack([ideal_dcg(judged, metric, k) for metric, k in parsed]) if parsed else np.zeros((0, n_q))
-        codes = np.array([DEFINED[m].code for m, _ in parsed], dtype=np.int64)
-        exponential = any("dcg_exp" in DEFINED[m].sums for m, _ in parsed)
-        return _Plan(tuple(metrics), cuts, codes,
-                     np.array([k for _, k in parsed], dtype=np.int64),
-                     np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
-                     exponential, idcg, exp_gains(judged) if exponential else judged.grade,
-                     safe_relevant(judged))
-    return memo(judged, ("plan", metrics), build)
+    """``plan_of(judged, metrics)``, made once per judged set and list of metrics (``Judged.plans``)."""
+    plan = judged.plans.get(metrics)
+    if plan is None:  # two threads may both build it; both get the first one stored
+        plan = judged.plans.setdefault(metrics, plan_of(judged, metrics))
+    return plan
+
+
+def plan_of(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
+    """What scoring ``metrics`` over ``judged`` needs beyond a configuration's scores."""
+    parsed = [parse_metric(name) for name in metrics]
+    cuts = np.array(sorted({k for _, k in parsed}), dtype=np.int64)
+    n_q = len(judged.judged)
+    idcg = np.stack([ideal_dcg(judged, metric, k) for metric, k in parsed]) if parsed else np.zeros((0, n_q))
+    codes = np.array([DEFINED[m].code for m, _ in parsed], dtype=np.int64)
+    exponential = any("dcg_exp" in DEFINED[m].sums for m, _ in parsed)
+    return _Plan(tuple(metrics), cuts, codes,
+                 np.array([k for _, k in parsed], dtype=np.int64),
+                 np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
+                 exponential, idcg, exp_gains(judged) if exponential else judged.grade,
+                 safe_relevant(judged))
 
 
 def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS) -> np.ndarray:
@@ -266,10 +280,11 @@ def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS
     rows once for every cutoff and gain asked; one more turns the sums into the metrics."""
     plan = _plan(judged, tuple(metrics))
     c = batch[0].table
-    order, offsets, tokens, width = table_order(c)
+    order, offsets, tokens, width = c.tie_order, c.order_offsets, c.row_tokens, c.widest
     depth = batch[0].depth
     if depth is not None and all(fused.depth == depth and fused.table is c for fused in batch):
-        order, offsets = visible_order(c, depth)  # the only rows that can rank
+        seen = c.at_depth(depth)  # the only rows that can rank
+        order, offsets = seen.order, seen.offsets
     n_q, n_rows, size = c.n_queries, c.n_rows, len(batch)
     # one configuration (a knob move): its scores as they are, no copy
     scores = (np.ascontiguousarray(batch[0].scored.score, dtype=np.float64).reshape(1, -1) if size == 1
@@ -328,14 +343,16 @@ BATCH_BYTES = 48 << 20
 """Fused scores held at once while a batch of configurations is ranked and scored."""
 
 
-def config_values(c: Candidates, judged, configs: Sequence[PipelineConfig], metric: str) -> Iterator[np.ndarray]:
+def config_values(c: Candidates, judged, configs: Sequence[PipelineConfig], metric: str,
+                  routes: tuple[str, ...] | None = None) -> Iterator[np.ndarray]:
     """Per-query ``metric`` of each configuration, in batches: arrays of shape (batch, queries),
     NaN for queries that do not count — equal to ``per_query(…, run_pipeline(c, config).ranking)``
-    bit for bit. Each configuration is fused as ``run_pipeline`` fuses it (``fuse``); the
+    bit for bit. Each configuration is fused as ``run_pipeline`` fuses it (``fuse``, with the
+    learned ``routes`` where given); the
     ranking and the metric of a whole batch are one compiled pass (``eval.metrics.measure.fused_values``)
     that never builds a ``Ranking``."""
     parse_metric(metric)
     per_batch = int(max(1, min(256, BATCH_BYTES // max(1, 8 * c.n_rows))))
     for start in range(0, len(configs), per_batch):
-        batch = [fuse(c, config) for config in configs[start:start + per_batch]]
+        batch = [fuse(c, config, routes) for config in configs[start:start + per_batch]]
         yield fused_values(judged, batch, (metric,))[metric]

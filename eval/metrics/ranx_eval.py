@@ -175,8 +175,10 @@ class Evaluation:
 def evaluate_pipelines(c: Candidates, qrels: dict[str, dict[str, int]],
                        pipelines: Sequence[str | PipelineConfig] | Mapping[str, PipelineConfig],
                        metrics: Sequence[str] = DEFAULT_METRICS, intents: Mapping[str, str] | None = None,
-                       progress: Callable[[int, int], None] | None = None) -> Evaluation:
-    """Run every pipeline on the pool and evaluate it with ranx.
+                       progress: Callable[[int, int], None] | None = None,
+                       routes: tuple[str, ...] | None = None) -> Evaluation:
+    """Run every pipeline on the pool and evaluate it with ranx (``routes``: the learned
+    routes, for a pipeline that follows them; ``retrieval.pipeline.fuse``).
 
     ``intents`` maps query ids to labelled intents (for ``per_intent``); queries without
     one are "unlabelled". A counted qrels query the pool lacks still counts, with 0 on every
@@ -193,7 +195,7 @@ def evaluate_pipelines(c: Candidates, qrels: dict[str, dict[str, int]],
     ranx_qrels = to_qrels({q: qrels[q] for q in counted})
     results, per_query, per_intent, runs, n_results = {}, {}, {}, {}, {}
     for i, (label, config) in enumerate(configs.items()):
-        run = run_pipeline(c, config)
+        run = run_pipeline(c, config, routes)
         runs[label] = run
         returned = dict(zip(c.query_ids, np.bincount(run.ranking.query_idx, minlength=c.n_queries).tolist()))
         n_results[label] = {q: returned.get(q, 0) for q in counted}

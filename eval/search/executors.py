@@ -49,8 +49,7 @@ RAY_MISSING = "--executor ray needs Ray: pip install -e '.[distributed]'"
 
 # how each field of a candidate table is cut into a query shard; a field not named here
 # stops sharding (rather than being silently shared across shards)
-_PER_QUERY = ("query_ids", "query_texts", "fast_target", "timeline", "intent_route", "window", "degraded",
-              "learned_route")
+_PER_QUERY = ("query_ids", "query_texts", "fast_target", "timeline", "intent_route", "window", "degraded")
 _SHARED = ("dataset", "fingerprint", "embedder", "pool_depth", "doc_ids", "analyzer", "doc_types")
 
 
@@ -58,9 +57,10 @@ class Executor(Protocol):
     name: str
 
     def batches(self, c: Candidates, judged: Judged, chunks: Iterable[Sequence[PipelineConfig]],
-                metric: str) -> Iterator[np.ndarray]:
+                metric: str, routes: tuple[str, ...] | None = None) -> Iterator[np.ndarray]:
         """Per chunk of configurations (in order): their per-query ``metric`` values, rows of
-        shape (queries,), NaN where a query does not count — ``config_values``' arrays."""
+        shape (queries,), NaN where a query does not count — ``config_values``' arrays
+        (``routes``: the learned routes, as ``retrieval.pipeline.fuse``)."""
         ...
 
     def map(self, fn: Callable[[Any, Any], Any], shared: Any, items: Sequence[Any]) -> list:
@@ -108,9 +108,9 @@ class LocalExecutor:
     name = "local"
     workers = 1
 
-    def batches(self, c, judged, chunks, metric):
+    def batches(self, c, judged, chunks, metric, routes=None):
         for chunk in chunks:
-            yield from config_values(c, judged, chunk, metric)
+            yield from config_values(c, judged, chunk, metric, routes)
 
     def map(self, fn, shared, items):
         return [fn(shared, item) for item in items]
@@ -133,15 +133,17 @@ class _ShardWorker:
         self.c, self.judged = c, judged
         self.shards: dict[tuple[int, int], tuple[Candidates, Judged]] = {}
 
-    def values(self, configs: Sequence[PipelineConfig], start: int, stop: int, metric: str) -> np.ndarray:
+    def values(self, configs: Sequence[PipelineConfig], start: int, stop: int, metric: str,
+               routes: tuple[str, ...] | None = None) -> np.ndarray:
         if (start, stop) not in self.shards:
             self.shards[start, stop] = query_shard(self.c, self.judged, start, stop)
         shard, judged = self.shards[start, stop]
-        return np.concatenate(list(config_values(shard, judged, configs, metric)))
+        return np.concatenate(list(config_values(shard, judged, configs, metric, routes)))
 
 
 def _same_judgments(a: Judged, b: Judged) -> bool:
-    return a is b or all(np.array_equal(getattr(a, f.name), getattr(b, f.name)) for f in fields(Judged))
+    return a is b or all(np.array_equal(getattr(a, f.name), getattr(b, f.name)) for f in fields(Judged)
+                         if f.compare)
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -221,14 +223,15 @@ class RayExecutor:
         self._actors = [worker.remote(table, judgments) for _ in range(self.workers)]
         self._loaded = (c, judged)
 
-    def _submit(self, chunk: Sequence[PipelineConfig], bounds, metric: str):
+    def _submit(self, chunk: Sequence[PipelineConfig], bounds, metric: str, routes=None):
         n_pieces = min(self.workers, len(chunk))
         pieces = [(int(p[0]), int(p[-1]) + 1) for p in np.array_split(np.arange(len(chunk)), n_pieces)]
         tasks = []
         for p, (a, b) in enumerate(pieces):
             for s, (q0, q1) in enumerate(bounds):
                 actor = self._actors[(p * len(bounds) + s) % len(self._actors)]
-                tasks.append((a, b, q0, q1, actor.values.remote(list(chunk[a:b]), q0, q1, metric)))
+                tasks.append((a, b, q0, q1, actor.values.remote(list(chunk[a:b]), q0, q1, metric,
+                                                                None if routes is None else routes[q0:q1])))
         return len(chunk), tasks
 
     def _get(self, refs: list) -> list:
@@ -254,13 +257,13 @@ class RayExecutor:
             out[a:b, q0:q1] = part
         return out
 
-    def batches(self, c, judged, chunks, metric):
+    def batches(self, c, judged, chunks, metric, routes=None):
         self._load(c, judged)
         shards = self.query_shards or -(-c.n_rows // SHARD_ROWS)
         bounds = shard_bounds(c, shards)
         pending: deque = deque()
         for chunk in chunks:  # the next chunk's tasks queue while this one's values are gathered
-            pending.append(self._submit(chunk, bounds, metric))
+            pending.append(self._submit(chunk, bounds, metric, routes))
             if len(pending) > 1:
                 yield self._gather(pending.popleft(), c.n_queries)
         while pending:

@@ -201,25 +201,26 @@ class SweepResult:
 
 
 def _batches(c: Candidates, judged, configs: Iterator[PipelineConfig], metric: str, total: int,
-             executor: "Executor | None" = None) -> Iterator[np.ndarray]:
+             executor: "Executor | None" = None, routes: tuple[str, ...] | None = None) -> Iterator[np.ndarray]:
     """``config_values`` over configurations built lazily (a million points are never all
     held as configs at once), in this process or on ``executor`` (``eval.search.executors``)."""
     per_batch = int(max(1, min(256, BATCH_BYTES // max(1, 8 * c.n_rows))))
     chunks = iter(lambda: list(itertools.islice(configs, per_batch)), [])
     if executor is not None:
-        yield from executor.batches(c, judged, chunks, metric)
+        yield from executor.batches(c, judged, chunks, metric, routes)
         return
     for chunk in chunks:
-        yield from config_values(c, judged, chunk, metric)
+        yield from config_values(c, judged, chunk, metric, routes)
 
 
 def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig, space: Space,
           metric: str = "ndcg@5", random: int | None = None, folds: int = 5, seed: int = 0,
           progress: Callable[[int, int], None] | None = None, name: str | None = None,
-          executor: "Executor | None" = None) -> SweepResult:
+          executor: "Executor | None" = None, routes: tuple[str, ...] | None = None) -> SweepResult:
     """Score every configuration of ``space`` (or ``random`` of them) and cross-validate;
     ``executor`` (``eval.search.executors``: local or Ray) scores the configurations, this process
-    everything after their per-query values."""
+    everything after their per-query values; ``routes``: the learned routes
+    (``retrieval.pipeline.fuse``)."""
     parse_metric(metric)
     judged = judge(c, qrels)
     n = judged.n_judged
@@ -258,7 +259,7 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
     configs = itertools.chain([base], (with_params(base, point_values(space, point)) for point in points))
     i = 0
     base_row = None
-    for batch in _batches(c, judged, configs, metric, len(points) + 1, executor):
+    for batch in _batches(c, judged, configs, metric, len(points) + 1, executor, routes):
         if base_row is None:
             base_row, batch = batch[0], batch[1:]
             if not len(batch):

@@ -120,8 +120,9 @@ def check_space(base: PipelineConfig, space: tuple[ParamSpec, ...], sampler: str
 class _Scorer:
     """Per-query values of configurations over every counted query, each computed once."""
 
-    def __init__(self, c: Candidates, qrels, base: PipelineConfig, metric: str):
-        self.c, self.base, self.metric = c, base, metric
+    def __init__(self, c: Candidates, qrels, base: PipelineConfig, metric: str,
+                 routes: tuple[str, ...] | None = None):
+        self.c, self.base, self.metric, self.routes = c, base, metric, routes
         self.judged = judge(c, qrels)
         self.cache: dict[tuple, np.ndarray | None] = {}
 
@@ -143,7 +144,7 @@ class _Scorer:
     def pipeline(self, config: PipelineConfig) -> np.ndarray:
         """Per-query values over the counted queries (missing ones 0), straight from the fused
         scores (``eval.metrics.measure.config_values``)."""
-        values = next(config_values(self.c, self.judged, [config], self.metric))[0]
+        values = next(config_values(self.c, self.judged, [config], self.metric, self.routes))[0]
         return self.judged.counted(values)
 
 
@@ -316,12 +317,13 @@ class _Job:
     trials: int
     inner_folds: int
     guard: bool
+    routes: tuple[str, ...] | None = None
 
 
 def _run_search(job: _Job, plan: Plan) -> tuple[Choice, set]:
     """One search of the procedure (``procedure``) with a scorer of its own; also the
     configurations it scored (their keys), so the run can count the distinct ones."""
-    scorer = _Scorer(job.c, job.qrels, job.base, job.metric)
+    scorer = _Scorer(job.c, job.qrels, job.base, job.metric, job.routes)
     choice = procedure(scorer, job.space, plan, job.sampler, job.trials, job.inner_folds, job.guard,
                        scorer.pipeline(job.base), lambda: None)
     return choice, scorer.scored()
@@ -332,12 +334,14 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
          folds: int = 5, seed: int = 0, sampler: str = "tpe", metric: str = "ndcg@5",
          inner_folds: int = DEFAULT_INNER_FOLDS,
          guard: bool = True, progress: Callable[[int, int], None] | None = None,
-         executor: "Executor | None" = None, fold_by: Mapping[str, str] | None = None) -> TuneResult:
+         executor: "Executor | None" = None, fold_by: Mapping[str, str] | None = None,
+         routes: tuple[str, ...] | None = None) -> TuneResult:
     """Nested cross-validation of the tuning procedure, then the procedure on all queries
     (``eval.search.nested.nested_cv`` with ``procedure`` as its inner search).
     ``executor`` (``eval.search.executors``) runs the ``folds + 1`` searches: in this process (default,
     progress per trial) or as Ray tasks (the same choices; progress when all are done).
-    ``fold_by`` (query id → group, ``query_groups``): folds, outer and inner, keep each group whole."""
+    ``fold_by`` (query id → group, ``query_groups``): folds, outer and inner, keep each group whole.
+    ``routes``: the learned routes (``retrieval.pipeline.fuse``)."""
     base = resolve_config(base)
     parse_metric(metric)
     check_sizes(trials, folds, inner_folds)
@@ -346,7 +350,7 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
     for name in SINGLE_PATHS:
         if get_pipeline(name).path_depth > c.pool_depth:
             raise ValueError(f"pipeline {name!r} needs pool depth {get_pipeline(name).path_depth}")
-    scorer = _Scorer(c, qrels, base, metric)
+    scorer = _Scorer(c, qrels, base, metric, routes)
     n = scorer.judged.n_judged
     if n == 0:
         raise ValueError("no query has a relevant judgment (grade > 0): nothing to tune on")
@@ -368,7 +372,7 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
     scored_elsewhere: set = set()
 
     def on_ray(search, plans) -> list[Choice]:  # each search on a worker, with its own scorer of the same pool
-        job = _Job(c, qrels, base, metric, space, sampler, trials, inner_folds, guard)
+        job = _Job(c, qrels, base, metric, space, sampler, trials, inner_folds, guard, routes)
         results = executor.map(_run_search, job, plans)
         scored_elsewhere.update(*(keys for _, keys in results))
         if progress:

@@ -12,7 +12,6 @@ import numpy as np
 from numba import njit
 
 from retrieval.candidates import Candidates
-from retrieval.memo import memo
 from retrieval.params import Params
 
 LN2 = math.log(2.0)
@@ -64,7 +63,9 @@ class Fusion:
     frozen class holding (and validating) the method's parameters and knobs; ``paths`` the
     retrieval paths it reads (a route is reported as vector / keyword / hybrid from it);
     ``variants`` further parameter sets the shared conformance suite runs;
-    ``profile_names(c, params)`` names the profile applied per query, where that applies."""
+    ``profile_names(c, params, routes)`` names the profile applied per query, where that applies;
+    ``routed``: ``score`` and ``profile_names`` also take ``routes``, the learned router's profile
+    per query (``retrieval.pipeline.fuse``'s argument; None: the rules route)."""
 
     name: str
     params: type[Params]
@@ -73,7 +74,8 @@ class Fusion:
     source: str
     paths: tuple[str, ...] = ("dense", "sparse")
     variants: tuple[Params, ...] = ()
-    profile_names: Callable[[Candidates, Params], tuple[str, ...]] | None = None
+    profile_names: Callable[..., tuple[str, ...]] | None = None
+    routed: bool = False
 
     @property
     def route(self) -> str:
@@ -118,9 +120,11 @@ def recency_decay(age_days: np.ndarray, half_life_days: float) -> np.ndarray:
 
 
 def visible_index(c: Candidates, visible: np.ndarray) -> np.ndarray:
-    """The indexes of the visible rows (``flatnonzero``), once per table and mask: a compiled
-    score fills only these and leaves the rest at −inf."""
-    return memo(c, ("visible index",), lambda: np.flatnonzero(visible), along=visible)
+    """The indexes of the visible rows (``flatnonzero``; the table's own at a depth when
+    ``visible`` is its mask, ``Candidates.at_depth``): a compiled score fills only these and
+    leaves the rest at −inf."""
+    seen = c.depth_of(visible)
+    return seen.index if seen is not None else np.flatnonzero(visible)
 
 
 def unseen(n: int) -> np.ndarray:
@@ -187,8 +191,8 @@ def normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: s
     """``_normalise`` (below), computed once per table, visible mask, depth, path and norm."""
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {list(NORMS)}, got {norm!r}")
-    return memo(c, ("normalise", depth, path, norm), lambda: _normalise(c, visible, depth, path, norm),
-                along=visible)
+    return c.derived(("normalise", depth, path, norm), lambda: _normalise(c, visible, depth, path, norm),
+                     along=visible)
 
 
 def _normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: str) -> tuple[np.ndarray, np.ndarray]:

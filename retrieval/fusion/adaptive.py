@@ -8,7 +8,7 @@ recency decay with ``half_life_days``; S_graph: 1 when linked to a top-3 hit. We
 the step functions F_conf/F_vit come from the profile — one fixed profile, or the one the
 intent router picks per query (``intent_router``): by the seed's rules, or (``router =
 "learned"``) by the logistic regression ``eval.learning.router`` fits on labelled intents, whose
-routes the candidate table carries (``learned_route``; the rules when it carries none).
+routes given as ``routes`` (``retrieval.pipeline.fuse``'s argument; the rules when none).
 Source: seed 001 ``AdaptiveQualityFusion`` (profiles and factors in ``retrieval.profiles``)."""
 
 from __future__ import annotations
@@ -90,25 +90,29 @@ def band_counts(confidence: np.ndarray, vitality: np.ndarray, q: QualityFactors
     return out
 
 
-def query_routes(c: Candidates, params: AdaptiveParams) -> tuple[str, ...]:
-    """Each query's routed profile name: the learned router's when chosen and fitted, else the rules'."""
-    learned = c.learned_route if params.router == "learned" else None
-    return learned if learned is not None else c.intent_route
+def query_routes(c: Candidates, params: AdaptiveParams, routes: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """Each query's routed profile name: the learned router's (``routes``) when chosen and
+    fitted, else the rules'."""
+    if routes is not None and len(routes) != c.n_queries:
+        raise ValueError(f"{len(routes)} learned routes for {c.n_queries} queries")
+    return routes if routes is not None and params.router == "learned" else c.intent_route
 
 
-def profile_arrays(c: Candidates, params: AdaptiveParams) -> tuple[list[Profile], np.ndarray]:
+def profile_arrays(c: Candidates, params: AdaptiveParams,
+                   routes: tuple[str, ...] | None = None) -> tuple[list[Profile], np.ndarray]:
     """Profiles in use and each row's profile index (the routed one, or the fixed one)."""
     if not params.intent_router:
         return [params.profile], np.zeros(c.n_rows, dtype=np.int64)
-    routes, per_query = np.unique(np.asarray(query_routes(c, params), dtype=object).astype(str), return_inverse=True)
-    return [params.profile_named(str(name)) for name in routes], per_query[c.query_idx]
+    names, per_query = np.unique(np.asarray(query_routes(c, params, routes), dtype=object).astype(str),
+                                 return_inverse=True)
+    return [params.profile_named(str(name)) for name in names], per_query[c.query_idx]
 
 
-def profile_names(c: Candidates, params: AdaptiveParams) -> tuple[str, ...]:
+def profile_names(c: Candidates, params: AdaptiveParams, routes: tuple[str, ...] | None = None) -> tuple[str, ...]:
     """The profile applied to each query."""
     if not params.intent_router:
         return (params.profile.name,) * c.n_queries
-    return tuple(params.profile_named(route).name for route in query_routes(c, params))
+    return tuple(params.profile_named(route).name for route in query_routes(c, params, routes))
 
 
 def signals(c: Candidates, visible: np.ndarray, depth: int, half_life_days: float
@@ -123,9 +127,10 @@ def signals(c: Candidates, visible: np.ndarray, depth: int, half_life_days: floa
     return s_dense, s_sparse, s_time, c.graph.astype(np.float64)
 
 
-def adaptive(c: Candidates, visible: np.ndarray, depth: int, params: AdaptiveParams = AdaptiveParams()) -> Scored:
+def adaptive(c: Candidates, visible: np.ndarray, depth: int, params: AdaptiveParams = AdaptiveParams(),
+             routes: tuple[str, ...] | None = None) -> Scored:
     """The seed 001 score above, per row, with the multipliers reported separately."""
-    profiles, which = profile_arrays(c, params)
+    profiles, which = profile_arrays(c, params, routes)
 
     def per_row(get) -> np.ndarray:
         return np.asarray([get(p) for p in profiles], dtype=np.float64)[which]
@@ -151,4 +156,4 @@ def adaptive(c: Candidates, visible: np.ndarray, depth: int, params: AdaptivePar
 FUSION = Fusion("adaptive", AdaptiveParams, adaptive,
                 "(w·S_dense + w·S_sparse + w·S_time + w·S_graph) × F_conf × F_vit", "seed 001",
                 variants=(AdaptiveParams(intent_router=True),) + tuple(AdaptiveParams(profile=p) for p in PRESETS),
-                profile_names=profile_names)
+                profile_names=profile_names, routed=True)

@@ -16,16 +16,15 @@ Source: seed 000 ``_rrf_merge``; Cormack, Clarke & Büttcher, SIGIR 2009; ranx `
 (whose 1-based ranks give the same ``1/(k + rank)``); Qdrant as above.
 
 Each path's term depends only on its rank, so the score is read from a table of ``depth``
-values (the term above, kept per setting: ``term_table``) in one compiled,
-branch-free pass over the visible rows (``visible_index``; the rest stay −inf): no division per
-row, no temporary arrays. The per-path components a page shows
+values (the term above, made in the same compiled call: ``_term_table``, ``depth`` divisions)
+in one branch-free pass over the visible rows (``visible_index``; the rest stay −inf): no
+division per row, no temporary arrays, nothing kept between calls. The per-path components a page shows
 are the plain NumPy formula, computed only when a page reads them; the compiled score performs
 the same floating-point operations, so it equals their sum bit for bit
 (``tests/test_fusion_rrf.py``)."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,21 +71,28 @@ def path_term(weight: float, rrf_k: float, rank: np.ndarray, weighting: str = "m
     raise ValueError(f"weighting must be one of {list(WEIGHTINGS)}, got {weighting!r}")
 
 
-@functools.lru_cache(maxsize=1024)
-def term_table(weight: float, rrf_k: float, depth: int, size: int, weighting: str = "multiply") -> np.ndarray:
-    """``table[rank + 1] = path_term(weight, rrf_k, rank, weighting)`` for ranks below ``depth``, 0 for the
-    rest: index 0 is the row the path did not return; ``size`` ranks are covered, the kernel
-    clamps a larger one to the last (0) entry. Kept per setting (read-only)."""
+@njit(cache=True, nogil=True)
+def _term_table(weight, rrf_k, depth, size, qdrant):
+    """``table[rank + 1] = path_term(weight, rrf_k, rank, weighting)`` for ranks below ``depth``, 0
+    for the rest: index 0 is the row the path did not return; ``size`` ranks are covered (the
+    scoring loop clamps a larger one to the last, 0, entry). The same floating-point operations
+    as ``path_term``, in the same order, so the same values bit for bit."""
     table = np.zeros(max(size, depth) + 2)
-    table[1:depth + 1] = path_term(weight, rrf_k, np.arange(depth), weighting)
-    table.flags.writeable = False
+    for r in range(depth):
+        rank = float(r)
+        if qdrant:
+            table[r + 1] = 1.0 / ((rank + 1.0) / weight + rrf_k) if weight > 0 else 0.0
+        else:
+            table[r + 1] = weight / (rrf_k + rank + 1.0)
     return table
 
 
 @njit(cache=True, nogil=True)
-def _rrf_rows(dense_rank, sparse_rank, rows, dense_table, sparse_table, score):
+def _rrf_rows(dense_rank, sparse_rank, rows, w_dense, w_sparse, rrf_k, depth, size, qdrant, score):
     """For each visible row: the sum of both paths' terms. Indexes are clamped into the tables
     rather than tested, so the loop has no data-dependent branch."""
+    dense_table = _term_table(w_dense, rrf_k, depth, size, qdrant)
+    sparse_table = _term_table(w_sparse, rrf_k, depth, size, qdrant)
     last_dense, last_sparse = len(dense_table) - 1, len(sparse_table) - 1
     for r in rows:
         score[r] = (dense_table[min(max(dense_rank[r] + 1, 0), last_dense)]
@@ -102,8 +108,10 @@ def components(c: Candidates, depth: int, params: RRFParams) -> dict[str, np.nda
 def rrf(c: Candidates, visible: np.ndarray, depth: int, params: RRFParams = RRFParams()) -> Scored:
     """``Σ_i t_i(rank_i)`` (the ``weighting``'s term), rank 0-indexed, summed over the paths that returned the row."""
     score = unseen(c.n_rows)
-    _rrf_rows(c.dense_rank, c.bm25_rank, visible_index(c, visible), term_table(params.w_dense, params.rrf_k, depth, c.pool_depth, params.weighting),
-              term_table(params.w_sparse, params.rrf_k, depth, c.pool_depth, params.weighting), score)
+    if params.weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {list(WEIGHTINGS)}, got {params.weighting!r}")
+    _rrf_rows(c.dense_rank, c.bm25_rank, visible_index(c, visible), float(params.w_dense), float(params.w_sparse),
+              float(params.rrf_k), int(depth), int(c.pool_depth), params.weighting == "qdrant", score)
     return Scored(score, LazyComponents(lambda: components(c, depth, params)))
 
 

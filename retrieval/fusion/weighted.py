@@ -19,7 +19,6 @@ import numpy as np
 from scipy.special import ndtr
 
 from retrieval.candidates import Candidates
-from retrieval.memo import memo
 from retrieval.fusion._base import Fusion, LazyComponents, Scored, in_path, linear_score, normalise
 from retrieval.params import Params, choice, flag, number
 
@@ -76,8 +75,8 @@ def weighted(c: Candidates, visible: np.ndarray, depth: int, params: WeightedPar
     """``vector_weight · cosine + text_weight · text_score``; a path that missed the row adds 0;
     keyword-only queries give the text score both weights (OpenClaw's FTS-only mode scores by
     the text score alone; otherwise a ``min_score`` above ``text_weight`` would drop every hit)."""
-    vec, text, keyword_only = memo(c, ("weighted", depth, params.text_norm),
-                                   lambda: _paths(c, visible, depth, params.text_norm), along=visible)
+    vec, text, keyword_only = c.derived(("weighted", depth, params.text_norm),
+                                        lambda: _paths(c, visible, depth, params.text_norm), along=visible)
     alone = params.text_weight + params.vector_weight
 
     first = None

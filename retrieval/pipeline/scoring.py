@@ -3,6 +3,9 @@
 ``fuse(candidates, config)`` routes and fuses every query (no index access, no ranking);
 ``ranked`` ranks fused scores into a ``PipelineRun``; ``run_pipeline`` is both. The
 evaluators that score a configuration without building a ranking start from ``fuse``.
+``routes``: per query, the profile a fitted intent router chose (``eval.learning.router``), an
+argument over the one table — read by a fusion that follows the learned router, None where
+none was fitted (the rules route).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from retrieval.candidates import Candidates
 from retrieval.fusion import FUSIONS, Scored
 from retrieval.fusion._base import recency_decay
 from retrieval.pipeline.config import PipelineConfig
-from retrieval.ranking import Ranking, rank_rows, visible_rows
+from retrieval.ranking import Ranking, rank_rows
 
 ROUTES = ("fast", "timeline", "hybrid")
 
@@ -27,6 +30,7 @@ class PipelineRun:
     scored: Scored
     route: tuple[str, ...]     # per query
     profile: tuple[str, ...]   # per query ("" when no profile applies)
+    routes: tuple[str, ...] | None = None  # the learned routes it was scored with (None: none fitted)
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +47,8 @@ class Fused:
     min_score: float | None
     token_budget: int | np.ndarray | None    # one budget, or one per query (−1: none)
     keep: np.ndarray | None                  # rows ``min_score`` never drops (routed ones)
-    depth: int | None = None                 # every row outside visible_rows(table, depth) scores −inf
+    depth: int | None = None                 # every row outside table.visible(depth) scores −inf
+    routes: tuple[str, ...] | None = None    # the learned routes it was scored with
 
 
 def all_hybrid(c: Candidates) -> np.ndarray:
@@ -51,10 +56,11 @@ def all_hybrid(c: Candidates) -> np.ndarray:
     return np.full(c.n_queries, 2, dtype=np.int8)
 
 
-def fuse(c: Candidates, config: PipelineConfig) -> Fused:
-    """Route and fuse every query of a candidate table (no ranking)."""
+def fuse(c: Candidates, config: PipelineConfig, routes: tuple[str, ...] | None = None) -> Fused:
+    """Route and fuse every query of a candidate table (no ranking); ``routes``: the learned
+    router's profile per query, for a fusion that follows it."""
     c = c.with_keyword_match(config.keyword_match)  # the BM25 path's OR, AND or technical list
-    visible = visible_rows(c, config.path_depth)
+    visible = c.visible(config.path_depth)
     route = all_hybrid(c)  # 0 fast, 1 timeline, 2 hybrid
     if config.fast_path or config.timeline_path:
         if config.fast_path:
@@ -68,7 +74,8 @@ def fuse(c: Candidates, config: PipelineConfig) -> Fused:
     hybrid_rows = row_route == 2 if routed else None
     fusion = FUSIONS[config.fusion]
     # every query hybrid (the usual case): the table's own visible mask, no copy
-    scored = fusion.score(c, visible & hybrid_rows if routed else visible, config.path_depth, config.params)
+    scored = fusion.score(c, visible & hybrid_rows if routed else visible, config.path_depth, config.params,
+                          **({"routes": routes} if fusion.routed else {}))
     score = scored.score
     max_results, budget, keep = config.max_results, config.token_budget, None
     if routed:
@@ -103,12 +110,12 @@ def fuse(c: Candidates, config: PipelineConfig) -> Fused:
         score = np.where(below, -np.inf, score)
         scored = Scored(score, scored.components, scored.multipliers)
     return Fused(config, c, scored, route, max_results, config.min_score, budget, keep,
-                 None if routed else config.path_depth)
+                 None if routed else config.path_depth, routes)
 
 
-def run_pipeline(c: Candidates, config: PipelineConfig) -> PipelineRun:
-    """Route, fuse and rank every query of a candidate table."""
-    return ranked(fuse(c, config))
+def run_pipeline(c: Candidates, config: PipelineConfig, routes: tuple[str, ...] | None = None) -> PipelineRun:
+    """Route, fuse and rank every query of a candidate table (``routes``: as ``fuse``)."""
+    return ranked(fuse(c, config, routes))
 
 
 def ranked(fused: Fused) -> PipelineRun:
@@ -122,8 +129,9 @@ def ranked(fused: Fused) -> PipelineRun:
         # no query vector (embedder or vectors unavailable): only the keyword path answered
         routes = tuple("keyword-only" if r == "hybrid" and _keyword_only(notes) else r
                        for r, notes in zip(routes, c.degraded))
-    profiles = fusion.profile_names(c, config.params) if fusion.profile_names else ("",) * c.n_queries
-    return PipelineRun(config, ranking, fused.scored, routes, profiles)
+    profiles = (fusion.profile_names(c, config.params, fused.routes) if fusion.profile_names
+                else ("",) * c.n_queries)
+    return PipelineRun(config, ranking, fused.scored, routes, profiles, fused.routes)
 
 
 def created_age(c: Candidates) -> np.ndarray:

@@ -77,7 +77,7 @@ def response_for(c: Candidates, run: PipelineRun, qi: int, documents) -> Respons
     budget = run.config.token_budget
     degraded = list(c.degraded[qi])
     params = run.config.params
-    if getattr(params, "router", None) == "learned" and params.intent_router and c.learned_route is None:
+    if getattr(params, "router", None) == "learned" and params.intent_router and run.routes is None:
         # the learned router is fitted on a labelled query set (eval.learning.router); a table
         # without its routes (a free-text query, a set without intents) follows the rules
         degraded.append("learned router not fitted for this query: seed 001's rule router chose the profile")
