@@ -38,7 +38,6 @@ from typing import Callable, Sequence
 import numpy as np
 
 from retrieval.embedders import BATCH_SIZE, Embedder, Progress, encode_order, load_embedder
-from retrieval.index import encoding_with
 
 MAX_RESTARTS = 3
 """Restarts of one worker before its death is an error."""
@@ -186,6 +185,8 @@ def ray_encoding(workers: int | None = None, batch_size: int | None = None,
     list of encoders made (one per index opened), whose workers stop when the block ends. Ray
     must be started (``ray.init``), or it starts a local cluster with Ray's defaults. Every index
     opened in the block with the same model shares one encoder and its workers."""
+    from retrieval.index import encoding_with  # here: a worker imports this module, and needs only the model
+
     check_batch_size(batch_size)
     encoders: list[RayEncoder] = []
 

@@ -63,7 +63,7 @@ def cmd_index(args) -> int:
         with make_executor("ray", args.address, args.workers) as cluster, \
                 ray_encoding(cluster.workers, args.batch_size, on_start=step):
             dataset, handle, pool = _index(args)
-        where = f" on Ray ({cluster.workers} workers)"
+        where = f" on Ray ({cluster.workers} worker{'s' if cluster.workers != 1 else ''})"
     else:
         (dataset, handle, pool), where = _index(args), ""
     encoded = handle.embedder.encoded if handle.embedder else 0
