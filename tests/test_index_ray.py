@@ -219,3 +219,19 @@ def test_bad_ray_options_are_one_error_line(argv, message, tiny_copy, tmp_path, 
     assert main(["index", str(tiny_copy), *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rwb: error: ") and message in err[0], err
+
+
+@needs_ray
+def test_ray_address_from_the_environment_is_the_cluster_joined(tiny_copy, tmp_path, monkeypatch, capsys):
+    import socket
+
+    from eval.cli import main
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    assert main(["index", str(tiny_copy), "--executor", "ray"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"127.0.0.1:{port}: no Ray cluster answers there" in err[0], err
