@@ -151,8 +151,11 @@ class RayEncoder:
                     if progress:
                         progress(done, len(texts))
         except BaseException:
-            for ref in pending:  # an interrupted build: nothing keeps encoding for it
-                ray.cancel(ref, force=False)
+            for ref in pending:  # an interrupted build: its queued tasks are dropped
+                try:
+                    ray.cancel(ref)
+                except Exception:  # already finished, or its worker gone: nothing to drop
+                    pass
             raise
         self.encoded += len(texts)
         self.seconds += time.perf_counter() - started
