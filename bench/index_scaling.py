@@ -20,7 +20,8 @@ Two parts, because MiniLM encodes ~70 texts/s on these 2 cores (a million would 
   n / rate; share = encode / (encode + the measured build)) and printed as such.
 
 The load average is recorded beside every figure (a shared 2-core machine). Sizes:
-``RWB_BENCH_INDEX_SIZES`` (comma-separated), default 10k, 100k, 1M (full) or 2,000 (quick).
+``RWB_BENCH_INDEX_SIZES`` (comma-separated), default 10k, 100k, 1M (full) or 2,000 (quick);
+``RWB_BENCH_REUSE_ENCODE=1`` takes the encoder part from the last run (sizes run apart).
 """
 
 from __future__ import annotations
@@ -204,14 +205,23 @@ def child(folder: Path, home: Path) -> dict:
 
 def run(ctx) -> Section:
     section = Section("index_scaling")
-    texts = _texts(ENCODE_SAMPLE if not ctx.smoke else 128)
-    encode, base = encoder_part(texts)
-    section.figures["encode"] = encode | {"texts": len(texts), "model": MODEL}
+    work = ctx.home / "index_scaling"
+    work.mkdir(parents=True, exist_ok=True)
+    saved = work / "encode.json"
+    if os.environ.get("RWB_BENCH_REUSE_ENCODE") and saved.is_file() and (work / "base.npy").is_file():
+        encode, base = json.loads(saved.read_text()), np.load(work / "base.npy")
+        section.notes.append(f"encoder figures reused from the run of {encode['date']} (RWB_BENCH_REUSE_ENCODE)")
+    else:
+        texts = _texts(ENCODE_SAMPLE if not ctx.smoke else 128)
+        encode, base = encoder_part(texts)
+        encode |= {"texts": len(texts), "model": MODEL, "date": time.strftime("%Y-%m-%d %H:%M")}
+        np.save(work / "base.npy", base)
+        saved.write_text(json.dumps(encode))
+    section.figures["encode"] = encode
     rates = {"local": encode["local"]["texts_per_s"]}
     for w in (1, 2):
         if isinstance(encode.get(f"ray_{w}"), dict):
             rates[f"ray_{w}"] = encode[f"ray_{w}"]["texts_per_s"]
-    work = ctx.home / "index_scaling"
     for n in _sizes(ctx):
         folder = write_store(work / f"store-{n}", n, base)
         home = work / f"home-{n}"
