@@ -6,7 +6,7 @@ Two parts, because MiniLM encodes ~70 texts/s on these 2 cores (a million would 
   abstracts, CoSQA code, LoCoMo turns, interleaved), cold (no embedding cache): in this process
   (the model's own ``encode``), then on a local Ray cluster of 2 CPUs with 1 and 2 workers
   (``retrieval.ray_index.RayEncoder``; the workers' start and model load timed apart, as a
-  warm-up). Texts/s, peak RSS (this process; each worker's ``VmHWM``), and whether the Ray
+  warm-up), then here again (the load drifts). Texts/s, peak RSS (this process; each worker's ``VmHWM``), and whether the Ray
   vectors equal the local ones byte for byte.
 - **Index.** At each size a store of real texts (``scaling_texts``) with precomputed vectors
   (``--embedder precomputed``: blends of the encoder part's real MiniLM vectors, ``bench.data.
@@ -21,7 +21,8 @@ Two parts, because MiniLM encodes ~70 texts/s on these 2 cores (a million would 
 
 The load average is recorded beside every figure (a shared 2-core machine). Sizes:
 ``RWB_BENCH_INDEX_SIZES`` (comma-separated), default 10k, 100k, 1M (full) or 2,000 (quick);
-``RWB_BENCH_REUSE_ENCODE=1`` takes the encoder part from the last run (sizes run apart).
+``none`` runs the encoder part only; ``RWB_BENCH_REUSE_ENCODE=1`` takes the encoder part from
+the last run (sizes run apart).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ SEED = 0
 def _sizes(ctx) -> tuple[int, ...]:
     env = os.environ.get("RWB_BENCH_INDEX_SIZES")
     if env:
-        return tuple(int(x) for x in env.split(",") if x.strip())
+        return () if env.strip() == "none" else tuple(int(x) for x in env.split(",") if x.strip())
     return ctx.pick((2_000,), (10_000, 100_000, 1_000_000), smoke=(200,))
 
 
@@ -111,6 +112,12 @@ def encoder_part(texts: list[str]) -> tuple[dict, np.ndarray]:
             log(f"  encode ray {workers}: {out[f'ray_{workers}']['texts_per_s']} texts/s (load {load0})")
     finally:
         ray.shutdown()
+    load0, start = loadavg(), now()  # local again: the load drifts on a shared machine
+    again = model.encode(texts)
+    seconds = now() - start
+    out["local_after"] = {"texts_per_s": round(len(texts) / seconds, 1), "seconds": round(seconds, 2),
+                          "identical_to_local": again.tobytes() == local.tobytes(), "loadavg": [load0, loadavg()]}
+    log(f"  encode local again: {out['local_after']['texts_per_s']} texts/s (load {load0})")
     return out, local
 
 
