@@ -225,7 +225,7 @@ def run(ctx) -> Section:
         np.save(work / "base.npy", base)
         saved.write_text(json.dumps(encode))
     section.figures["encode"] = encode
-    rates = {"local": encode["local"]["texts_per_s"]}
+    rates = {name: encode[name]["texts_per_s"] for name in ("local", "local_after") if name in encode}
     for w in (1, 2):
         if isinstance(encode.get(f"ray_{w}"), dict):
             rates[f"ray_{w}"] = encode[f"ray_{w}"]["texts_per_s"]
