@@ -8,7 +8,8 @@ Two parts, because MiniLM encodes ~70 texts/s on these 2 cores (a million would 
   (``retrieval.ray_index.RayEncoder``; the workers' start and model load timed apart, as a
   warm-up), then here again (the load drifts). Texts/s, peak RSS (this process; each worker's ``VmHWM``), and whether the Ray
   vectors equal the local ones byte for byte.
-- **Index.** At each size a store of real texts (``scaling_texts``) with precomputed vectors
+- **Index.** At each size a store of real texts (``scaling_texts``; past ``REAL_TEXTS`` those
+  texts again, each copy tagged) with precomputed vectors
   (``--embedder precomputed``: blends of the encoder part's real MiniLM vectors, ``bench.data.
   blend``) is indexed by ``open_index`` in a child process (its own peak RSS): BM25, vectors.npy,
   the LanceDB table (with its ANN index above ``ANN_THRESHOLD``), checksums and checks. Then in
@@ -65,10 +66,18 @@ def _hwm_mib(pid: int) -> float:
     return float("nan")
 
 
+REAL_TEXTS = 100_000
+"""Most distinct real texts taken from ``scaling_texts`` (past that it joins ever wider windows of
+documents, and its memory grows past 15 GiB before 1M)."""
+
+
 def _texts(n: int) -> list[str]:
+    """``n`` texts: ``scaling_texts`` up to ``REAL_TEXTS``; beyond, those again, each copy tagged
+    ``#k`` (so every text differs and BM25 sees real vocabulary and lengths)."""
     from bench.data import scaling_texts
 
-    return scaling_texts(n)[0]
+    real = scaling_texts(min(n, REAL_TEXTS))[0]
+    return real + [f"{real[i % len(real)]} #{i // len(real)}" for i in range(len(real), n)]
 
 
 def encoder_part(texts: list[str]) -> tuple[dict, np.ndarray]:
