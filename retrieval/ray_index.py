@@ -126,8 +126,8 @@ class RayEncoder:
         size = task_size(len(texts), self.workers, self.batch_size)
         tasks = [order[s:s + size] for s in range(0, len(order), size)]
         if self.on_start:
-            self.on_start(f"encoding {len(texts):,} texts on Ray: {self.workers} workers, {len(tasks)} tasks of "
-                          f"up to {size} texts")
+            self.on_start(f"encoding {len(texts):,} texts on Ray: {self.workers} worker{'s' * (self.workers != 1)}, "
+                          f"{len(tasks)} task{'s' * (len(tasks) != 1)} of up to {size} texts")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         queue, pending, done = deque(range(len(tasks))), {}, 0
 

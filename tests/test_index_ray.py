@@ -124,6 +124,7 @@ def devmem_builds(cluster, tmp_path_factory):
 
 
 @needs_ray
+@pytest.mark.slow
 def test_devmem_on_ray_is_the_local_index_bit_for_bit(devmem_builds):
     dataset, local, local_pool, remote, remote_pool, encoder, _, _ = devmem_builds
     assert remote.embedder.encoded == len(dataset.documents)  # nothing came from a cache
@@ -140,6 +141,7 @@ def test_devmem_on_ray_is_the_local_index_bit_for_bit(devmem_builds):
 
 
 @needs_ray
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_was_restarted_and_its_tasks_retried(devmem_builds):
     dataset, _, _, remote, _, encoder, killed, after = devmem_builds
     assert len(killed) == 1 and after[0] != killed[0]  # the first worker came back as a new process
@@ -148,6 +150,7 @@ def test_a_worker_killed_mid_run_was_restarted_and_its_tasks_retried(devmem_buil
 
 
 @needs_ray
+@pytest.mark.slow
 def test_an_interrupted_ray_run_leaves_the_published_index_unchanged(cluster, tmp_path):
     from retrieval.ray_index import ray_encoding
 
