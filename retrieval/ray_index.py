@@ -109,6 +109,8 @@ class RayEncoder:
             ray.init(include_dashboard=False)
         cpus = int(ray.cluster_resources().get("CPU", 0))
         self.workers = self.workers or max(1, cpus)
+        if self.workers > cpus:  # an actor of one CPU more than the cluster has would wait forever
+            raise ValueError(f"--workers {self.workers} exceeds the Ray cluster's {cpus} CPUs")
         worker = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)(_EncodeWorker)
         self.actors = [worker.remote(self.name) for _ in range(self.workers)]
 
