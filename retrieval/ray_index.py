@@ -30,7 +30,6 @@ path on every node.
 from __future__ import annotations
 
 import os
-import time
 from collections import deque
 from contextlib import contextmanager
 from typing import Callable, Sequence
@@ -98,8 +97,7 @@ class RayEncoder:
         self.on_start = on_start
         self.actors: list = []
         self.closed = False
-        self.encoded = 0
-        self.seconds = 0.0  # wall time of the distributed encodes (the bench's encoder share)
+        self.encoded = 0  # texts encoded on the workers
 
     def start(self) -> None:
         ray = self._ray
@@ -121,7 +119,6 @@ class RayEncoder:
     def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         if self.closed or not texts:
             return self.model.encode(texts, progress)
-        started = time.perf_counter()
         self.start()
         ray = self._ray
         order = encode_order(texts)
@@ -160,7 +157,6 @@ class RayEncoder:
                     pass
             raise
         self.encoded += len(texts)
-        self.seconds += time.perf_counter() - started
         return out
 
     def _get(self, ref) -> np.ndarray:
@@ -173,8 +169,8 @@ class RayEncoder:
             cause = getattr(error, "cause", None)
             raise (cause if isinstance(cause, Exception) else RuntimeError(str(error).splitlines()[0])) from None
         except ray.exceptions.RayActorError as error:
-            raise RuntimeError(f"a Ray encoding worker died {MAX_RESTARTS + 1} times: "
-                               f"{str(error).splitlines()[0][:200]}") from None
+            raise RuntimeError(f"a Ray encoding worker died and could not be restarted (up to {MAX_RESTARTS} "
+                               f"restarts): {str(error).splitlines()[0][:200]}") from None
 
     def close(self) -> None:
         if self._ray.is_initialized():
