@@ -30,7 +30,7 @@ from bench.context import Context
 
 QUICK = ("indexing", "rescore", "sweep", "hybrid", "quality", "browser")
 FULL = ("indexing", "rescore", "sweep", "caches", "quality", "hybrid", "scale", "scaling",
-        "browser", "learn")
+        "browser", "learn", "index_scaling")
 SMOKE = ("indexing", "rescore", "sweep", "caches", "hybrid", "quality", "scale")
 KEYS = ("rescore_speedup_vs_ranx", "rescore_speedup_alternating", "sweep_speedup_vs_ranx",
         "sweep_speedup_alternating", "sweep_configs_per_s", "hybrid_latency_ratio_vs_lancedb",

@@ -118,10 +118,18 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms == 0, 1.0, norms)
 
 
+def encode_order(texts: Sequence[str]) -> list[int]:
+    """The order ``encode`` feeds texts to a model: longest first, ties in input order. Its
+    consecutive runs of ``BATCH_SIZE`` are the model's batches; a vector's bits depend on the
+    batch it was encoded in (padding changes the kernels' shapes), so whoever splits the work
+    (``retrieval.ray_index``) cuts this order at multiples of ``BATCH_SIZE``."""
+    return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+
+
 def _batched(texts: Sequence[str], encode_batch, progress: Progress | None, dim: int) -> np.ndarray:
     """Encode in batches of similar length (longest first), so little compute goes to padding."""
     out = np.empty((len(texts), dim), dtype=np.float32)
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    order = encode_order(texts)
     for start in range(0, len(texts), BATCH_SIZE):
         idx = order[start:start + BATCH_SIZE]
         out[idx] = _normalise(encode_batch([texts[i] for i in idx]))

@@ -36,6 +36,7 @@ import tempfile
 import time
 import uuid
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -55,6 +56,20 @@ from retrieval.vector_store import ExactSearch, Row, VectorStore, VectorStoreUna
 FORMAT_VERSION = 2  # 2: per-file checksums in the manifest
 _UNCHECKED = ("manifest.json",)  # the manifest cannot hold its own checksum
 Progress = Callable[[str, int, int], None]
+_ENCODE_WITH: ContextVar[Callable[[Embedder, str], Embedder] | None] = ContextVar("rwb_encode_with", default=None)
+
+
+@contextmanager
+def encoding_with(wrap: Callable[[Embedder, str], Embedder]):
+    """Inside this block, indexes opened or built in this thread encode the texts missing from
+    the embedding cache with ``wrap(model, embedder_name)`` instead of the model itself
+    (``retrieval.ray_index``: on Ray workers). ``wrap`` must give the model's vectors bit for
+    bit; the cache, the build, its checks and its atomic publish are the local ones."""
+    token = _ENCODE_WITH.set(wrap)
+    try:
+        yield
+    finally:
+        _ENCODE_WITH.reset(token)
 
 
 def rwb_home() -> Path:
@@ -339,7 +354,8 @@ def _embedder(name: str, dataset: Dataset
         inner = load_embedder(name)
     except EmbedderUnavailable as error:
         return None, str(error)
-    return CachedEmbedder(inner, EmbeddingCache(rwb_home() / "embeddings.sqlite")), None
+    wrap = _ENCODE_WITH.get()
+    return CachedEmbedder(wrap(inner, name) if wrap else inner, EmbeddingCache(rwb_home() / "embeddings.sqlite")), None
 
 
 def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress: Progress | None = None,

@@ -153,7 +153,8 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
             raise ValueError(
                 f"{ids_path}:{row + 1}: {clip(value)} is not a {what} of the dataset (extra vector)"
             )
-    missing = [value for value in expected if value not in set(ids)]
+    present = set(ids)
+    missing = [value for value in expected if value not in present]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise ValueError(f"{ids_path}: no vector for {what} {clip(missing[0])}{more}")

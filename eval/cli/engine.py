@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from eval.cli._common import add_analyzer, add_embedder, add_quiet, bounded, note, resolve_embedder, write_json
+from eval.cli.sweep import add_executor_options, check_executor
 from eval.progress import Progress
 from eval.stores.access import AccessStore, with_access_counts
 from eval.stores.configs import resolve_config
@@ -32,24 +33,43 @@ def _open(path: str, embedder: str | None, analyzer: str = DEFAULT_ANALYZER, reb
     return dataset, handle
 
 
+def _index(args):
+    """The dataset, its index handle and (unless ``--no-pool``) its default candidate pool."""
+    if args.no_pool:
+        dataset, handle = _open(args.dataset, args.embedder, args.analyzer, rebuild=args.rebuild)
+        return dataset, handle, None
+    from eval.stores.pool import prepare
+
+    dataset = load_dataset(args.dataset)
+    args.embedder = resolve_embedder(args.embedder, dataset)
+    with Progress("it") as progress:
+        handle, pool = prepare(dataset, args.embedder, progress, rebuild=args.rebuild, on_notice=note,
+                               analyzer=args.analyzer)
+    return dataset, handle, pool
+
+
 def cmd_index(args) -> int:
     """Build the indexes and (unless ``--no-pool``) the default candidate pool the workbench opens
     with, so its first page ranks as soon as the server answers."""
-    if args.no_pool:
-        dataset, handle = _open(args.dataset, args.embedder, args.analyzer, rebuild=args.rebuild)
-        pool = None
-    else:
-        from eval.stores.pool import prepare
+    check_executor(args)
+    if args.batch_size is not None and args.executor != "ray":
+        raise ValueError("--batch-size needs --executor ray")
+    if args.executor == "ray":  # the documents are encoded on Ray workers; the rest is the local build
+        from eval.progress import step
+        from eval.search.executors import make_executor
+        from retrieval.ray_index import check_batch_size, ray_encoding
 
-        dataset = load_dataset(args.dataset)
-        args.embedder = resolve_embedder(args.embedder, dataset)
-        with Progress("it") as progress:
-            handle, pool = prepare(dataset, args.embedder, progress, rebuild=args.rebuild, on_notice=note,
-                                   analyzer=args.analyzer)
+        check_batch_size(args.batch_size)
+        with make_executor("ray", args.address, args.workers) as cluster, \
+                ray_encoding(cluster.workers, args.batch_size, on_start=step):
+            dataset, handle, pool = _index(args)
+        where = f" on Ray ({cluster.workers} worker{'s' if cluster.workers != 1 else ''})"
+    else:
+        (dataset, handle, pool), where = _index(args), ""
     encoded = handle.embedder.encoded if handle.embedder else 0
     print(f"{dataset.name}: {len(dataset.documents)} documents indexed at {handle.path} "
           f"(model {handle.manifest['model'] or 'none'}, analyzer {handle.analyzer} ({handle.manifest['analyzer']}), "
-          f"{encoded} texts encoded)")
+          f"{encoded} texts encoded{where})")
     for text in handle.degraded:
         print(f"degraded: {text}")
     if pool is not None:
@@ -305,6 +325,11 @@ def register(sub) -> None:
     p.add_argument("--rebuild", action="store_true", help="rebuild even if the index is current")
     p.add_argument("--no-pool", action="store_true",
                    help="only the indexes: skip retrieving the query set's default candidate pool")
+    add_executor_options(p, "encode the documents here (local, default) or on Ray workers (ray; needs pip install "
+                            "-e '.[distributed]'); the index is identical bit for bit")
+    p.add_argument("--batch-size", type=int, default=None, metavar="B",
+                   help="with --executor ray: texts per Ray task, a multiple of 64 (default: about 4 tasks "
+                        "per worker, at most 1024)")
     add_quiet(p)
     p.set_defaults(func=cmd_index)
 

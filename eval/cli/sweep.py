@@ -8,7 +8,7 @@ from typing import Callable
 
 from eval.cli._common import (add_pool_options, bounded, check_depth, judgments, load_with_pool,
                               write_file, write_json)
-from eval.search.executors import EXECUTORS, MAX_WORKERS, check_reachable, import_ray, make_executor
+from eval.search.executors import EXECUTORS, MAX_WORKERS, check_reachable, cluster_address, import_ray, make_executor
 from eval.metrics.measure import parse_metric
 from eval.learning.router import learned_routes
 from eval.progress import Progress, step
@@ -58,8 +58,9 @@ def check_executor(args) -> None:
         raise ValueError("--address and --workers need --executor ray")
     if args.executor == "ray":
         import_ray()
-        if args.address:
-            check_reachable(args.address)
+        address = cluster_address(args.address)
+        if address:
+            check_reachable(address)
 
 
 def write_outputs(args, toml: Callable[[], str], data: Callable[[], dict]) -> None:
@@ -186,7 +187,7 @@ def add_fold_by(p) -> None:
 def add_executor_options(p, what: str) -> None:
     p.add_argument("--executor", choices=EXECUTORS, default="local", help=what)
     p.add_argument("--address", metavar="ADDR", help="with --executor ray: an existing Ray cluster (ray.init(address=…)); "
-                                                     "default: start a local one")
+                                                     "default: $RAY_ADDRESS if set, else start a local one")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="with --executor ray: Ray workers (default: the cluster's CPUs)")
 

@@ -158,6 +158,12 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
         raise ValueError(f"--address {address}: no Ray cluster answers there ({error.strerror or error})") from None
 
 
+def cluster_address(address: str | None) -> str | None:
+    """The cluster to join: ``--address``, else ``$RAY_ADDRESS`` (set by ``ray job submit`` and
+    by hand, as Ray documents it), else None (start a local one)."""
+    return address or os.environ.get("RAY_ADDRESS", "").strip() or None
+
+
 def import_ray():
     """The ``ray`` module, or ``ValueError(RAY_MISSING)`` when the extra is not installed."""
     try:
@@ -170,7 +176,8 @@ def import_ray():
 class RayExecutor:
     """Configurations × query shards over ``workers`` Ray actors (one CPU each).
 
-    ``address``: an existing cluster (``ray.init(address=…)``); without it a local cluster of
+    ``address``: an existing cluster (``ray.init(address=…)``; default ``$RAY_ADDRESS``); without
+    either a local cluster of
     ``workers`` CPUs is started (and shut down by ``close``). ``workers`` defaults to the
     cluster's CPUs. ``query_shards`` defaults to one shard per ``SHARD_ROWS`` candidate rows.
     Each chunk of configurations is cut into ``workers`` slices; the task for slice ``p`` on
@@ -195,9 +202,10 @@ class RayExecutor:
         ray = self._ray
         if not ray.is_initialized():
             options = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-            if self.address:
-                check_reachable(self.address)
-                ray.init(address=self.address, **options)
+            address = cluster_address(self.address)
+            if address:
+                check_reachable(address)
+                ray.init(address=address, **options)
             else:
                 ray.init(num_cpus=self.workers or os.cpu_count() or 1, **options)
             self._owns = True

@@ -1,0 +1,240 @@
+"""``rwb index --executor ray``: the documents encoded on a local Ray cluster (2 CPUs, started
+here) give the local index bit for bit — vectors (as bytes), BM25 scores, the candidate table
+and the metrics of rrf — on devmem, with a worker killed mid-run (restarted, its tasks
+retried); an interrupted run leaves the published index as it was, and the rerun gives the
+local vectors of a small synthetic store. Each build has its own RWB_HOME (or its cache
+removed), so the Ray build really encodes. Larger stores (10k…) are compared in
+``bench/index_scaling.py``, not here (MiniLM encodes ~70 texts/s on 2 cores). Skipped when
+Ray is not installed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eval.experiments.live import evaluate_config
+from eval.metrics.measure import judge
+from eval.stores.pool import load_pool
+from retrieval.dataset import load_dataset
+from retrieval.index import index_dir, open_index, read_manifest
+from retrieval.pipeline import PIPELINES
+
+try:
+    import ray
+
+    HAS_RAY = True
+except ImportError:
+    HAS_RAY = False
+
+needs_ray = pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install -e '.[distributed]')")
+ROOT = Path(__file__).resolve().parent.parent
+DEVMEM = ROOT / "datasets" / "devmem"
+WORDS = ("ledger api deploy token cache index vector shard retry worker queue editor theme night build test "
+         "merge branch commit payment refund invoice webhook timeout migration schema replica backup").split()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if not HAS_RAY:
+        pytest.skip("Ray is not installed (pip install -e '.[distributed]')")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    yield ray
+    ray.shutdown()
+
+
+def _in_home(home: Path, build):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RWB_HOME", str(home))
+        return build()
+
+
+def _synthetic(root: Path, n: int) -> Path:
+    """A seeded store of short memories (2–9 words; many share a length, so the encode order's
+    ties matter) with 8 queries and their judgments."""
+    rng = np.random.default_rng(31)
+    root.mkdir(parents=True)
+    with open(root / "corpus.jsonl", "w", encoding="utf-8") as handle:
+        for i in range(n):
+            text = " ".join(rng.choice(WORDS, size=int(rng.integers(2, 10))))
+            handle.write(json.dumps({"_id": f"s{i:05d}", "text": text}) + "\n")
+    with open(root / "queries.jsonl", "w", encoding="utf-8") as handle:
+        for q in range(8):
+            handle.write(json.dumps({"_id": f"q{q}", "text": " ".join(WORDS[q * 3:q * 3 + 3])}) + "\n")
+    (root / "qrels").mkdir()
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"q{q}\ts{q * 7:05d}\t1\n" for q in range(8)))
+    return root
+
+
+def _build(dataset, home: Path, progress=None, rebuild=False):
+    return _in_home(home, lambda: open_index(dataset, "minilm", progress=progress, rebuild=rebuild))
+
+
+def _pool(dataset, home: Path):
+    return _in_home(home, lambda: load_pool(dataset, "minilm", on_notice=None))
+
+
+def _same_pool(a, b) -> None:
+    assert (a.doc_ids, a.query_ids, a.query_texts, a.pool_depth) == (b.doc_ids, b.query_ids, b.query_texts,
+                                                                      b.pool_depth)
+    assert a.offsets.tobytes() == b.offsets.tobytes()
+    assert sorted(a.cols) == sorted(b.cols)
+    for name in a.cols:
+        assert a.cols[name].dtype == b.cols[name].dtype and a.cols[name].tobytes() == b.cols[name].tobytes(), name
+
+
+def _same_index(local, remote) -> None:
+    keys = ("format", "dataset", "dataset_fingerprint", "model", "analyzer", "documents")
+    assert {k: local.manifest[k] for k in keys} == {k: remote.manifest[k] for k in keys}
+    assert local.doc_ids == remote.doc_ids
+    assert local.vectors.dtype == remote.vectors.dtype == np.float32
+    assert local.vectors.tobytes() == remote.vectors.tobytes()
+    assert (local.path / "vectors.npy").read_bytes() == (remote.path / "vectors.npy").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def devmem_builds(cluster, tmp_path_factory):
+    """devmem indexed here and on Ray (2 workers, tasks of 64 texts), its first worker killed
+    (SIGKILL to its process) after the first task came back; the candidate pool of each."""
+    from retrieval.ray_index import ray_encoding
+
+    tmp = tmp_path_factory.mktemp("devmem")
+    dataset = load_dataset(DEVMEM)
+    local = _build(dataset, tmp / "local")
+    local_pool = _pool(dataset, tmp / "local")
+    killed: list[int] = []
+    with ray_encoding(2, batch_size=64) as encoders:
+        def kill_one(stage, done, total):
+            if stage == "embed" and not killed and done < total:
+                killed.append(encoders[0].pids()[0])
+                os.kill(killed[0], signal.SIGKILL)
+
+        remote = _build(dataset, tmp / "ray", progress=kill_one)
+        remote_pool = _pool(dataset, tmp / "ray")  # its 120 queries encoded on Ray too
+        after = encoders[0].pids()
+    return dataset, local, local_pool, remote, remote_pool, encoders[0], killed, after
+
+
+@needs_ray
+@pytest.mark.slow
+def test_devmem_on_ray_is_the_local_index_bit_for_bit(devmem_builds):
+    dataset, local, local_pool, remote, remote_pool, encoder, _, _ = devmem_builds
+    assert remote.embedder.encoded == len(dataset.documents)  # nothing came from a cache
+    assert encoder.encoded == len(dataset.documents) + len(dataset.queries)  # all of it on Ray
+    _same_index(local, remote)
+    _same_pool(local_pool, remote_pool)
+    for query in dataset.queries[:20]:
+        assert local.bm25.search(query.text, 50) == remote.bm25.search(query.text, 50)
+    a = evaluate_config(local_pool, judge(local_pool, dataset.qrels), PIPELINES["rrf"])
+    b = evaluate_config(remote_pool, judge(remote_pool, dataset.qrels), PIPELINES["rrf"])
+    assert a.means == b.means and a.means["ndcg@5"] > 0.3
+    for name in a.values:
+        assert a.values[name].tobytes() == b.values[name].tobytes()
+
+
+@needs_ray
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_was_restarted_and_its_tasks_retried(devmem_builds):
+    dataset, _, _, remote, _, encoder, killed, after = devmem_builds
+    assert len(killed) == 1 and after[0] != killed[0]  # the first worker came back as a new process
+    assert remote.manifest["documents"] == len(dataset.documents) == len(remote.vectors)
+    # …and the index it helped build is the local one (the test above, on the same build)
+
+
+@needs_ray
+@pytest.mark.slow
+def test_an_interrupted_ray_run_leaves_the_published_index_unchanged(cluster, tmp_path):
+    from retrieval.ray_index import ray_encoding
+
+    dataset = load_dataset(_synthetic(tmp_path / "synthetic", 192))  # 3 tasks of 64
+    home = tmp_path / "home"
+    before = _build(dataset, home)  # the published index
+    for part in home.glob("embeddings.sqlite*"):  # so the rebuild encodes again
+        part.unlink()
+    directory = _in_home(home, lambda: index_dir(dataset, "minilm"))
+    published, manifest = os.readlink(directory / "current"), read_manifest(directory)
+
+    def interrupt(stage, done, total):
+        if stage == "embed" and 0 < done < total:
+            raise KeyboardInterrupt
+
+    with ray_encoding(2, batch_size=64) as encoders:
+        with pytest.raises(KeyboardInterrupt):
+            _build(dataset, home, progress=interrupt, rebuild=True)
+        assert os.readlink(directory / "current") == published and read_manifest(directory) == manifest
+        assert not list((directory / "builds").glob("tmp-*"))  # the partial build was removed
+        again = _build(dataset, home)  # the published build is intact: served as it is
+        assert again.path == before.path and again.embedder.encoded == 0
+        assert again.vectors.tobytes() == before.vectors.tobytes()
+        rerun = _build(dataset, home, rebuild=True)  # run again to the end: the local vectors
+    assert encoders[0].closed and not encoders[0].actors  # the workers stop with the block
+    assert rerun.path != before.path and rerun.embedder.encoded > 64
+    _same_index(before, rerun)
+
+
+@needs_ray
+def test_rwb_index_executor_ray_writes_the_local_vectors(cluster, tiny_index, tiny_copy, tmp_path, monkeypatch,
+                                                         capsys):
+    from eval.cli import main
+
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    status = main(["index", str(tiny_copy), "--embedder", "minilm", "--executor", "ray", "--workers", "1",
+                   "--no-pool"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "10 texts encoded on Ray (1 worker)" in out
+    built = load_dataset(tiny_copy)
+    vectors = np.load(index_dir(built, "minilm") / "current" / "vectors.npy")
+    assert vectors.tobytes() == tiny_index.vectors.tobytes()
+
+
+def test_without_ray_executor_ray_is_one_error_line(tiny_copy, tmp_path, monkeypatch, capsys):
+    from eval.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    assert main(["index", str(tiny_copy), "--executor", "ray"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["rwb: error: --executor ray needs Ray: pip install -e '.[distributed]'"]
+    assert not (tmp_path / "home" / "indexes").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--executor", "ray", "--batch-size", "100"], "--batch-size must be a positive multiple of 64"),
+    (["--executor", "ray", "--batch-size", "0"], "--batch-size must be a positive multiple of 64"),
+    (["--batch-size", "128"], "--batch-size needs --executor ray"),
+    (["--workers", "2"], "--address and --workers need --executor ray"),
+])
+def test_bad_ray_options_are_one_error_line(argv, message, tiny_copy, tmp_path, monkeypatch, capsys):
+    from eval.cli import main
+
+    if "ray" in argv and not HAS_RAY:
+        pytest.skip("Ray is not installed (pip install -e '.[distributed]')")
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    assert main(["index", str(tiny_copy), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rwb: error: ") and message in err[0], err
+
+
+@needs_ray
+def test_ray_address_from_the_environment_is_the_cluster_joined(tiny_copy, tmp_path, monkeypatch, capsys):
+    import socket
+
+    from eval.cli import main
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    assert main(["index", str(tiny_copy), "--executor", "ray"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"127.0.0.1:{port}: no Ray cluster answers there" in err[0], err
