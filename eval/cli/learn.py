@@ -89,7 +89,7 @@ def print_learn(r: LearnResult) -> None:
     refused = r.final.record["guard"].get("refused") or {}
     for spec, detail in refused.items():
         kinds = detail.get("refused_kinds") or []
-        print(f"  guard refused {spec}: inner Δ {detail['mean']:+.4f} (SE {detail['se']:.4f}, "
+        print(f"  guard refused {spec}: inner Δ {detail['mean']:+.4f} (corrected SE {detail['se']:.4f}, "
               f"{detail.get('repeats', 1)} fold seed(s))"
               + (f"; clearly worse on {', '.join(kinds)}" if kinds else ""))
     weights = r.weights()
@@ -232,7 +232,8 @@ def register(sub) -> None:
                    help="at most N fold seeds of the inner folds when the guard's decision is "
                         f"close (default {DEFAULT_INNER_REPEATS})")
     p.add_argument("--guard-rule", default="strict", choices=GUARD_RULES,
-                   help="strict (default): one standard error over the default, no kind clearly "
+                   help="strict (default): the inner gain over the default above 1.645 standard errors "
+                        "corrected for the folds' overlap (one-sided paired test at 5%%), no kind clearly "
                         "worse; mean: the inner mean above the default's (the earlier guard)")
     p.add_argument(
         "--no-guard", action="store_true", help="always take the inner-CV winner (no guard)"
