@@ -359,9 +359,14 @@ def test_a_model_that_memorises_shared_passages_is_caught():
     m = result.memorisation
     assert m["model"] == "lambdamart" and m["groups"] == 6
     assert m["by_query"] > m["by_group"] + 0.2 and m["warn"]
-    # folds by group: the held-out figure is the by-group one, and the check still runs
-    grouped = learn(c, qrels, "lambdamart", folds=3, seed=0, guard=False, fold_by=shared)
+    # folds by group: the held-out figure is the by-group one; the check's by-query fits run
+    # only when asked for (they would only say how far a by-query figure is inflated)
+    grouped = learn(c, qrels, "lambdamart", folds=3, seed=0, guard=False, fold_by=shared,
+                    check_memorisation=True)
     assert grouped.memorisation["warn"] and grouped.held_out_mean < result.held_out_mean - 0.2
+    plain = learn(c, qrels, "lambdamart", folds=3, seed=0, guard=False, fold_by=shared)
+    assert plain.memorisation is None and plain.n_fits == grouped.n_fits - 3  # the check: 3 fits
+    assert np.array_equal(plain.held_out, grouped.held_out)
     # rwb learn's default folds keep them whole (clear: 6 groups ≥ 2 × 3 folds), --fold-by none opts out
     qs = [Query(q, "text") for q in qrels]
     chosen = fold_groups(qs, qrels, 3, None)

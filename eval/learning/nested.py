@@ -25,9 +25,13 @@ With ``fold_by`` the folds, outer and inner, hold out whole groups; with folds b
 inner folds score each model on kinds it was not fitted on, so the per-kind check refuses a
 model that collapses on a kind it never saw. The **memorisation check**
 (``memorisation_check``) scores the most flexible candidate (LambdaMART when searched) once
-more on all queries with the other folding — by query when the folds go by group, by
-``leak_groups`` (``eval.learning.leakage``) when they go by query — and warns when the by-query
-figure is clearly above the by-group one.
+more on all queries with the other folding and warns when the by-query figure is clearly above
+the by-group one. By default (``check_memorisation=None``) it runs where the folds go by query
+and ``leak_groups`` (``eval.learning.leakage``) say which queries belong together: there the
+held-out figure may be inflated by memorisation, and the check says so. Where the folds already
+hold the groups whole the held-out figure is the by-group one and the check's by-query fits
+would only say how much a by-query figure would have been inflated; ``check_memorisation=True``
+runs them (folds by query), ``False`` never runs the check.
 
 **Nested cross-validation** (``eval.search.nested``): the counted queries (those with a relevant
 judgment) are split into ``folds`` outer folds; for each, the procedure runs on the other folds
@@ -443,6 +447,7 @@ def learn(
     inner_repeats: int = DEFAULT_INNER_REPEATS,
     guard_rule: str = "strict",
     leak_groups: Mapping[str, str] | None = None,
+    check_memorisation: bool | None = None,
 ) -> LearnResult:
     """Nested cross-validation of the learning procedure, then the procedure on all queries;
     the fits run on ``threads`` threads (default: the CPUs this process may use), which changes
@@ -512,10 +517,11 @@ def learn(
     # the other way to fold, for the memorisation check: by query when the folds go by group,
     # by ``leak_groups`` when they go by query
     if groups is not None:
-        other, check_other = None, True  # by query
+        other, check_other = None, bool(check_memorisation)  # by query
     else:
         other = group_labels(ids, leak_groups) if leak_groups else None
-        check_other = other is not None and group_count(other, n) >= 2
+        check_other = (check_memorisation is not False and other is not None
+                       and group_count(other, n) >= 2)
     slow_first = sorted(candidates, key=lambda s: (s.model != "lambdamart", s.model != "linear"))
     leak_spec = next((s for s in candidates if s.model == "lambdamart"), None) or next(
         (s for s in reversed(candidates) if s.model == "linear"), candidates[0])
