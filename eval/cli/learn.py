@@ -206,7 +206,8 @@ def register(sub) -> None:
         "--model",
         default="auto",
         choices=("auto", *MODELS),
-        help="auto (default: chosen in the inner folds among all), linear, lambdamart or moe",
+        help="auto (default: chosen in the inner folds among linear, lambdamart and moe), "
+        "linear, lambdamart, moe, or correction (LambdaMART boosted on top of the default's score)",
     )
     p.add_argument(
         "--folds", type=int, default=5, help="outer cross-validation folds by query (default 5)"

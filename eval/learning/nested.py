@@ -464,6 +464,9 @@ def learn(
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     parse_metric(metric)
     default = resolve_config(default)
+    if any(spec.model == "correction" for spec in candidates) and default.name not in FIXED_PIPELINES:
+        raise ValueError(f"--model correction boosts on top of the default's score, a feature only "
+                         f"for {list(FIXED_PIPELINES)}; the default is {default.name!r}")
     config = PipelineConfig("learned", "learned", max_results=max_results, depth=depth)
     for name, cfg in (
         (default.name, default),
@@ -485,7 +488,7 @@ def learn(
     ids = counted_ids(c, qrels, judged)
     pool_q = np.flatnonzero(judged.judged)  # counted position p < len(pool_q) → pool query
     n_missing = n - len(pool_q)
-    t = Training(c, judged, config, metric, seed)
+    t = Training(c, judged, config, metric, seed, base=f"fixed:{default.name}")
 
     def counted(values: np.ndarray) -> np.ndarray:
         out = np.nan_to_num(values[pool_q])
