@@ -109,6 +109,9 @@ def print_learn(r: LearnResult) -> None:
         print(text_table(["kind", "queries", "learned", r.default.name, r.best_single,
                           "Δ default"], rows))
     m = r.memorisation
+    if not m and r.n_groups:
+        print("memorisation check: not run — the folds hold each group whole, so the held-out "
+              "figure above is the by-group one")
     if m:
         line = (f"memorisation check ({m['model']}, {m['groups']} groups): held-out {m['by_query']:.4f} "
                 f"with folds by query, {m['by_group']:.4f} with folds by group (gap {m['gap']:+.4f}, "
