@@ -269,8 +269,10 @@ def test_cli_learn_reads_the_judgments_source_and_folds_by_a_field(tmp_path, rwb
     printed = capsys.readouterr().out
     assert "judgments: dataset qrels" in printed          # the one judgment source, named
     assert "folds keep each of 3 query groups whole" in printed   # debug, preference, timeline
+    assert "memorisation check: not run — the folds hold each group whole" in printed
     record = json.loads(data.read_text())
     assert record["fold_groups"] == 3 and record["judgments"]["source"] == "explicit"
+    assert record["memorisation_check"] is None
 
 
 def collapse_table(seed=7):
