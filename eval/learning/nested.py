@@ -593,7 +593,7 @@ def learn(
     default_score = fuse(c, default).scored.score
     fold_scores: dict = {}  # plan index → each row's score under what the plan's choice applies
 
-    def score(choice: Choice, plan: Plan) -> np.ndarray:
+    def applied_values(choice: Choice, plan: Plan) -> np.ndarray:
         """What ``choice`` applies, per counted query: the fitted model's values (scoring only
         the held-out fold's rows), or the default's."""
         if choice.kind != "learned":
@@ -603,6 +603,18 @@ def learn(
         fold_scores[plan.index] = rows
         return counted(t.values(rows))
 
+    scored: dict = {}  # plan index → ``applied_values``, computed on the plan's own thread
+
+    def search_and_score(plan: Plan) -> Choice:
+        """``search``, then what its choice applies, on the plan's thread: the scoring of one
+        plan overlaps the other plans' fits instead of following them all (same values)."""
+        choice = search(plan)
+        scored[plan.index] = applied_values(choice, plan)
+        return choice
+
+    def score(choice: Choice, plan: Plan) -> np.ndarray:
+        return scored[plan.index]
+
     # BLAS (the linear models' solver) on one thread: the fit threads are the parallelism, and
     # a fit's sums never depend on how many threads BLAS would take.
     with threadpool_limits(limits=1, user_api="blas"), quiet(), fits:
@@ -610,7 +622,7 @@ def learn(
             fits.submit(t.moe_values, count=False)  # every MoE fit's targets, computed once
         leak_jobs = [fits.submit(held_out_values, leak_spec, np.flatnonzero(leak_of != j), np.flatnonzero(leak_of == j))
                      for j in range(leak_k)] if leak_of is not None else []
-        run = nested_cv(ids, folds, seed, groups, search, score,
+        run = nested_cv(ids, folds, seed, groups, search_and_score, score,
                         applied=lambda choice: str(choice.pick) if choice.kind == "learned" else f"default {default.name}",
                         run=lambda search_, plans: fits.run(search_, plans, tick))
         leak_values = np.empty(n)
