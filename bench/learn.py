@@ -4,8 +4,8 @@ Ours: ``rwb learn``'s whole run at its default settings
 (``eval.learning.transfer.learn_report(model="auto")``) on a stored pool — the folds' groups
 (shared relevant documents, the group field), features, the MoE grid's per-query values, (folds
 + 1) procedures of 7 candidates × 3 inner folds + 1 final fit each (more inner fold seeds where
-the guard's decision is close), the memorisation check, leave one kind out where the queries
-carry intents, the held-out scoring, the paired tests and judged@5 — timed end to end (the pool is loaded
+the guard's decision is close), the memorisation check where the folds go by query, leave one
+kind out where the queries carry intents, the held-out scoring, the paired tests and judged@5 — timed end to end (the pool is loaded
 before the clock starts), its fits on as many threads as the process may use (``threads``;
 ``cpu_s`` is the process's CPU time over the run, so ``cpu_s / nested_s`` is how many cores it
 kept busy). Peer: one ``lightgbm.LGBMRanker`` fit with the same settings
@@ -75,4 +75,6 @@ def run(ctx: Context) -> Section:
     section.notes.append("ratio = rwb learn's whole default run (5 outer × 3 inner folds, 7 candidate models, "
                          "the guard's repeats, the memorisation check, leave one kind out) / one LGBMRanker "
                          "fit on the same matrix; goal: ≤ 30 s on LoCoMo on 2 free cores")
+    section.notes.append("the memorisation check's fits run only where the folds go by query "
+                         "(grouped LoCoMo: none)")
     return section

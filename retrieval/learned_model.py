@@ -7,7 +7,10 @@ Three kinds:
   column standardised with the training mean and scale). Its weights are the learned
   pipeline's knobs, written inline in the pipeline's TOML.
 - ``TreeModel``: a LightGBM LambdaMART ranker (``LGBMRanker(objective="lambdarank")``), kept as
-  LightGBM's own model text and applied with ``lightgbm.Booster(model_str=…).predict``.
+  LightGBM's own model text and applied with ``lightgbm.Booster(model_str=…).predict``. A
+  correction (``meta`` ``base`` and ``base_scale``) was boosted on top of a fixed pipeline's
+  score: its score is ``base_scale · x_base + the trees' sum`` (LightGBM's ``init_score`` at
+  training time, the base margin the trees correct).
 - ``MoEModel``: seed 001 §6's "trainable MoE" — a model from query features to the adaptive
   profile's weights. For each query it predicts the value of every point of a grid of
   ``(w_dense, w_sparse, w_time, strength)`` (a ridge regression per point, one shared input:
@@ -86,7 +89,11 @@ class TreeModel:
     kind = "lambdamart"
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        return _booster(self).predict(x, num_threads=1)
+        out = _booster(self).predict(x, num_threads=1)
+        base = self.meta.get("base")
+        if base:
+            out = out + float(self.meta["base_scale"]) * x[:, self.feature_names.index(base)]
+        return out
 
 
 _BOOSTERS: dict[int, object] = {}
@@ -220,6 +227,13 @@ def model_from_json(data: dict, where: str) -> TreeModel | MoEModel:
                 check_booster(booster, len(names))
             except BoosterTextError as error:
                 raise ValueError(f"booster is not a model rwb can load: {error}") from None
+            base, scale = meta.get("base"), meta.get("base_scale")
+            if base is not None and (
+                base not in names or isinstance(scale, bool) or not isinstance(scale, (int, float))
+                or not np.isfinite(scale)
+            ):
+                raise ValueError("meta.base must name one of the features and meta.base_scale "
+                                 "be a finite number")
             return TreeModel(names, feature_set, booster, meta)
         if kind == "moe":
             grid, coef = _array(data, "grid", 2), _array(data, "coef", 2)

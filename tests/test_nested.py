@@ -269,8 +269,10 @@ def test_cli_learn_reads_the_judgments_source_and_folds_by_a_field(tmp_path, rwb
     printed = capsys.readouterr().out
     assert "judgments: dataset qrels" in printed          # the one judgment source, named
     assert "folds keep each of 3 query groups whole" in printed   # debug, preference, timeline
+    assert "memorisation check: not run — the folds hold each group whole" in printed
     record = json.loads(data.read_text())
     assert record["fold_groups"] == 3 and record["judgments"]["source"] == "explicit"
+    assert record["memorisation_check"] is None
 
 
 def collapse_table(seed=7):
@@ -359,9 +361,14 @@ def test_a_model_that_memorises_shared_passages_is_caught():
     m = result.memorisation
     assert m["model"] == "lambdamart" and m["groups"] == 6
     assert m["by_query"] > m["by_group"] + 0.2 and m["warn"]
-    # folds by group: the held-out figure is the by-group one, and the check still runs
-    grouped = learn(c, qrels, "lambdamart", folds=3, seed=0, guard=False, fold_by=shared)
+    # folds by group: the held-out figure is the by-group one; the check's by-query fits run
+    # only when asked for (they would only say how far a by-query figure is inflated)
+    grouped = learn(c, qrels, "lambdamart", folds=3, seed=0, guard=False, fold_by=shared,
+                    check_memorisation=True)
     assert grouped.memorisation["warn"] and grouped.held_out_mean < result.held_out_mean - 0.2
+    plain = learn(c, qrels, "lambdamart", folds=3, seed=0, guard=False, fold_by=shared)
+    assert plain.memorisation is None and plain.n_fits == grouped.n_fits - 3  # the check: 3 fits
+    assert np.array_equal(plain.held_out, grouped.held_out)
     # rwb learn's default folds keep them whole (clear: 6 groups ≥ 2 × 3 folds), --fold-by none opts out
     qs = [Query(q, "text") for q in qrels]
     chosen = fold_groups(qs, qrels, 3, None)
@@ -419,3 +426,55 @@ def test_cli_learn_reports_transfer_stability_and_weights(tmp_path, rwb_home, ca
     assert "(in-sample" in printed
     assert rwb_main(["learn", str(TINY), "--kind-by", "nosuchfield", "--folds", "2"]) == 2
     assert rwb_main(["learn", str(TINY), "--repeats", "0"]) == 2
+
+
+def test_the_guard_needs_a_gain_beyond_the_corrected_standard_error():
+    """Inner differences (model − default) on 100 queries: 0.012 ± 0.1, the same on two fold
+    seeds of 3 inner folds. The plain standard error (sd/√n ≈ 0.1005/10) makes 0.012 a gain of
+    1.19 standard errors, which a one-standard-error rule takes; the models scoring those
+    values were fitted on overlapping queries, and the corrected standard error (Nadeau &
+    Bengio: s/√n · √(1/r + k/(k − 1)) = 0.10025/10 · √(1/2 + 3/2)) is 0.0142, so the gain is
+    0.85 of it: the default is kept. 0.032 is 2.26 corrected standard errors: the model passes."""
+    from eval.learning.nested import GUARD_Z, guard_detail, guard_passes, guard_verdict
+
+    row = 0.012 + 0.1 * np.where(np.arange(100) % 2 == 0, 1.0, -1.0)
+    detail = guard_detail(np.stack([row, row]), None, inner_folds=3)
+    assert detail["mean"] == pytest.approx(0.012)
+    assert detail["se_naive"] == pytest.approx(0.1 * math.sqrt(100 / 99) / 10)
+    assert detail["se"] == pytest.approx(0.1 * math.sqrt(200 / 199) / 10 * math.sqrt(2))
+    assert detail["mean"] > detail["se_naive"]                  # the plain one-SE rule: through
+    assert guard_verdict(detail) == "unsure" and not guard_passes(detail)
+    better = guard_detail(np.stack([row, row]) + 0.02, None, inner_folds=3)
+    assert better["mean"] / better["se"] == pytest.approx(0.032 / detail["se"])
+    assert better["mean"] > GUARD_Z * better["se"] and guard_passes(better)
+    # one fold seed, no fold count: the plain standard error, as before
+    assert guard_detail(row)["se"] == pytest.approx(detail["se_naive"])
+
+
+def test_a_correction_is_boosted_on_top_of_the_default_and_scores_the_same_once_stored():
+    """``--model correction``: LambdaMART whose base margin (LightGBM's init_score) is scale × the
+    default's min-max score. Its score is that base plus the trees', in training and in the
+    model read back from its JSON (what the learned pipeline scores with)."""
+    import lightgbm
+
+    from eval.learning.fit import Spec, Training, fit, scores
+    from eval.metrics.measure import judge
+    from retrieval.learned_model import model_from_json, model_to_json
+    from retrieval.pipeline import PipelineConfig
+
+    c, qrels = signal_table()
+    t = Training(c, judge(c, qrels), PipelineConfig("learned", "learned", depth=30), "ndcg@5")
+    model = fit(Spec("correction", 4.0), t, np.arange(30))
+    assert model.meta["base"] == "fixed:seed-adaptive" and model.meta["base_scale"] == 4.0
+    rows = np.flatnonzero(t.visible)
+    trees = lightgbm.Booster(model_str=model.booster).predict(t.x[rows])
+    base = t.x[rows, t.names.index("fixed:seed-adaptive")]
+    assert np.allclose(scores(model, t)[rows], 4.0 * base + trees)
+    again = model_from_json(model_to_json(model), "m.json")
+    assert np.array_equal(again.predict(t.x[rows]), model.predict(t.x[rows]))
+    with pytest.raises(ValueError, match="meta.base must name one of the features"):
+        model_from_json({**model_to_json(model), "meta": {"base": "nosuch", "base_scale": 1}}, "m.json")
+    result = learn(c, qrels, "correction", folds=3, seed=0)  # access count decides: it learns
+    assert result.held_out_mean > 0.9 and result.final.kind == "learned"
+    with pytest.raises(ValueError, match="boosts on top of the default's score"):
+        learn(c, qrels, "correction", folds=3, default="vector")

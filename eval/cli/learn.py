@@ -89,7 +89,7 @@ def print_learn(r: LearnResult) -> None:
     refused = r.final.record["guard"].get("refused") or {}
     for spec, detail in refused.items():
         kinds = detail.get("refused_kinds") or []
-        print(f"  guard refused {spec}: inner Δ {detail['mean']:+.4f} (SE {detail['se']:.4f}, "
+        print(f"  guard refused {spec}: inner Δ {detail['mean']:+.4f} (corrected SE {detail['se']:.4f}, "
               f"{detail.get('repeats', 1)} fold seed(s))"
               + (f"; clearly worse on {', '.join(kinds)}" if kinds else ""))
     weights = r.weights()
@@ -109,6 +109,9 @@ def print_learn(r: LearnResult) -> None:
         print(text_table(["kind", "queries", "learned", r.default.name, r.best_single,
                           "Δ default"], rows))
     m = r.memorisation
+    if not m and r.n_groups:
+        print("memorisation check: not run — the folds hold each group whole, so the held-out "
+              "figure above is the by-group one")
     if m:
         line = (f"memorisation check ({m['model']}, {m['groups']} groups): held-out {m['by_query']:.4f} "
                 f"with folds by query, {m['by_group']:.4f} with folds by group (gap {m['gap']:+.4f}, "
@@ -204,7 +207,8 @@ def register(sub) -> None:
         "--model",
         default="auto",
         choices=("auto", *MODELS),
-        help="auto (default: chosen in the inner folds among all), linear, lambdamart or moe",
+        help="auto (default: chosen in the inner folds among linear, lambdamart and moe), "
+        "linear, lambdamart, moe, or correction (LambdaMART boosted on top of the default's score)",
     )
     p.add_argument(
         "--folds", type=int, default=5, help="outer cross-validation folds by query (default 5)"
@@ -230,7 +234,8 @@ def register(sub) -> None:
                    help="at most N fold seeds of the inner folds when the guard's decision is "
                         f"close (default {DEFAULT_INNER_REPEATS})")
     p.add_argument("--guard-rule", default="strict", choices=GUARD_RULES,
-                   help="strict (default): one standard error over the default, no kind clearly "
+                   help="strict (default): the inner gain over the default above 1.645 standard errors "
+                        "corrected for the folds' overlap (one-sided paired test at 5%%), no kind clearly "
                         "worse; mean: the inner mean above the default's (the earlier guard)")
     p.add_argument(
         "--no-guard", action="store_true", help="always take the inner-CV winner (no guard)"

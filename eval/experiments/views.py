@@ -355,7 +355,8 @@ def _refusal(spec: str, detail: dict) -> str:
     kinds = detail.get("refused_kinds") or []
     if kinds:
         return f"{spec} (clearly worse on {', '.join(kinds)})"
-    return f"{spec} (inner Δ {detail['mean']:+.4f}, not above one SE {detail['se']:.4f})"
+    return (f"{spec} (inner Δ {detail['mean']:+.4f}, not above {detail.get('z', 1):g} corrected SE "
+            f"{detail['se']:.4f})")
 
 
 def guard_words(model: str, inner: dict, inner_default: float, guard: dict, default: str,
@@ -378,7 +379,7 @@ def guard_words(model: str, inner: dict, inner_default: float, guard: dict, defa
     if model.startswith("default "):
         return f"kept {default}: every candidate refused — " + "; ".join(refused)
     seeds = guard.get("repeats", 1)
-    line = (f"applied {model}: inner Δ {guard['mean']:+.4f} over {default} (SE "
+    line = (f"applied {model}: inner Δ {guard['mean']:+.4f} over {default} (corrected SE "
             f"{guard['se']:.4f}, {seeds} fold seed{'s' if seeds != 1 else ''}), no kind of query "
             "clearly worse")
     return line + (f"; refused before it: {'; '.join(refused)}" if refused else "")

@@ -18,6 +18,12 @@ default).
   at least 10 rows a leaf, one thread, ``deterministic``, seeded) over every feature.
 - ``moe``: a ridge regression (``alpha``) per grid point from the standardised query features
   to the query's nDCG@k under that point (``retrieval.learned_model.MoEModel``).
+- ``correction`` (asked for by name, not in ``auto``): LambdaMART (``LAMBDAMART`` with
+  ``CORRECTION``'s fewer trees) boosted on top of the default pipeline: LightGBM's
+  ``init_score`` (the base margin) is ``scale`` × the default's min-max score (the
+  ``fixed:<default>`` column, ``Training.base``), so with no tree the ranking is the default's
+  and the trees learn a correction to it; the ``TreeModel`` records the base and adds it when
+  it scores.
 """
 
 from __future__ import annotations
@@ -44,7 +50,9 @@ from retrieval.fusion.learned import FeatureWeight, standardised_sum
 from retrieval.learned_model import MoEModel, TreeModel, moe_parts, moe_point_scores
 from retrieval.pipeline import Fused, PipelineConfig, all_hybrid
 
-MODELS = ("linear", "lambdamart", "moe")
+MODELS = ("linear", "lambdamart", "moe", "correction")
+CORRECTION_SCALE = (1.0, 4.0)  # the base margin: this × the default's min-max score
+CORRECTION = dict(n_estimators=100)  # LAMBDAMART's settings otherwise
 LINEAR_C = (0.01, 0.1, 1.0)
 MOE_ALPHA = (1.0, 10.0, 100.0)
 LAMBDAMART = dict(
@@ -86,6 +94,8 @@ class Spec:
             return f"linear C={self.value:g}"
         if self.model == "moe":
             return f"moe alpha={self.value:g}"
+        if self.model == "correction":
+            return f"correction scale={self.value:g}"
         return "lambdamart"
 
 
@@ -95,6 +105,7 @@ def specs(model: str) -> tuple[Spec, ...]:
         "linear": tuple(Spec("linear", c) for c in LINEAR_C),
         "lambdamart": (Spec("lambdamart"),),
         "moe": tuple(Spec("moe", a) for a in MOE_ALPHA),
+        "correction": tuple(Spec("correction", a) for a in CORRECTION_SCALE),
     }
     if model == "auto":
         return out["linear"] + out["lambdamart"] + out["moe"]
@@ -112,6 +123,7 @@ class Training:
     config: PipelineConfig  # the learned pipeline's ranking settings (max results, depth)
     metric: str
     seed: int = 0
+    base: str = "fixed:seed-adaptive"  # a correction's base margin: the default's score column
     visible: np.ndarray = field(init=False)
     x: np.ndarray = field(init=False)
     names: tuple[str, ...] = field(init=False)
@@ -238,6 +250,15 @@ def fit(spec: Spec, t: Training, queries: np.ndarray, meta: dict | None = None):
         raise ValueError("no candidate rows to train LambdaMART on")
     groups = np.bincount(t.c.query_idx[rows], minlength=t.c.n_queries)
     groups = groups[groups > 0]
+    if spec.model == "correction":
+        if t.base not in t.names:
+            raise ValueError(f"a correction needs the default's score as a feature ({t.base!r} "
+                             "is none of the table's)")
+        base = float(spec.value) * t.x[rows, t.names.index(t.base)]
+        ranker = lightgbm.LGBMRanker(random_state=t.seed, **{**LAMBDAMART, **CORRECTION})
+        ranker.fit(t.x[rows], y.astype(np.int64), group=groups, init_score=base)
+        meta = {**meta, "base": t.base, "base_scale": float(spec.value)}
+        return TreeModel(t.names, feature_set, ranker.booster_.model_to_string(), meta)
     ranker = lightgbm.LGBMRanker(random_state=t.seed, **LAMBDAMART)
     ranker.fit(t.x[rows], y.astype(np.int64), group=groups)
     return TreeModel(t.names, feature_set, ranker.booster_.model_to_string(), meta)
@@ -257,5 +278,5 @@ def scores(model, t: Training, queries: np.ndarray | None = None) -> np.ndarray:
     elif isinstance(model, MoEModel):
         out[rows] = _moe_score(t, model.weights(t.c, t.depth))[rows]
     else:
-        out[rows] = model.predict(t.x[rows])
+        out[rows] = model.predict(t.x[rows])  # a correction adds its base margin itself
     return out

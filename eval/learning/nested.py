@@ -12,8 +12,10 @@ The learning procedure on a set of queries T — the inner search of the nested-
 2. **guard** (``guard_rule="strict"``): the candidates are taken in order of their pooled inner
    held-out mean (the first in ``specs`` order on a tie); the first one whose per-query inner
    differences to the default pass ``guard_verdict`` is fitted on all of T and returned — it
-   must beat the default by more than one standard error of those differences (the
-   one-standard-error rule) and be clearly worse on no kind of query (``guard_detail``: each
+   must beat the default by more than ``GUARD_Z`` standard errors of those differences (a
+   one-sided paired test at 5 %; the standard error corrected for the overlap of the inner
+   folds' training parts and for repeated fold seeds, ``guard_detail``) and be clearly worse
+   on no kind of query (``guard_detail``: each
    ``kinds`` value on its own). Where the decision is close the candidate's inner folds are
    rerun with further fold seeds (at most ``inner_repeats`` in all) and its per-query values
    averaged over them. When no candidate passes, the procedure returns the default.
@@ -23,9 +25,13 @@ With ``fold_by`` the folds, outer and inner, hold out whole groups; with folds b
 inner folds score each model on kinds it was not fitted on, so the per-kind check refuses a
 model that collapses on a kind it never saw. The **memorisation check**
 (``memorisation_check``) scores the most flexible candidate (LambdaMART when searched) once
-more on all queries with the other folding — by query when the folds go by group, by
-``leak_groups`` (``eval.learning.leakage``) when they go by query — and warns when the by-query
-figure is clearly above the by-group one.
+more on all queries with the other folding and warns when the by-query figure is clearly above
+the by-group one. By default (``check_memorisation=None``) it runs where the folds go by query
+and ``leak_groups`` (``eval.learning.leakage``) say which queries belong together: there the
+held-out figure may be inflated by memorisation, and the check says so. Where the folds already
+hold the groups whole the held-out figure is the by-group one and the check's by-query fits
+would only say how much a by-query figure would have been inflated; ``check_memorisation=True``
+runs them (folds by query), ``False`` never runs the check.
 
 **Nested cross-validation** (``eval.search.nested``): the counted queries (those with a relevant
 judgment) are split into ``folds`` outer folds; for each, the procedure runs on the other folds
@@ -87,48 +93,81 @@ DEFAULT_INNER_FOLDS = 3
 MAX_FOLDS = 100
 
 
+GUARD_Z = 1.645  # a model replaces the default when its inner gain exceeds this many corrected
+# standard errors: the one-sided paired test at 5 % (normal quantile; the inner folds hold tens
+# of queries or more)
 KIND_MARGIN = 0.02  # a kind of query is "clearly worse" below the default by more than this …
 MIN_KIND_QUERIES = 3  # … with at least this many queries of that kind in the inner folds
 DEFAULT_INNER_REPEATS = 3
 GUARD_RULES = ("strict", "mean")
 
 
-def guard_detail(delta: np.ndarray, kinds: np.ndarray | None = None) -> dict:
-    """The guard's figures on per-query inner held-out differences (model − default): their
-    mean and standard error (sample sd / √n), and per kind of query the same, with the kinds
-    on which the model is clearly worse (at least ``MIN_KIND_QUERIES`` queries, mean below
-    −``KIND_MARGIN`` and more than one standard error below 0)."""
-    delta = np.asarray(delta, dtype=np.float64)
+def guard_detail(delta: np.ndarray, kinds: np.ndarray | None = None,
+                 inner_folds: int | None = None) -> dict:
+    """The guard's figures on per-query inner held-out differences (model − default), one row
+    per fold seed of the inner folds (a 1-d array: one fold seed).
+
+    ``mean`` is the mean difference (over the fold seeds and the queries) and ``se`` its
+    standard error **corrected for the overlap of cross-validation** (Nadeau & Bengio 2003,
+    "Inference for the generalization error", the corrected resampled t-test; Bouckaert & Frank
+    2004, the corrected repeated k-fold test): with ``inner_folds`` k folds and r fold seeds,
+    Var(mean) = (1/J + n_test/n_train)·σ², J = k·r splits, σ² = s²/n_test the variance of one
+    split's mean, s² the per-query variance of the differences (pooled over the fold seeds) —
+    i.e. se = s/√n · √(1/r + k/(k − 1)). The plain s/√n (``se_naive``) treats the n inner
+    values as independent, but the models scoring them were fitted on overlapping queries and a
+    further fold seed scores the same queries again, so it is too small: on it a model no
+    better than the default passes a one-standard-error rule far more often than the rule
+    means to allow. Without ``inner_folds`` the plain standard error is the ``se``.
+
+    Per kind of query: the mean and the plain standard error of the differences averaged over
+    the fold seeds, and the kinds on which the model is clearly worse (at least
+    ``MIN_KIND_QUERIES`` queries, mean below −``KIND_MARGIN`` and more than one plain standard
+    error below 0; the plain one, smaller, refuses more readily: both rules lean to the
+    default)."""
+    rows = np.atleast_2d(np.asarray(delta, dtype=np.float64))
+    repeats, n = rows.shape
+    avg = rows.mean(axis=0)
 
     def mean_se(d: np.ndarray) -> tuple[float, float]:
         se = float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
         return float(d.mean()) if len(d) else 0.0, se
 
-    mean, se = mean_se(delta)
+    mean, se_naive = mean_se(avg)
+    se = se_naive
+    if inner_folds is not None and inner_folds >= 2 and n > 1:
+        s = float(rows.std(ddof=1)) if rows.size > 1 else 0.0
+        se = s / math.sqrt(n) * math.sqrt(1.0 / repeats + inner_folds / (inner_folds - 1))
     per_kind, refused = {}, []
     if kinds is not None:
         for kind in sorted({str(k) for k in kinds if k}):
-            d = delta[kinds == kind]
+            d = avg[kinds == kind]
             m, e = mean_se(d)
             per_kind[kind] = {"n": int(len(d)), "delta": round(m, 6), "se": round(e, 6)}
             if len(d) >= MIN_KIND_QUERIES and m < -KIND_MARGIN and m + e < 0:
                 refused.append(kind)
-    return {"mean": mean, "se": se, "n": int(len(delta)), "kinds": per_kind,
-            "refused_kinds": refused}
+    return {"mean": mean, "se": se, "se_naive": se_naive, "z": GUARD_Z, "n": int(n),
+            "kinds": per_kind, "refused_kinds": refused}
 
 
 def guard_verdict(detail: dict) -> str:
-    """``pass`` (the model beats the default by more than three standard errors and no kind is
-    clearly worse), ``fail`` (a kind is clearly worse, or it is more than one standard error
-    below the default) or ``unsure`` (in between: the inner folds are repeated with another
-    fold seed, then it passes when its mean exceeds one standard error — the one-standard-error
-    rule)."""
+    """``pass`` (the model beats the default by more than three corrected standard errors and
+    no kind is clearly worse), ``fail`` (a kind is clearly worse, or it is more than one
+    standard error below the default) or ``unsure`` (in between: the inner folds are repeated
+    with another fold seed; after the last it passes only when its mean exceeds ``GUARD_Z``
+    corrected standard errors — the paired test, one-sided at 5 %, ``guard_passes``)."""
     mean, se = detail["mean"], detail["se"]
     if detail["refused_kinds"]:
         return "fail"
     if mean > 3 * se and mean > 1e-12:
         return "pass"
     return "unsure" if mean > -se else "fail"
+
+
+def guard_passes(detail: dict) -> bool:
+    """The guard's decision once the fold seeds are spent: the model beats the default by more
+    than ``GUARD_Z`` corrected standard errors and is clearly worse on no kind of query."""
+    return (not detail["refused_kinds"] and detail["mean"] > 1e-12
+            and detail["mean"] > GUARD_Z * detail["se"])
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -409,6 +448,7 @@ def learn(
     guard_rule: str = "strict",
     leak_groups: Mapping[str, str] | None = None,
     routes: tuple[str, ...] | None = None,
+    check_memorisation: bool | None = None,
 ) -> LearnResult:
     """Nested cross-validation of the learning procedure, then the procedure on all queries;
     the fits run on ``threads`` threads (default: the CPUs this process may use), which changes
@@ -426,6 +466,9 @@ def learn(
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     parse_metric(metric)
     default = resolve_config(default)
+    if any(spec.model == "correction" for spec in candidates) and default.name not in FIXED_PIPELINES:
+        raise ValueError(f"--model correction boosts on top of the default's score, a feature only "
+                         f"for {list(FIXED_PIPELINES)}; the default is {default.name!r}")
     config = PipelineConfig("learned", "learned", max_results=max_results, depth=depth)
     for name, cfg in (
         (default.name, default),
@@ -447,7 +490,7 @@ def learn(
     ids = counted_ids(c, qrels, judged)
     pool_q = np.flatnonzero(judged.judged)  # counted position p < len(pool_q) → pool query
     n_missing = n - len(pool_q)
-    t = Training(c, judged, config, metric, seed)
+    t = Training(c, judged, config, metric, seed, base=f"fixed:{default.name}")
 
     def counted(values: np.ndarray) -> np.ndarray:
         out = np.nan_to_num(values[pool_q])
@@ -479,10 +522,11 @@ def learn(
     # the other way to fold, for the memorisation check: by query when the folds go by group,
     # by ``leak_groups`` when they go by query
     if groups is not None:
-        other, check_other = None, True  # by query
+        other, check_other = None, bool(check_memorisation)  # by query
     else:
         other = group_labels(ids, leak_groups) if leak_groups else None
-        check_other = other is not None and group_count(other, n) >= 2
+        check_other = (check_memorisation is not False and other is not None
+                       and group_count(other, n) >= 2)
     slow_first = sorted(candidates, key=lambda s: (s.model != "lambdamart", s.model != "linear"))
     leak_spec = next((s for s in candidates if s.model == "lambdamart"), None) or next(
         (s for s in reversed(candidates) if s.model == "linear"), candidates[0])
@@ -534,15 +578,16 @@ def learn(
         refused: dict = {}
         for spec in order:
             while True:  # the guard on the inner differences to the default, its folds repeated while unsure
-                delta = np.mean([held[spec, r] for r in range(repeats[spec])], axis=0) - default_values[positions]
-                detail = guard_detail(delta, None if kind_of is None else kind_of[positions])
+                delta = np.stack([held[spec, r] for r in range(repeats[spec])]) - default_values[positions]
+                detail = guard_detail(delta, None if kind_of is None else kind_of[positions],
+                                      plan.inner_count(inner_folds))
                 detail["repeats"] = repeats[spec]
                 kind = guard_verdict(detail)
                 if kind != "unsure" or repeats[spec] >= inner_repeats:
                     break
                 inner_run(plan, [spec], repeats[spec], held)
                 repeats[spec] += 1
-            if kind in ("pass", "unsure") and detail["mean"] > detail["se"] and not detail["refused_kinds"]:
+            if kind == "pass" or (kind == "unsure" and guard_passes(detail)):
                 return learned(spec, {**detail, "refused": refused})
             refused[str(spec)] = detail
         return Choice("default", best, default_mean, {"inner": means, "guard": {"refused": refused}})
@@ -550,7 +595,7 @@ def learn(
     default_score = fuse(c, default, routes).scored.score
     fold_scores: dict = {}  # plan index → each row's score under what the plan's choice applies
 
-    def score(choice: Choice, plan: Plan) -> np.ndarray:
+    def applied_values(choice: Choice, plan: Plan) -> np.ndarray:
         """What ``choice`` applies, per counted query: the fitted model's values (scoring only
         the held-out fold's rows), or the default's."""
         if choice.kind != "learned":
@@ -560,6 +605,18 @@ def learn(
         fold_scores[plan.index] = rows
         return counted(t.values(rows))
 
+    scored: dict = {}  # plan index → ``applied_values``, computed on the plan's own thread
+
+    def search_and_score(plan: Plan) -> Choice:
+        """``search``, then what its choice applies, on the plan's thread: the scoring of one
+        plan overlaps the other plans' fits instead of following them all (same values)."""
+        choice = search(plan)
+        scored[plan.index] = applied_values(choice, plan)
+        return choice
+
+    def score(choice: Choice, plan: Plan) -> np.ndarray:
+        return scored[plan.index]
+
     # BLAS (the linear models' solver) on one thread: the fit threads are the parallelism, and
     # a fit's sums never depend on how many threads BLAS would take.
     with threadpool_limits(limits=1, user_api="blas"), quiet(), fits:
@@ -567,7 +624,7 @@ def learn(
             fits.submit(t.moe_values, count=False)  # every MoE fit's targets, computed once
         leak_jobs = [fits.submit(held_out_values, leak_spec, np.flatnonzero(leak_of != j), np.flatnonzero(leak_of == j))
                      for j in range(leak_k)] if leak_of is not None else []
-        run = nested_cv(ids, folds, seed, groups, search, score,
+        run = nested_cv(ids, folds, seed, groups, search_and_score, score,
                         applied=lambda choice: str(choice.pick) if choice.kind == "learned" else f"default {default.name}",
                         run=lambda search_, plans: fits.run(search_, plans, tick))
         leak_values = np.empty(n)
