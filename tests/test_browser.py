@@ -329,9 +329,14 @@ def test_tune_knobs_show_the_ranking_config_after_a_bad_folder_and_back(page):
     pg.get_by_role("option", name=re.compile(r"fixtures.tiny$")).click()   # a long path shows its end
     pg.wait_for_selector('[data-testid="stMain"] .rwb-card', timeout=STEP_MS)
     settle(pg)
-    shown = {label: float(slider_input(pg, label).input_value())
-             for label in ("rrf_k", "vector weight", "BM25 weight")}
-    assert shown == {"rrf_k": 60.0, "vector weight": 1.0, "BM25 weight": 1.0}
+    want = {"rrf_k": 60.0, "vector weight": 1.0, "BM25 weight": 1.0}
+    shown = {}
+    for _ in range(40):   # on a loaded machine a settled page can still be mounting a slider: 20 s to show it
+        shown = {label: float(slider_input(pg, label).input_value()) for label in want}
+        if shown == want:
+            break
+        pg.wait_for_timeout(500)
+    assert shown == want
     assert "rrf.rrf_k" not in pg.url and "from=rrf" in pg.url           # the link says the same
     pg.screenshot(path=str(ARTIFACTS / "tune-after-bad-folder.png"))
 
