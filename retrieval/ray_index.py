@@ -13,8 +13,10 @@ kernels' shapes; on MiniLM a text encoded alone differs from the same text in it
 by up to 2e-7). The encoder cuts the local encode order (``retrieval.embedders.encode_order``:
 longest first) into tasks of a multiple of ``BATCH_SIZE`` texts, so each task's model batches
 are the local run's batches, and a worker's ``encode`` of a task (which sorts it again,
-stably, into the same order) gives the local vectors. The thread count does not change them
-(one thread per worker here, two locally: equal bytes on MiniLM). The vectors come back to
+stably, into the same order) gives the local vectors. The thread count changes them too (on
+MiniLM, a few short texts encoded on one thread differ in their last bits from two threads;
+some batches of 64 do not), so a worker runs torch on the driver's thread count, whatever CPUs Ray gave it;
+equal bits also assume the same CPU kind on every node. The vectors come back to
 this process in order and are written by the local writer: the process that opens the index
 holds every vector anyway (``retrieval.index.IndexHandle.vectors``), so a distributed writer
 (Ray Data ``write_lance``, which would also need ``pylance``) would not lift a limit, and the
@@ -30,6 +32,7 @@ path on every node.
 from __future__ import annotations
 
 import os
+import sys
 from collections import deque
 from contextlib import contextmanager
 from typing import Callable, Sequence
@@ -67,11 +70,21 @@ def task_size(n_texts: int, workers: int, batch_size: int | None = None) -> int:
     return min(MAX_TASK_TEXTS, BATCH_SIZE * batches)
 
 
-class _EncodeWorker:
-    """A Ray actor: the model, loaded once; ``encode`` is the model's own."""
+def _torch_threads() -> int | None:
+    """This process's torch thread count, when torch is loaded (the models that run on it)."""
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None else None
 
-    def __init__(self, name: str):
+
+class _EncodeWorker:
+    """A Ray actor: the model, loaded once, run on the driver's torch thread count; ``encode``
+    is the model's own."""
+
+    def __init__(self, name: str, threads: int | None):
         self.model = load_embedder(name)
+        torch = sys.modules.get("torch")
+        if threads and torch is not None:
+            torch.set_num_threads(threads)  # a reduction split over other threads sums in another order
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(texts)
@@ -110,7 +123,7 @@ class RayEncoder:
         if self.workers > cpus:  # an actor of one CPU more than the cluster has would wait forever
             raise ValueError(f"--workers {self.workers} exceeds the Ray cluster's {cpus} CPUs")
         worker = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)(_EncodeWorker)
-        self.actors = [worker.remote(self.name) for _ in range(self.workers)]
+        self.actors = [worker.remote(self.name, _torch_threads()) for _ in range(self.workers)]
 
     def pids(self) -> list[int]:
         """The workers' process ids (for tests that kill one)."""
