@@ -102,8 +102,11 @@ def _same_index(local, remote) -> None:
 
 @pytest.fixture(scope="module")
 def devmem_builds(cluster, tmp_path_factory):
-    """devmem indexed here and on Ray (2 workers, tasks of 64 texts), its first worker killed
-    (SIGKILL to its process) after the first task came back; the candidate pool of each."""
+    """devmem indexed here and on Ray (one worker, tasks of 64 texts), the worker killed (SIGKILL
+    to its process) after the first task came back; the candidate pool of each. One worker: it
+    runs torch on this process's two threads, and two such workers would ask 4 threads of the
+    test machine's 2 cores (the results from several workers are put together in the
+    interrupted-run test's full rerun below)."""
     from retrieval.ray_index import ray_encoding
 
     tmp = tmp_path_factory.mktemp("devmem")
@@ -111,7 +114,7 @@ def devmem_builds(cluster, tmp_path_factory):
     local = _build(dataset, tmp / "local")
     local_pool = _pool(dataset, tmp / "local")
     killed: list[int] = []
-    with ray_encoding(2, batch_size=64) as encoders:
+    with ray_encoding(1, batch_size=64) as encoders:
         def kill_one(stage, done, total):
             if stage == "embed" and not killed and done < total:
                 killed.append(encoders[0].pids()[0])
