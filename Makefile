@@ -28,7 +28,6 @@ chromium:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver fonts-wqy-zenhei >/dev/null; }
 
 test: setup chromium
-	$(PY) -c 'from eval.metrics.ranx_io import warm_up; warm_up()'   # ranx's numba code compiled once (~35 s in a fresh venv), then loaded from its cache by every test process
 	$(PY) -m pytest -n 2 --dist loadfile   # pytest-xdist: the test files shared by 2 workers
 
 bench: setup
