@@ -105,3 +105,19 @@ def test_a_pipeline_clearly_below_the_baselines_judged_share_gets_a_note():
         r.clearly_below
         for r in bias_table(c, qrels, {"sparse": sparse, "dense": dense}, "sparse", 5)
     )
+
+
+def test_a_runs_judged_at_k_is_kept_with_the_run():
+    """Tune's judged@5 card reads the baseline's judged@k on every knob move: the run keeps it
+    per k (computed once), equal to ``judged_per_query`` of its ranking."""
+    from eval.experiments.live import evaluate_config
+    from eval.metrics.measure import judge
+    from retrieval.pipeline import PIPELINES
+
+    c, _ = ranked()
+    ev = evaluate_config(c, judge(c, QRELS), PIPELINES["vector"])
+    first = ev.judged_at(c, QRELS, 5)
+    assert first == pytest.approx([4 / 5, 1 / 5, 1 / 5])
+    assert first.tobytes() == judged_per_query(c, QRELS, ev.run.ranking, 5).tobytes()
+    assert ev.judged_at(c, QRELS, 5) is first                      # kept: not computed again
+    assert ev.judged_at(c, QRELS, 6) == pytest.approx([4 / 6, 1 / 6, 2 / 6])

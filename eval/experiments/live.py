@@ -19,6 +19,7 @@ from typing import Callable
 
 import numpy as np
 
+from eval.metrics.judgment_bias import judged_per_query
 from eval.metrics.measure import DEFAULT_METRICS, Judged, fused_matrix
 from retrieval.candidates import Candidates
 from retrieval.pipeline import Fused, PipelineConfig, PipelineRun, fuse, ranked
@@ -41,6 +42,16 @@ class LiveRun:
     def counted(self, metric: str) -> np.ndarray:
         """Per-query values over the counted queries (``Judged.counted``)."""
         return self.judged.counted(self.values[metric])
+
+    def judged_at(self, c: Candidates, qrels: dict, k: int) -> np.ndarray:
+        """judged@k per query of this run's ranking (``judged_per_query``), kept with the run per
+        ``k``: a baseline's is read on every knob move. ``c`` and ``qrels`` are the table and the
+        judgments this run was evaluated on (a changed judgment makes a new run)."""
+        kept = self.__dict__.setdefault("_judged_at", {})
+        value = kept.get(k)
+        if value is None:
+            value = kept.setdefault(k, judged_per_query(c, qrels, self.run.ranking, k))
+        return value
 
 
 def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,

@@ -20,7 +20,7 @@ import numpy as np
 from eval.experiments.holes import Hole, holes
 from eval.experiments.live import LiveRun
 from eval.metrics.definitions import metric_label
-from eval.metrics.judgment_bias import judged_per_query, label as bias_label
+from eval.metrics.judgment_bias import label as bias_label
 from eval.statistics.significance import compare_pair, fmt_p
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline
@@ -154,11 +154,10 @@ def query_table(pool: Candidates, ev: LiveRun, base_ev: LiveRun, qrels: dict, pr
 
 def judged_row(pool: Candidates, qrels: dict, ev: LiveRun, base_ev: LiveRun, k: int = 5) -> dict:
     """judged@k of the current run and the baseline's, as a metric card's row: the share of each
-    counted query's top ``k`` that carries any judgment (``judged_per_query``), its mean over the
+    counted query's top ``k`` that carries any judgment (``LiveRun.judged_at``), its mean over the
     counted queries (those the table lacks add 0), and the paired t-test's p over them; the
     baseline's from ``base_ev``'s ranking, which was judged against these ``qrels``."""
-    cur = judged_per_query(pool, qrels, ev.run.ranking, k)
-    base = judged_per_query(pool, qrels, base_ev.run.ranking, k)
+    cur, base = ev.judged_at(pool, qrels, k), base_ev.judged_at(pool, qrels, k)
     a, b = ev.judged.counted(cur), base_ev.judged.counted(base)
     value, baseline = (float(a.mean()), float(b.mean())) if len(a) else (0.0, 0.0)
     name = bias_label("judged", k)
