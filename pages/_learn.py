@@ -21,7 +21,7 @@ from eval.stores.learned import keep
 from pages import _harness as hx
 from pages import _state as sh
 from pages._markup import md
-from retrieval.learned_model import model_to_json
+from retrieval.fusion.learned.model import model_to_json
 
 RESULT = "learn_result"          # (what it was learned on, LearnReport)
 MODEL_HELP = ("auto: chosen in the inner folds among all · linear: one weight per feature "

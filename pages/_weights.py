@@ -22,7 +22,7 @@ def weights_table(rows: list[dict], pool_depth: int) -> None:
     editable (over the standardised feature, as the TOML holds it)."""
     key = f"tune_weights_{st.session_state.get('tune_weights_n', 0)}"
     st.caption(f"Learned linear model · {len(rows)} features, largest |weight| first · score = "
-               "Σ weight × (feature − mean) / scale · features: `retrieval/features.py`")
+               "Σ weight × (feature − mean) / scale · features: `retrieval/fusion/learned/features.py`")
     st.data_editor(
         [{"feature": r["feature"], "weight": r["weight"]} for r in rows], key=key, hide_index=True,
         height=min(36 + 35 * len(rows), 320), width="stretch", disabled=["feature"],
@@ -30,7 +30,7 @@ def weights_table(rows: list[dict], pool_depth: int) -> None:
         column_config={
             "feature": st.column_config.TextColumn(
                 "feature", help="the candidate table's feature the weight multiplies "
-                                "(retrieval.features: dense_*, bm25_*, time, metadata, type:*, q_*)"),
+                                "(retrieval.fusion.learned.features: dense_*, bm25_*, time, metadata, type:*, q_*)"),
             "weight": st.column_config.NumberColumn(
                 "weight", format="%+.3f", step=0.01,
                 help="weight of the standardised feature (x − mean) / scale; edit to move it")})

@@ -42,6 +42,8 @@ import io
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -401,6 +403,44 @@ def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime,
     }
 
 
+def path_lists(handle: IndexHandle, queries: Sequence[Query], qvecs: np.ndarray | None, filters: list,
+               pool_depth: int, matches: Sequence[str], degraded: list[str]) -> tuple[list, list, list, list]:
+    """Each query's ranked ``(doc_id, score)`` lists of the dense path and of the BM25 ``any``,
+    ``all`` and ``technical`` queries (the dense path on a second thread); a list not in
+    ``matches`` is empty. ``degraded`` gets what fell back. Per query, nothing here depends on
+    the other queries, so a query set may be retrieved in shards (``retrieval.ray_pool``)."""
+
+    def keyword_lists(match: str) -> list:
+        if match not in matches:
+            return [[] for _ in queries]
+        return [handle.bm25.search(q.text, pool_depth, f[0], match=match) for q, f in zip(queries, filters)]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        dense_future = pool.submit(_dense_lists, handle, qvecs, [f[1] for f in filters], pool_depth, degraded)
+        sparse_lists = keyword_lists("any")
+        all_lists = keyword_lists("all")
+        tech_lists = keyword_lists("technical")
+        dense_lists = dense_future.result()
+    return dense_lists, sparse_lists, all_lists, tech_lists
+
+
+_RETRIEVE_WITH: ContextVar[Callable | None] = ContextVar("rwb_retrieve_with", default=None)
+
+
+@contextmanager
+def retrieving_with(retrieve: Callable):
+    """Inside this block, ``build_candidates`` in this thread gets its path lists from
+    ``retrieve`` (same arguments and result as ``path_lists``; ``retrieval.ray_pool``: shards
+    of the query set on Ray workers) instead of retrieving them here. ``retrieve`` must return
+    ``path_lists``'s lists exactly; the query vectors, the similarities and the table are
+    computed here as always."""
+    token = _RETRIEVE_WITH.set(retrieve)
+    try:
+        yield
+    finally:
+        _RETRIEVE_WITH.reset(token)
+
+
 def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: int = DEFAULT_POOL_DEPTH,
                      scope: str = "", group: str = "", project: str = "",
                      progress: Callable[[int, int], None] | None = None,
@@ -415,18 +455,9 @@ def build_candidates(handle: IndexHandle, queries: Sequence[Query], pool_depth: 
     degraded = list(handle.degraded)
     filters = [_filters(q, scope, group, project) for q in queries]
     qvecs = _embed_queries(handle, queries, degraded)
-
-    def keyword_lists(match: str) -> list:
-        if match not in matches:
-            return [[] for _ in queries]
-        return [handle.bm25.search(q.text, pool_depth, f[0], match=match) for q, f in zip(queries, filters)]
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        dense_future = pool.submit(_dense_lists, handle, qvecs, [f[1] for f in filters], pool_depth, degraded)
-        sparse_lists = keyword_lists("any")
-        all_lists = keyword_lists("all")
-        tech_lists = keyword_lists("technical")
-        dense_lists = dense_future.result()
+    retrieve = _RETRIEVE_WITH.get() or path_lists
+    dense_lists, sparse_lists, all_lists, tech_lists = retrieve(handle, queries, qvecs, filters, pool_depth,
+                                                                tuple(matches), degraded)
     if qvecs is not None:
         def similarity(qi: int, idx: np.ndarray, dense: dict) -> np.ndarray:
             return (handle.vectors[idx] @ qvecs[qi]).astype(np.float32)

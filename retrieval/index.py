@@ -403,6 +403,14 @@ def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress
     return _open_build(dataset, embedder_name, build, manifest, embedder, degraded)
 
 
+def open_for_search(dataset: Dataset, embedder_name: str, build: Path, manifest: dict) -> IndexHandle:
+    """The build at ``build`` (a ``current`` target of this home, or of a shared one) opened
+    for searching only, after every file is checked against ``manifest``: no model is loaded
+    and nothing is built (queries come as vectors; ``retrieval.ray_pool``'s workers)."""
+    _check(build, manifest)
+    return _open_build(dataset, embedder_name, build, manifest, None, [])
+
+
 def _shared(dataset: Dataset, embedder_name: str, analyzer: str):
     """The index shared through an s3:// ``$RWB_HOME`` (``retrieval.remote_index``), else None."""
     if not is_s3(os.environ.get("RWB_HOME")):

@@ -22,32 +22,28 @@ holds every vector anyway (``retrieval.index.IndexHandle.vectors``), so a distri
 (Ray Data ``write_lance``, which would also need ``pylance``) would not lift a limit, and the
 one writer keeps the build's checksums and checks on one code path.
 
-Workers are Ray actors (one CPU each) holding the model, loaded once per actor by
-``retrieval.embedders.load_embedder``. A worker that dies (its process killed, its node lost)
-is restarted (``MAX_RESTARTS``) and its tasks retried (``max_task_retries=-1``); tasks are
-pure, so a retried task gives the same vectors. A model named by a path must exist at that
-path on every node.
+Workers are Ray actors (one CPU each, ``retrieval.ray_actors``) holding the model, loaded once
+per actor by ``retrieval.embedders.load_embedder``. A worker that dies (its process killed, its
+node lost) is restarted and its tasks retried; tasks are pure, so a retried task gives the same
+vectors. A model named by a path must exist at that path on every node. The query set's
+candidate pool is retrieved in shards on Ray by ``retrieval.ray_pool``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections import deque
 from contextlib import contextmanager
 from typing import Callable, Sequence
 
 import numpy as np
 
 from retrieval.embedders import BATCH_SIZE, Embedder, Progress, encode_order, load_embedder
+from retrieval.ray_actors import run_tasks, start_actors, stop_actors
 
-MAX_RESTARTS = 3
-"""Restarts of one worker before its death is an error."""
 MAX_TASK_TEXTS = 16 * BATCH_SIZE
 TASKS_PER_WORKER = 4
 """Default task size: about this many tasks per worker (for balance), at most ``MAX_TASK_TEXTS``."""
-IN_FLIGHT = 2
-"""Tasks queued on each worker at once: the next one waits there while one encodes."""
 
 
 def check_batch_size(value: int | None) -> int | None:
@@ -95,8 +91,9 @@ class _EncodeWorker:
 
 class RayEncoder:
     """``encode`` of ``model`` (registered as ``name``) on ``workers`` Ray actors, vectors equal
-    to ``model.encode``'s bit for bit (see the module docstring). Actors start at the first
-    encode and stop at ``close``; after ``close`` it encodes here, with the model itself (a
+    to ``model.encode``'s bit for bit (see the module docstring). Each ``encode`` starts its
+    actors and stops them when it returns, so their CPUs are free for the next stage (the
+    pool's retrieval workers); after ``close`` it encodes here, with the model itself (a
     handle kept past its block still works)."""
 
     def __init__(self, model: Embedder, name: str, workers: int | None = None, batch_size: int | None = None,
@@ -113,17 +110,9 @@ class RayEncoder:
         self.encoded = 0  # texts encoded on the workers
 
     def start(self) -> None:
-        ray = self._ray
-        if self.actors:
-            return
-        if not ray.is_initialized():
-            ray.init(include_dashboard=False)
-        cpus = int(ray.cluster_resources().get("CPU", 0))
-        self.workers = self.workers or max(1, cpus)
-        if self.workers > cpus:  # an actor of one CPU more than the cluster has would wait forever
-            raise ValueError(f"--workers {self.workers} exceeds the Ray cluster's {cpus} CPUs")
-        worker = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)(_EncodeWorker)
-        self.actors = [worker.remote(self.name, _torch_threads()) for _ in range(self.workers)]
+        if not self.actors:
+            self.actors = start_actors(_EncodeWorker, (self.name, _torch_threads()), self.workers)
+            self.workers = len(self.actors)
 
     def pids(self) -> list[int]:
         """The workers' process ids (for tests that kill one)."""
@@ -133,7 +122,6 @@ class RayEncoder:
         if self.closed or not texts:
             return self.model.encode(texts, progress)
         self.start()
-        ray = self._ray
         order = encode_order(texts)
         size = task_size(len(texts), self.workers, self.batch_size)
         tasks = [order[s:s + size] for s in range(0, len(order), size)]
@@ -141,64 +129,35 @@ class RayEncoder:
             self.on_start(f"encoding {len(texts):,} texts on Ray: {self.workers} worker{'s' * (self.workers != 1)}, "
                           f"{len(tasks)} task{'s' * (len(tasks) != 1)} of up to {size} texts")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        queue, pending, done = deque(range(len(tasks))), {}, 0
+        done = 0
 
-        def submit(actor) -> None:
-            i = queue.popleft()
-            pending[actor.encode.remote([texts[j] for j in tasks[i]])] = (i, actor)
+        def on_result(i: int, vectors: np.ndarray) -> None:
+            nonlocal done
+            out[tasks[i]] = vectors
+            done += len(tasks[i])
+            if progress:
+                progress(done, len(texts))
 
         try:
-            for actor in self.actors:
-                for _ in range(IN_FLIGHT):
-                    if queue:
-                        submit(actor)
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                for ref in ready:
-                    i, actor = pending.pop(ref)
-                    out[tasks[i]] = self._get(ref)
-                    done += len(tasks[i])
-                    if queue:
-                        submit(actor)
-                    if progress:
-                        progress(done, len(texts))
-        except BaseException:
-            for ref in pending:  # an interrupted build: its queued tasks are dropped
-                try:
-                    ray.cancel(ref)
-                except Exception:  # already finished, or its worker gone: nothing to drop
-                    pass
-            raise
+            run_tasks(self.actors, len(tasks), lambda actor, i: actor.encode.remote([texts[j] for j in tasks[i]]),
+                      on_result, "encoding")
+        finally:  # the workers' CPUs are free for what comes next (the pool's retrieval workers)
+            stop_actors(self.actors)
+            self.actors = []
         self.encoded += len(texts)
         return out
 
-    def _get(self, ref) -> np.ndarray:
-        """``ray.get``; a task's own exception is raised as itself, a worker dead past its
-        restarts as a RuntimeError."""
-        ray = self._ray
-        try:
-            return ray.get(ref)
-        except ray.exceptions.RayTaskError as error:
-            cause = getattr(error, "cause", None)
-            raise (cause if isinstance(cause, Exception) else RuntimeError(str(error).splitlines()[0])) from None
-        except ray.exceptions.RayActorError as error:
-            raise RuntimeError(f"a Ray encoding worker died and could not be restarted (up to {MAX_RESTARTS} "
-                               f"restarts): {str(error).splitlines()[0][:200]}") from None
-
     def close(self) -> None:
-        if self._ray.is_initialized():
-            for actor in self.actors:
-                self._ray.kill(actor, no_restart=True)
-        self.actors, self.closed = [], True
+        self.closed = True
 
 
 @contextmanager
 def ray_encoding(workers: int | None = None, batch_size: int | None = None,
                  on_start: Callable[[str], None] | None = None):
     """Inside this block, indexes built in this thread encode on Ray (``RayEncoder``); yields the
-    list of encoders made (one per index opened), whose workers stop when the block ends. Ray
-    must be started (``ray.init``), or it starts a local cluster with Ray's defaults. Every index
-    opened in the block with the same model shares one encoder and its workers."""
+    list of encoders made (one per model), which encode here once the block ends. Ray must be
+    started (``ray.init``), or it starts a local cluster with Ray's defaults. Every index opened
+    in the block with the same model shares one encoder."""
     from retrieval.index import encoding_with  # here: a worker imports this module, and needs only the model
 
     check_batch_size(batch_size)

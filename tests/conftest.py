@@ -5,12 +5,17 @@
 - ``tiny`` / ``tiny_index``: the tiny fixture dataset and ONE index of it (real Tantivy,
   real LanceDB, the bundled MiniLM model), built once per session and shared.
 - ``make_candidates``: a hand-built candidate table for pure scoring tests (no index).
+- ``rwb_here``: the command line run in this process (``eval.cli.main``), as a finished
+  process: for tests of what a command does, not of how a process starts or ends.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +104,23 @@ def score_of(candidates: Candidates, score: np.ndarray, doc_id: str, qi: int = 0
 def ranked_ids(candidates: Candidates, ranking, qi: int = 0) -> list[str]:
     """Document ids of query ``qi`` in rank order."""
     return [candidates.doc_ids[int(candidates.doc_idx[row])] for row in ranking.for_query(qi)]
+
+
+def rwb_here(home: Path, *args: str) -> subprocess.CompletedProcess:
+    """``rwb ARGS`` with ``RWB_HOME=home``, run in this process by ``eval.cli.main`` (what the
+    ``rwb`` script calls), its exit status and output as a ``CompletedProcess``'s. It spares a
+    test the 2–3 s of a new Python importing torch and LanceDB per command; tests of signals,
+    exit paths or a process's start keep a real subprocess."""
+    from eval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        patch.setenv("RWB_HOME", str(home))
+        try:
+            status = main([str(a) for a in args])
+        except SystemExit as done:  # argparse's own usage errors
+            status = done.code if isinstance(done.code, int) else 2
+    return subprocess.CompletedProcess(["rwb", *map(str, args)], status, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="session")

@@ -12,28 +12,20 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from eval.stores.access import AccessStore, with_access_counts
 from retrieval.dataset import load_dataset
+from tests.conftest import rwb_here
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "ERR_CONN_REFUSED"
 
 
-def rwb(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "LANCEDB_LOG": "error"}
-    return subprocess.run([sys.executable, "-m", "eval.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=300)
-
-
 def search(home, root, *flags) -> dict:
-    proc = rwb(home, "search", str(root), QUERY, "--pipeline", "seed-salience", "--json", *flags)
+    proc = rwb_here(home, "search", str(root), QUERY, "--pipeline", "seed-salience", "--json", *flags)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -60,7 +52,7 @@ def test_a_write_back_adds_one_to_each_returned_memory_and_the_next_search_reads
     third = search(home, tiny_copy)    # seed 000's own pipeline writes back on every search
     assert third["write_back"]["memories"] == 10
     assert store.added() == {doc_id: 2 for doc_id in returned}
-    proc = rwb(home, "search", str(tiny_copy), QUERY, "--pipeline", "rrf", "--json")
+    proc = rwb_here(home, "search", str(tiny_copy), QUERY, "--pipeline", "rrf", "--json")
     assert "write_back" not in json.loads(proc.stdout)              # other pipelines: only when asked
     assert store.added() == {doc_id: 2 for doc_id in returned}
 

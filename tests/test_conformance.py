@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from retrieval.pipeline import PIPELINES, run_pipeline
+from retrieval.pipeline import PIPELINES, fixed_pipeline_features, run_pipeline
 from retrieval.ranking import rank_rows
 from retrieval.fusion import FUSIONS
 from tests.conftest import make_candidates, ranked_ids, score_of
@@ -62,7 +62,8 @@ def conformance_table():
 
 def fuse(c, name):
     fusion, params = FUSER_CASES[name]
-    return fusion.score(c, np.ones(c.n_rows, dtype=bool), DEPTH, params).score
+    nested = {"fixed": fixed_pipeline_features(c)} if fusion.nested else {}  # as the pipeline passes them
+    return fusion.score(c, np.ones(c.n_rows, dtype=bool), DEPTH, params, **nested).score
 
 
 def check_ranking(c, score, ranking_for):

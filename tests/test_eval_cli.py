@@ -21,6 +21,7 @@ from eval.cli import main as rwb_main
 from eval.stores.pool import load_pool
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.pipeline import get_pipeline
+from tests.conftest import rwb_here
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "tiny"
@@ -33,14 +34,9 @@ def home(tiny, rwb_home):
     return rwb_home
 
 
-def rwb(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "LANCEDB_LOG": "error"}
-    return subprocess.run([*RWB, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
-
-
 def test_eval_prints_the_table_and_writes_json(home, tmp_path):
     out = tmp_path / "eval.json"
-    proc = rwb(home, "eval", str(TINY), "--pipeline", "rrf", "--pipeline", "seed-adaptive",
+    proc = rwb_here(home, "eval", str(TINY), "--pipeline", "rrf", "--pipeline", "seed-adaptive",
                "--metrics", "ndcg@5,recall@5", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -72,7 +68,7 @@ def test_eval_prints_the_table_and_writes_json(home, tmp_path):
 
 def test_eval_cutoffs_gain_correction_and_the_fewer_than_k_note(home, tmp_path):
     out = tmp_path / "eval.json"
-    proc = rwb(home, "eval", str(TINY), "--pipeline", "openclaw", "--metrics", "ndcg,map", "--cutoffs", "3,10",
+    proc = rwb_here(home, "eval", str(TINY), "--pipeline", "openclaw", "--metrics", "ndcg,map", "--cutoffs", "3,10",
                "--gain", "exponential", "--correction", "bonferroni", "--bootstrap", "500", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -90,7 +86,7 @@ def test_eval_cutoffs_gain_correction_and_the_fewer_than_k_note(home, tmp_path):
 
 def test_sweep_writes_a_toml_usable_as_pipeline(home, tmp_path):
     best, out = tmp_path / "best.toml", tmp_path / "sweep.json"
-    proc = rwb(home, "sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10",
+    proc = rwb_here(home, "sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10:60:10",
                "--param", "rrf.w_dense=0:1:0.5", "--folds", "2", "--seed", "3", "--out", str(best), "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "held-out" in proc.stdout
@@ -98,7 +94,7 @@ def test_sweep_writes_a_toml_usable_as_pipeline(home, tmp_path):
     assert data["n_configs"] == 6 * 3 and data["cv"]["folds"] == 2
     config = get_pipeline(str(best))
     assert config.name == "rrf-tuned" and config.params.rrf_k == data["best"]["params"]["rrf.rrf_k"]
-    again = rwb(home, "eval", str(TINY), "--pipeline", str(best), "--metrics", "ndcg@5", "--json",
+    again = rwb_here(home, "eval", str(TINY), "--pipeline", str(best), "--metrics", "ndcg@5", "--json",
                 str(tmp_path / "again.json"))
     assert again.returncode == 0, again.stderr
     scores = json.loads((tmp_path / "again.json").read_text("utf-8"))["results"]
@@ -107,7 +103,7 @@ def test_sweep_writes_a_toml_usable_as_pipeline(home, tmp_path):
 
 def test_report_writes_three_files(home, tmp_path):
     out = tmp_path / "report"
-    proc = rwb(home, "report", str(TINY), "--pipeline", "rrf", "--sweep", "rrf", "--param", "rrf.rrf_k=20:60:20",
+    proc = rwb_here(home, "report", str(TINY), "--pipeline", "rrf", "--sweep", "rrf", "--param", "rrf.rrf_k=20:60:20",
                "--folds", "2", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     for name in ("report.html", "report.md", "report.json"):
@@ -116,7 +112,7 @@ def test_report_writes_three_files(home, tmp_path):
 
 
 def test_bad_input_in_a_real_process_is_one_line_without_traceback(home):
-    proc = rwb(home, "sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10-60")
+    proc = rwb_here(home, "sweep", str(TINY), "--pipeline", "rrf", "--param", "rrf.rrf_k=10-60")
     assert proc.returncode != 0
     assert proc.stderr.startswith("rwb: error: bad --param 'rrf.rrf_k=10-60'")
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

@@ -9,7 +9,7 @@ import pytest
 from eval.learning.fit import Spec, Training, fit, moe_grid, scores, specs
 from eval.metrics.measure import judge
 from retrieval.fusion.learned import LearnedParams, learned
-from retrieval.pipeline import PipelineConfig
+from retrieval.pipeline import PipelineConfig, fixed_pipeline_features
 from tests.conftest import make_candidates
 
 TRUE = {"log_access": 6.0, "log_reinforcement": 3.0}  # per unit of log(1 + count)
@@ -63,14 +63,14 @@ def test_every_model_scores_as_the_learned_fusion_scores_it(tmp_path):
     t = training(c, qrels)
     everything = np.arange(c.n_queries)
     linear = fit(Spec("linear", 0.1), t, everything)
-    fused = learned(c, t.visible, t.depth, LearnedParams(weights=linear)).score
+    fused = learned(c, t.visible, t.depth, LearnedParams(weights=linear), fixed=fixed_pipeline_features(c)).score
     assert np.array_equal(scores(linear, t), fused)
     tree = fit(Spec("lambdamart"), t, everything)
     moe = fit(Spec("moe", 10.0), t, everything)
     from retrieval.fusion.learned import model_scores
 
     for model in (tree, moe):
-        assert np.allclose(scores(model, t), model_scores(c, t.visible, t.depth, model).score)
+        assert np.allclose(scores(model, t), model_scores(c, t.visible, t.depth, model, fixed_pipeline_features(c)).score)
 
 
 def test_a_fit_sees_only_the_rows_of_its_queries():
@@ -129,7 +129,7 @@ def test_the_moe_grid_values_are_each_points_scored_one_at_a_time():
     """The grid's values (computed from inputs shared by every point) equal, bit for bit, each
     point's own ranking scored alone: every query given that point, the score the sum of
     ``moe_parts``' components, as a fitted MoE is scored."""
-    from retrieval.learned_model import moe_parts
+    from retrieval.fusion.learned.model import moe_parts
 
     c, qrels = mixed_table()
     t = training(c, qrels)

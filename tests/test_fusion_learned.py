@@ -1,4 +1,4 @@
-"""The learned fusion (retrieval/fusion/learned.py): its formula by hand, its weights as knobs, its
+"""The learned fusion (retrieval/fusion/learned/__init__.py): its formula by hand, its weights as knobs, its
 TOML form, a stored model beside the TOML, and the refusal of a pool with another feature set."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from retrieval.features import feature_matrix, feature_names, feature_set_id
+from retrieval.fusion.learned.features import feature_matrix, feature_names, feature_set_id
+from retrieval.pipeline import fixed_pipeline_features
 from retrieval.fusion.learned import FeatureWeight, LearnedParams, learned
-from retrieval.learned_model import MoEModel, TreeModel, load_model, model_to_json, save_model
-from retrieval.features import QUERY_FEATURES
+from retrieval.fusion.learned.model import MoEModel, TreeModel, load_model, model_to_json, save_model
+from retrieval.fusion.learned.features import QUERY_FEATURES
 from retrieval.pipeline import (
     PipelineConfig,
     from_toml,
@@ -53,7 +54,7 @@ def test_linear_score_is_the_weighted_sum_of_standardised_features_by_hand():
         FeatureWeight("both", 1.0),
         FeatureWeight("log_access", -0.5, mean=1.0, scale=2.0),
     )
-    score = learned(c, everything_visible(c), 20, LearnedParams(weights=weights)).score
+    score = learned(c, everything_visible(c), 20, LearnedParams(weights=weights), fixed=fixed_pipeline_features(c)).score
     # A: 2·(0.8−0.5)/0.25 + 1·1 − 0.5·(ln 4 − 1)/2;  B: 2·(0.6−0.5)/0.25 + 0 − 0.5·(0 − 1)/2
     assert score_of(c, score, "A") == pytest.approx(2.4 + 1.0 - 0.25 * (math.log(4) - 1))
     assert score_of(c, score, "B") == pytest.approx(0.8 + 0.25)
@@ -65,7 +66,7 @@ def test_linear_score_is_the_weighted_sum_of_standardised_features_by_hand():
 def test_unseen_rows_score_minus_infinity_and_components_sum_to_the_score():
     c = table()
     visible = np.array([True, False, True])
-    scored = learned(c, visible, 20, LearnedParams())
+    scored = learned(c, visible, 20, LearnedParams(), fixed=fixed_pipeline_features(c))
     assert scored.score[1] == -np.inf
     total = sum(np.asarray(v) for v in scored.components.values())
     assert np.allclose(total[visible], scored.score[visible])
@@ -73,7 +74,7 @@ def test_unseen_rows_score_minus_infinity_and_components_sum_to_the_score():
 
 def test_the_default_untrained_model_is_combsum_of_min_max_scores():
     c = table()
-    score = learned(c, everything_visible(c), 20, LearnedParams()).score
+    score = learned(c, everything_visible(c), 20, LearnedParams(), fixed=fixed_pipeline_features(c)).score
     # min-max per path over its hits: dense A 1, B 0 (C missed: 0); BM25 C 1, A 0
     assert [score_of(c, score, d) for d in "ABC"] == pytest.approx([1.0, 0.0, 1.0])
 
@@ -116,23 +117,24 @@ def test_a_pool_with_another_feature_set_is_refused_not_scored():
     tied = LearnedParams(
         feature_set=feature_set_id(feature_names(c)), weights=(FeatureWeight("dense_sim", 1.0),)
     )
-    assert np.isfinite(learned(c, everything_visible(c), 20, tied).score).all()
+    assert np.isfinite(learned(c, everything_visible(c), 20, tied, fixed=fixed_pipeline_features(c)).score).all()
     other = table(types=("fact", "fact", "entity"))  # another dataset's memory types
     with pytest.raises(ValueError, match="feature set .* rerun rwb learn"):
-        learned(other, everything_visible(other), 20, tied)
+        learned(other, everything_visible(other), 20, tied, fixed=fixed_pipeline_features(other))
     with pytest.raises(ValueError, match="does not have"):
         learned(
             c,
             everything_visible(c),
             20,
             LearnedParams(weights=(FeatureWeight("no_such_feature", 1.0),)),
+            fixed=fixed_pipeline_features(c),
         )
 
 
 def _tree_model(c):
     import lightgbm
 
-    x = feature_matrix(c, everything_visible(c), 20)
+    x = feature_matrix(c, everything_visible(c), 20, fixed_pipeline_features(c))
     ranker = lightgbm.LGBMRanker(
         objective="lambdarank",
         n_estimators=5,
@@ -217,9 +219,9 @@ def test_moe_applies_the_predicted_profile_per_query_by_hand():
 
     from retrieval.fusion.learned import model_scores
 
-    dense = model_scores(c, everything_visible(c), 20, model(True)).score
+    dense = model_scores(c, everything_visible(c), 20, model(True), fixed_pipeline_features(c)).score
     assert [score_of(c, dense, d) for d in "ABC"] == pytest.approx([0.8, 0.6, 0.2])
-    sparse = model_scores(c, everything_visible(c), 20, model(False)).score
+    sparse = model_scores(c, everything_visible(c), 20, model(False), fixed_pipeline_features(c)).score
     # confidence 1.0 (F_conf 1), vitality 50 (F_vit 1): BM25 / the best BM25
     assert [score_of(c, sparse, d) for d in "ABC"] == pytest.approx([0.5, 0.0, 1.0])
     assert model_to_json(model(True))["kind"] == "moe"
@@ -247,7 +249,7 @@ def test_a_rows_linear_score_is_its_own_whatever_rows_share_the_call():
         FeatureWeight("dense_sim", 2.0, mean=0.5, scale=0.25),
         FeatureWeight("log_access", -0.5, mean=1.0, scale=2.0),
     )
-    scored = learned(c, everything_visible(c), 20, LearnedParams(weights=two))
+    scored = learned(c, everything_visible(c), 20, LearnedParams(weights=two), fixed=fixed_pipeline_features(c))
     assert np.array_equal(sum(scored.components.values()), scored.score)
 
 
@@ -262,7 +264,7 @@ def test_the_fixed_pipelines_are_features_a_model_can_reproduce():
          {"id": "c", "dense_rank": 2, "bm25_rank": -1},
          {"id": "d", "dense_rank": -1, "bm25_rank": 1, "bm25_score": 2.0}]])
     names = feature_names(c)
-    x = feature_matrix(c, everything_visible(c), 30)
+    x = feature_matrix(c, everything_visible(c), 30, fixed_pipeline_features(c))
     at = {n: x[:, names.index(n)] for n in ("fixed:rrf", "fixed_rrank:rrf")}
     rrf = {"a": 1 / 61 + 1 / 63, "b": 1 / 62 + 1 / 61, "c": 1 / 63, "d": 1 / 62}
     order = sorted(rrf, key=lambda d: -rrf[d])                      # b, a, d, c

@@ -1,11 +1,11 @@
 """``rwb index --executor ray``: the documents encoded on a local Ray cluster (2 CPUs, started
 here) give the local index bit for bit — vectors (as bytes), BM25 scores, the candidate table
-and the metrics of rrf — on devmem, with a worker killed mid-run (restarted, its tasks
+(its queries retrieved in shards on Ray) and the metrics of rrf — on devmem, with a worker killed mid-run (restarted, its tasks
 retried); an interrupted run leaves the published index as it was, and the rerun gives the
-local vectors of a small synthetic store. Each build has its own RWB_HOME (or its cache
-removed), so the Ray build really encodes. Larger stores (10k…) are compared in
-``bench/index_scaling.py``, not here (MiniLM encodes ~70 texts/s on 2 cores). Skipped when
-Ray is not installed."""
+local vectors of a small synthetic store; a 20,000-document store (1,500 distinct texts)
+gives the local index and pool. Each build has its own RWB_HOME (or its cache removed), so
+the Ray build really encodes. Throughput at 10k… is measured in ``bench/index_scaling.py``
+(MiniLM encodes ~70 texts/s on 2 cores). Skipped when Ray is not installed."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from eval.experiments.live import evaluate_config
 from eval.metrics.measure import judge
 from eval.stores.pool import load_pool
 from retrieval.dataset import load_dataset
-from retrieval.index import index_dir, open_index, read_manifest
+from retrieval.index import index_dir, index_text, open_index, read_manifest
 from retrieval.pipeline import PIPELINES
 
 try:
@@ -56,15 +56,17 @@ def _in_home(home: Path, build):
         return build()
 
 
-def _synthetic(root: Path, n: int) -> Path:
-    """A seeded store of short memories (2–9 words; many share a length, so the encode order's
-    ties matter) with 8 queries and their judgments."""
+def _synthetic(root: Path, n: int, distinct: int | None = None) -> Path:
+    """A seeded store of ``n`` short memories (2–9 words; many share a length, so the encode
+    order's ties matter; ``distinct``: drawn from that many texts, so the embedding cache
+    encodes only those) with 8 queries and their judgments."""
     rng = np.random.default_rng(31)
     root.mkdir(parents=True)
+    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(2, 10)))) for _ in range(distinct or n)]
+    picks = rng.integers(0, len(texts), size=n) if distinct else range(n)
     with open(root / "corpus.jsonl", "w", encoding="utf-8") as handle:
-        for i in range(n):
-            text = " ".join(rng.choice(WORDS, size=int(rng.integers(2, 10))))
-            handle.write(json.dumps({"_id": f"s{i:05d}", "text": text}) + "\n")
+        for i, pick in enumerate(picks):
+            handle.write(json.dumps({"_id": f"s{i:05d}", "text": texts[pick]}) + "\n")
     with open(root / "queries.jsonl", "w", encoding="utf-8") as handle:
         for q in range(8):
             handle.write(json.dumps({"_id": f"q{q}", "text": " ".join(WORDS[q * 3:q * 3 + 3])}) + "\n")
@@ -103,35 +105,40 @@ def _same_index(local, remote) -> None:
 @pytest.fixture(scope="module")
 def devmem_builds(cluster, tmp_path_factory):
     """devmem indexed here and on Ray (one worker, tasks of 64 texts), the worker killed (SIGKILL
-    to its process) after the first task came back; the candidate pool of each. One worker: it
-    runs torch on this process's two threads, and two such workers would ask 4 threads of the
-    test machine's 2 cores (the results from several workers are put together in the
+    to its process) after the first task came back; the candidate pool of each, the Ray one's
+    queries encoded on Ray and retrieved there in 8 shards of 15. One worker at a time: it runs
+    torch on this process's two threads, and two such workers would ask 4 threads of the test
+    machine's 2 cores (the results from several workers are put together in the
     interrupted-run test's full rerun below)."""
     from retrieval.ray_index import ray_encoding
+    from retrieval.ray_pool import ray_retrieval
 
     tmp = tmp_path_factory.mktemp("devmem")
     dataset = load_dataset(DEVMEM)
     local = _build(dataset, tmp / "local")
     local_pool = _pool(dataset, tmp / "local")
     killed: list[int] = []
-    with ray_encoding(1, batch_size=64) as encoders:
+    after: list[int] = []
+    with ray_encoding(1, batch_size=64) as encoders, ray_retrieval(1, shard=15) as retriever:
         def kill_one(stage, done, total):
             if stage == "embed" and not killed and done < total:
                 killed.append(encoders[0].pids()[0])
                 os.kill(killed[0], signal.SIGKILL)
+            elif stage == "embed" and killed and not after:
+                after.extend(encoders[0].pids())  # the next task came back: from whom
 
         remote = _build(dataset, tmp / "ray", progress=kill_one)
-        remote_pool = _pool(dataset, tmp / "ray")  # its 120 queries encoded on Ray too
-        after = encoders[0].pids()
-    return dataset, local, local_pool, remote, remote_pool, encoders[0], killed, after
+        remote_pool = _pool(dataset, tmp / "ray")  # its 120 queries encoded and retrieved on Ray too
+    return dataset, local, local_pool, remote, remote_pool, encoders[0], killed, after, retriever
 
 
 @needs_ray
 @pytest.mark.slow
 def test_devmem_on_ray_is_the_local_index_bit_for_bit(devmem_builds):
-    dataset, local, local_pool, remote, remote_pool, encoder, _, _ = devmem_builds
+    dataset, local, local_pool, remote, remote_pool, encoder, _, _, retriever = devmem_builds
     assert remote.embedder.encoded == len(dataset.documents)  # nothing came from a cache
     assert encoder.encoded == len(dataset.documents) + len(dataset.queries)  # all of it on Ray
+    assert (retriever.retrieved, retriever.shards) == (len(dataset.queries), 8)  # 120 queries in 8 shards
     _same_index(local, remote)
     _same_pool(local_pool, remote_pool)
     for query in dataset.queries[:20]:
@@ -146,10 +153,44 @@ def test_devmem_on_ray_is_the_local_index_bit_for_bit(devmem_builds):
 @needs_ray
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_was_restarted_and_its_tasks_retried(devmem_builds):
-    dataset, _, _, remote, _, encoder, killed, after = devmem_builds
+    dataset, _, _, remote, _, encoder, killed, after, _ = devmem_builds
     assert len(killed) == 1 and after[0] != killed[0]  # the first worker came back as a new process
     assert remote.manifest["documents"] == len(dataset.documents) == len(remote.vectors)
     # …and the index it helped build is the local one (the test above, on the same build)
+
+
+@needs_ray
+@pytest.mark.slow
+def test_a_20k_document_store_on_ray_is_the_local_index_and_pool_bit_for_bit(cluster, tmp_path):
+    """20,000 memories built here and on Ray (encoded in tasks of 128 texts, the 8 queries'
+    candidates retrieved in 4 shards): vectors, BM25, the pool over 20,000 documents and rrf's
+    metrics equal byte for byte. The memories repeat 1,500 distinct texts, so the encoder —
+    bit-exact in its batches on devmem above — encodes 1,500 texts, not 20,000 (MiniLM: ~70
+    texts/s here); the rest of the build (BM25, the LanceDB table, vectors.npy, checksums, the
+    pool's retrieval and features) runs at the full 20,000. A run with 18,173 distinct texts is
+    recorded in BENCHMARKS.md ("Indexing at scale")."""
+    from retrieval.ray_index import ray_encoding
+    from retrieval.ray_pool import ray_retrieval
+
+    dataset = load_dataset(_synthetic(tmp_path / "synthetic", 20_000, distinct=1_500))
+    local = _build(dataset, tmp_path / "local")
+    local_pool = _pool(dataset, tmp_path / "local")
+    with ray_encoding(1, batch_size=128) as encoders, ray_retrieval(1, shard=2) as retriever:
+        remote = _build(dataset, tmp_path / "ray")
+        remote_pool = _pool(dataset, tmp_path / "ray")
+    assert len(remote.doc_ids) == 20_000 and remote.embedder.encoded == local.embedder.encoded <= 1_500
+    new_queries = {q.text for q in dataset.queries} - {index_text(d) for d in dataset.documents}
+    assert encoders[0].encoded == remote.embedder.encoded + len(new_queries)  # all of it on Ray
+    assert (retriever.retrieved, retriever.shards) == (8, 4)
+    _same_index(local, remote)
+    _same_pool(local_pool, remote_pool)
+    for query in dataset.queries:
+        assert local.bm25.search(query.text, 50) == remote.bm25.search(query.text, 50)
+    a = evaluate_config(local_pool, judge(local_pool, dataset.qrels), PIPELINES["rrf"])
+    b = evaluate_config(remote_pool, judge(remote_pool, dataset.qrels), PIPELINES["rrf"])
+    assert a.means == b.means
+    for name in a.values:
+        assert a.values[name].tobytes() == b.values[name].tobytes()
 
 
 @needs_ray
@@ -199,25 +240,29 @@ def test_an_interrupted_ray_run_leaves_the_published_index_unchanged(cluster, tm
         assert again.path == before.path and again.embedder.encoded == 0
         assert again.vectors.tobytes() == before.vectors.tobytes()
         rerun = _build(dataset, home, rebuild=True)  # run again to the end: the local vectors
-    assert encoders[0].closed and not encoders[0].actors  # the workers stop with the block
+    assert encoders[0].closed and not encoders[0].actors  # no worker outlives its encode
     assert rerun.path != before.path and rerun.embedder.encoded > 64
     _same_index(before, rerun)
 
 
 @needs_ray
-def test_rwb_index_executor_ray_writes_the_local_vectors(cluster, tiny_index, tiny_copy, tmp_path, monkeypatch,
-                                                         capsys):
+def test_rwb_index_executor_ray_writes_the_local_vectors_and_pool(cluster, tiny, tiny_index, tiny_copy, tmp_path,
+                                                                  monkeypatch, capsys):
+    """The command: its 10 documents encoded on one Ray worker, its 4 queries' candidates
+    retrieved there in 4 shards (about 4 per worker), and both equal to a local build's."""
     from eval.cli import main
 
+    local_pool = load_pool(tiny, "minilm", on_notice=None)  # the session's home, built here
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
-    status = main(["index", str(tiny_copy), "--embedder", "minilm", "--executor", "ray", "--workers", "1",
-                   "--no-pool"])
+    status = main(["index", str(tiny_copy), "--embedder", "minilm", "--executor", "ray", "--workers", "1"])
     out = capsys.readouterr().out
     assert status == 0, out
     assert "10 texts encoded on Ray (1 worker)" in out
+    assert "candidate pool: 4 queries, depth 50 per path, retrieved on Ray in 4 shards" in out
     built = load_dataset(tiny_copy)
     vectors = np.load(index_dir(built, "minilm") / "current" / "vectors.npy")
     assert vectors.tobytes() == tiny_index.vectors.tobytes()
+    _same_pool(local_pool, load_pool(built, "minilm", on_notice=None))  # the stored pool, read back
 
 
 def test_without_ray_executor_ray_is_one_error_line(tiny_copy, tmp_path, monkeypatch, capsys):

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,17 +23,12 @@ from eval.stores.judgments import JudgmentStore, effective_qrels, judgments_vers
 from eval.stores.pool import load_pool
 from retrieval.dataset import load_dataset
 from retrieval.pipeline import PIPELINES
+from tests.conftest import rwb_here
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "tiny"
 Q1_AFTER = 3 / (3 + 3 / math.log2(3))       # 0.6131
 DROP = (1 - Q1_AFTER) / 4                   # 0.0967
-
-
-def rwb(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "LANCEDB_LOG": "error"}
-    return subprocess.run([sys.executable, "-m", "eval.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=300)
 
 
 @pytest.fixture
@@ -48,7 +40,7 @@ def home(tmp_path, monkeypatch):
 
 
 def eval_bm25(home: Path, out: Path) -> tuple[float, str]:
-    proc = rwb(home, "eval", str(TINY), "--pipeline", "bm25", "--metrics", "ndcg@5",
+    proc = rwb_here(home, "eval", str(TINY), "--pipeline", "bm25", "--metrics", "ndcg@5",
                "--permutations", "100", "--bootstrap", "100", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
@@ -84,26 +76,26 @@ def test_a_workbench_grade_moves_rwb_eval_by_the_same_amount_and_the_output_says
 
 def test_rwb_judge_grades_undoes_and_exports_what_the_workbench_reads(home, tmp_path):
     dataset = load_dataset(TINY)
-    proc = rwb(home, "judge", str(TINY), "q1", "d04", "3")
+    proc = rwb_here(home, "judge", str(TINY), "q1", "d04", "3")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "q1 d04: - → 3"
     assert effective_qrels(dataset, home).qrels["q1"] == {"d03": 3, "d04": 3}  # the workbench too
-    rwb(home, "judge", str(TINY), "q2", "d01", "0")     # q2's only judgment: now "not relevant"
+    rwb_here(home, "judge", str(TINY), "q2", "d01", "0")     # q2's only judgment: now "not relevant"
     used = effective_qrels(dataset, home)
     assert (used.edits, used.qrels["q2"]) == (2, {"d01": 0})   # judged, not unjudged
 
     out = tmp_path / "combined.tsv"
-    proc = rwb(home, "judge", str(TINY), "--export", str(out))
+    proc = rwb_here(home, "judge", str(TINY), "--export", str(out))
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == ("q1\t0\td03\t3\nq1\t0\td04\t3\nq2\t0\td01\t0\n"
                                "q3\t0\td08\t3\nq4\t0\td06\t3\n")
     last = proc.stdout.splitlines()[-1]
     assert last == f"judgments: dataset qrels + 2 edits (history head {used.head})"
 
-    proc = rwb(home, "judge", str(TINY), "--undo")
+    proc = rwb_here(home, "judge", str(TINY), "--undo")
     assert proc.stdout.splitlines()[0] == "undone: q2 d01: 0 → 3"
     assert effective_qrels(dataset, home).qrels == {**dataset.qrels, "q1": {"d03": 3, "d04": 3}}
-    rwb(home, "judge", str(TINY), "--undo")
+    rwb_here(home, "judge", str(TINY), "--undo")
     back = effective_qrels(dataset, home)
     assert (back.label, back.qrels) == ("dataset qrels", dataset.qrels)
 
@@ -135,7 +127,7 @@ def test_the_judgments_version_changes_with_a_grade_and_the_count_follows(home):
     (("q1", "d04"), "give QUERY_ID DOC_ID GRADE together"),
 ])
 def test_rwb_judge_refuses_bad_input_in_one_line(home, args, message):
-    proc = rwb(home, "judge", str(TINY), *args)
+    proc = rwb_here(home, "judge", str(TINY), *args)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"rwb: error: {message}"
 
@@ -161,7 +153,7 @@ def test_trec_export_is_sorted_qid_0_docid_grade():
 # ---- issue 33.1: a grade of 0 is a judgment ("judged not relevant"), never a removal ------------
 
 def eval_vector_bias(home: Path, out: Path) -> dict:
-    proc = rwb(home, "eval", str(TINY), "--pipeline", "vector", "--metrics", "ndcg@5",
+    proc = rwb_here(home, "eval", str(TINY), "--pipeline", "vector", "--metrics", "ndcg@5",
                "--permutations", "100", "--bootstrap", "100", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
@@ -180,12 +172,12 @@ def test_a_grade_of_0_from_rwb_judge_is_stored_counted_exported_and_undone(home,
     assert (before["judged@5"], before["bpref"], before["nDCG'@5"]) == pytest.approx((3 / 20, 1, 1))
     vector_top = [("q2", "d02")]
     holes_out = tmp_path / "holes.json"
-    assert rwb(home, "holes", str(TINY), "--pipeline", "rrf", "--pipeline", "vector",
+    assert rwb_here(home, "holes", str(TINY), "--pipeline", "rrf", "--pipeline", "vector",
                "--json", str(holes_out)).returncode == 0
     queued = [(h["query_id"], h["doc_id"]) for h in json.loads(holes_out.read_text())["holes"]]
     assert vector_top[0] in queued
 
-    proc = rwb(home, "judge", str(TINY), "q2", "d02", "0")
+    proc = rwb_here(home, "judge", str(TINY), "q2", "d02", "0")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "q2 d02: - → 0"
     used = effective_qrels(dataset, home)
@@ -198,18 +190,18 @@ def test_a_grade_of_0_from_rwb_judge_is_stored_counted_exported_and_undone(home,
     assert after["bpref"] == pytest.approx(3 / 4)
     assert after["nDCG'@5"] == pytest.approx((3 + 1 / math.log2(3)) / 4)
     assert after["ndcg@5"] == pytest.approx(before["ndcg@5"])
-    assert rwb(home, "holes", str(TINY), "--pipeline", "rrf", "--pipeline", "vector",
+    assert rwb_here(home, "holes", str(TINY), "--pipeline", "rrf", "--pipeline", "vector",
                "--json", str(holes_out)).returncode == 0
     queued = [(h["query_id"], h["doc_id"]) for h in json.loads(holes_out.read_text())["holes"]]
     assert vector_top[0] not in queued                               # judged: off the queue
 
     out = tmp_path / "judged.tsv"
-    proc = rwb(home, "judge", str(TINY), "--export", str(out))
+    proc = rwb_here(home, "judge", str(TINY), "--export", str(out))
     assert out.read_text() == ("q1\t0\td03\t3\nq2\t0\td01\t3\nq2\t0\td02\t0\n"
                                "q3\t0\td08\t3\nq4\t0\td06\t3\n")
     assert f"wrote {out}: 5 judgments as TREC qrels" in proc.stdout
 
-    proc = rwb(home, "judge", str(TINY), "--undo")
+    proc = rwb_here(home, "judge", str(TINY), "--undo")
     assert proc.stdout.splitlines()[0] == "undone: q2 d02: 0 → -"
     assert effective_qrels(dataset, home).qrels == dataset.qrels
 

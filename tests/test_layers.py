@@ -33,16 +33,6 @@ RANK = {package: rank for rank, group in enumerate(LAYERS) for package in group}
 RANK["eval"] = 0          # the harness's package itself: a docstring, imported before any of it
 REGISTRIES = ("retrieval.fusion", "eval.importers", "eval.export")
 
-KNOWN_CYCLES = {
-    # The learned fusion is a fusion (found by the registry's scan) whose features include the
-    # fixed pipelines' scores (issue 30: it nests them) and the shared normalisations of
-    # retrieval.fusion._base; left for the prepared pool of issue 32 to cut.
-    frozenset({"retrieval.features", "retrieval.fusion", "retrieval.fusion.learned",
-               "retrieval.learned_model", "retrieval.pipeline", "retrieval.pipeline.config",
-               "retrieval.pipeline.presets", "retrieval.pipeline.scoring", "retrieval.pipeline.search",
-               "retrieval.pipeline.toml_form"}),
-}
-
 
 def _modules() -> dict[str, Path]:
     mods = {}
@@ -133,9 +123,9 @@ def _cycles(edges: dict[str, set[str]]) -> list[frozenset[str]]:
     return out
 
 
-def test_modules_import_in_no_circle_but_the_known_one():
-    cycles = set(_cycles(_graph()))
-    assert cycles <= KNOWN_CYCLES, "\n".join(sorted(", ".join(sorted(c)) for c in cycles - KNOWN_CYCLES))
+def test_modules_import_in_no_circle():
+    cycles = _cycles(_graph())
+    assert not cycles, "\n".join(sorted(", ".join(sorted(c)) for c in cycles))
 
 
 def test_the_check_sees_an_upward_import_and_a_circle():

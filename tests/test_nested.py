@@ -459,7 +459,7 @@ def test_a_correction_is_boosted_on_top_of_the_default_and_scores_the_same_once_
 
     from eval.learning.fit import Spec, Training, fit, scores
     from eval.metrics.measure import judge
-    from retrieval.learned_model import model_from_json, model_to_json
+    from retrieval.fusion.learned.model import model_from_json, model_to_json
     from retrieval.pipeline import PipelineConfig
 
     c, qrels = signal_table()

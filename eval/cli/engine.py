@@ -54,18 +54,22 @@ def cmd_index(args) -> int:
     check_executor(args)
     if args.batch_size is not None and args.executor != "ray":
         raise ValueError("--batch-size needs --executor ray")
-    if args.executor == "ray":  # the documents are encoded on Ray workers; the rest is the local build
+    if args.executor == "ray":  # documents and queries encoded, the pool retrieved on Ray workers
         from eval.progress import step
         from eval.search.executors import make_executor
         from retrieval.ray_index import check_batch_size, ray_encoding
+        from retrieval.ray_pool import ray_retrieval
 
         check_batch_size(args.batch_size)
         with make_executor("ray", args.address, args.workers) as cluster, \
-                ray_encoding(cluster.workers, args.batch_size, on_start=step):
+                ray_encoding(cluster.workers, args.batch_size, on_start=step), \
+                ray_retrieval(cluster.workers, on_start=step) as retriever:
             dataset, handle, pool = _index(args)
         where = f" on Ray ({cluster.workers} worker{'s' if cluster.workers != 1 else ''})"
+        shards = (f", retrieved on Ray in {retriever.shards} shard{'s' * (retriever.shards != 1)}"
+                  if retriever.shards else "")
     else:
-        (dataset, handle, pool), where = _index(args), ""
+        (dataset, handle, pool), where, shards = _index(args), "", ""
     encoded = handle.embedder.encoded if handle.embedder else 0
     print(f"{dataset.name}: {len(dataset.documents)} documents indexed at {handle.path} "
           f"(model {handle.manifest['model'] or 'none'}, analyzer {handle.analyzer} ({handle.manifest['analyzer']}), "
@@ -73,7 +77,7 @@ def cmd_index(args) -> int:
     for text in handle.degraded:
         print(f"degraded: {text}")
     if pool is not None:
-        print(f"candidate pool: {pool.n_queries} queries, depth {pool.pool_depth} per path")
+        print(f"candidate pool: {pool.n_queries} queries, depth {pool.pool_depth} per path{shards}")
     return 0
 
 
@@ -325,8 +329,9 @@ def register(sub) -> None:
     p.add_argument("--rebuild", action="store_true", help="rebuild even if the index is current")
     p.add_argument("--no-pool", action="store_true",
                    help="only the indexes: skip retrieving the query set's default candidate pool")
-    add_executor_options(p, "encode the documents here (local, default) or on Ray workers (ray; needs pip install "
-                            "-e '.[distributed]'); the index is identical bit for bit")
+    add_executor_options(p, "encode the documents and queries and retrieve the pool's candidates here (local, "
+                            "default) or on Ray workers (ray; needs pip install -e '.[distributed]'); the index "
+                            "and the pool are identical bit for bit")
     p.add_argument("--batch-size", type=int, default=None, metavar="B",
                    help="with --executor ray: texts per Ray task, a multiple of 64 (default: about 4 tasks "
                         "per worker, at most 1024)")

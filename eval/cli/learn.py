@@ -23,7 +23,7 @@ from eval.metrics.measure import parse_metric
 from eval.progress import Progress, step
 from eval.reports.report import text_table
 from eval.stores.configs import resolve_config
-from retrieval.learned_model import model_to_json
+from retrieval.fusion.learned.model import model_to_json
 from retrieval.limits import MAX_DEPTH
 
 MAX_THREADS = 1024

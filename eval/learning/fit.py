@@ -1,9 +1,9 @@
-"""Fitting the learned fusion's models (``retrieval.learned_model``) on some queries of a pool.
+"""Fitting the learned fusion's models (``retrieval.fusion.learned.model``) on some queries of a pool.
 
 ``Training`` holds what every fit shares: the feature matrix of the visible rows
-(``retrieval.features.feature_matrix``), their grades (``eval.metrics.measure.judge``, the
+(``retrieval.fusion.learned.features.feature_matrix``), their grades (``eval.metrics.measure.judge``, the
 labels every command uses), and — for the MoE — each query's value under every point of the
-MoE grid (``retrieval.learned_model.moe_point_scores``: the signals and each strength's factors
+MoE grid (``retrieval.fusion.learned.model.moe_point_scores``: the signals and each strength's factors
 computed once for the whole grid). A ``Spec`` names a model and its hyper-parameters;
 ``fit(spec, training, queries)`` fits it on the rows of ``queries`` only, and
 ``scores(model, training, queries)`` scores the rows of ``queries`` (every visible row by
@@ -17,7 +17,7 @@ default).
   group per query, fixed settings (``LAMBDAMART``: 200 trees, 15 leaves, learning rate 0.05,
   at least 10 rows a leaf, one thread, ``deterministic``, seeded) over every feature.
 - ``moe``: a ridge regression (``alpha``) per grid point from the standardised query features
-  to the query's nDCG@k under that point (``retrieval.learned_model.MoEModel``).
+  to the query's nDCG@k under that point (``retrieval.fusion.learned.model.MoEModel``).
 - ``correction`` (asked for by name, not in ``auto``): LambdaMART (``LAMBDAMART`` with
   ``CORRECTION``'s fewer trees) boosted on top of the default pipeline: LightGBM's
   ``init_score`` (the base margin) is ``scale`` × the default's min-max score (the
@@ -38,7 +38,7 @@ import numpy as np
 
 from eval.metrics.measure import Judged, fused_values
 from retrieval.candidates import Candidates
-from retrieval.features import (
+from retrieval.fusion.learned.features import (
     QUERY_FEATURES,
     feature_matrix,
     feature_names,
@@ -47,8 +47,8 @@ from retrieval.features import (
 )
 from retrieval.fusion import Scored
 from retrieval.fusion.learned import FeatureWeight, standardised_sum
-from retrieval.learned_model import MoEModel, TreeModel, moe_parts, moe_point_scores
-from retrieval.pipeline import Fused, PipelineConfig, all_hybrid
+from retrieval.fusion.learned.model import MoEModel, TreeModel, moe_parts, moe_point_scores
+from retrieval.pipeline import Fused, PipelineConfig, all_hybrid, fixed_pipeline_features
 
 MODELS = ("linear", "lambdamart", "moe", "correction")
 CORRECTION_SCALE = (1.0, 4.0)  # the base margin: this × the default's min-max score
@@ -132,7 +132,7 @@ class Training:
 
     def __post_init__(self):
         self.visible = self.c.visible(self.config.path_depth)
-        self.x = feature_matrix(self.c, self.visible, self.config.path_depth)
+        self.x = feature_matrix(self.c, self.visible, self.config.path_depth, fixed_pipeline_features(self.c))
         self.names = feature_names(self.c)
 
     @property

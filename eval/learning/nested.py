@@ -7,7 +7,7 @@ The learning procedure on a set of queries T — the inner search of the nested-
    (``eval.learning.fit.specs``: the ``--model`` and its hyper-parameters; ``auto``: the linear
    models, LambdaMART and the MoEs) is fitted on each inner training part and scored on the
    inner held-out part. The simplest candidate is the default pipeline alone (nothing fitted);
-   the features include every fixed pipeline's score and rank (``retrieval.features``), so a
+   the features include every fixed pipeline's score and rank (``retrieval.fusion.learned.features``), so a
    model can reproduce it and learn a correction on top of it;
 2. **guard** (``guard_rule="strict"``): the candidates are taken in order of their pooled inner
    held-out mean (the first in ``specs`` order on a tie); the first one whose per-query inner
@@ -81,9 +81,9 @@ from eval.search.nested import (SINGLE_PATHS, Choice, NestedResult, Plan, compar
 from eval.search.sweep import group_count, group_labels, make_folds
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
-from retrieval.features import FIXED_PIPELINES, feature_set_id
+from retrieval.fusion.learned.features import FIXED_PIPELINES, feature_set_id
 from retrieval.fusion.learned import LearnedParams, feature_weights
-from retrieval.learned_model import MoEModel, TreeModel
+from retrieval.fusion.learned.model import MoEModel, TreeModel
 from retrieval.pipeline import PipelineConfig, fuse, get_pipeline, run_pipeline, to_dict
 from retrieval.ranking import rank_rows
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from eval.stores.configs import learned_root
 from eval.stores.files import locked
 from retrieval.files import atomic_write_text
-from retrieval.learned_model import model_to_json, save_model
+from retrieval.fusion.learned.model import model_to_json, save_model
 from retrieval.pipeline import PipelineConfig, get_pipeline
 
 if TYPE_CHECKING:  # a store keeps what a layer above made; it never calls that layer

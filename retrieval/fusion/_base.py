@@ -65,7 +65,9 @@ class Fusion:
     ``variants`` further parameter sets the shared conformance suite runs;
     ``profile_names(c, params, routes)`` names the profile applied per query, where that applies;
     ``routed``: ``score`` and ``profile_names`` also take ``routes``, the learned router's profile
-    per query (``retrieval.pipeline.fuse``'s argument; None: the rules route)."""
+    per query (``retrieval.pipeline.fuse``'s argument; None: the rules route); ``nested``:
+    ``score`` also takes ``fixed``, the fixed pipelines' columns
+    (``retrieval.pipeline.fixed_pipeline_features``), which the pipeline computes for it."""
 
     name: str
     params: type[Params]
@@ -76,6 +78,7 @@ class Fusion:
     variants: tuple[Params, ...] = ()
     profile_names: Callable[..., tuple[str, ...]] | None = None
     routed: bool = False
+    nested: bool = False
 
     @property
     def route(self) -> str:

@@ -16,8 +16,10 @@ import numpy as np
 
 from retrieval.candidates import Candidates
 from retrieval.fusion import FUSIONS, Scored
-from retrieval.fusion._base import recency_decay
+from retrieval.fusion.learned.features import FIXED_FEATURES, FIXED_PIPELINES
+from retrieval.fusion._base import recency_decay, segment_max, segment_min
 from retrieval.pipeline.config import PipelineConfig
+from retrieval.pipeline.presets import PIPELINES
 from retrieval.ranking import Ranking, rank_rows
 
 ROUTES = ("fast", "timeline", "hybrid")
@@ -75,7 +77,8 @@ def fuse(c: Candidates, config: PipelineConfig, routes: tuple[str, ...] | None =
     fusion = FUSIONS[config.fusion]
     # every query hybrid (the usual case): the table's own visible mask, no copy
     scored = fusion.score(c, visible & hybrid_rows if routed else visible, config.path_depth, config.params,
-                          **({"routes": routes} if fusion.routed else {}))
+                          **({"routes": routes} if fusion.routed else {}),
+                          **({"fixed": fixed_pipeline_features(c)} if fusion.nested else {}))
     score = scored.score
     max_results, budget, keep = config.max_results, config.token_budget, None
     if routed:
@@ -111,6 +114,32 @@ def fuse(c: Candidates, config: PipelineConfig, routes: tuple[str, ...] | None =
         scored = Scored(score, scored.components, scored.multipliers)
     return Fused(config, c, scored, route, max_results, config.min_score, budget, keep,
                  None if routed else config.path_depth, routes)
+
+
+def fixed_pipeline_features(c: Candidates) -> np.ndarray:
+    """(rows, ``retrieval.fusion.learned.features.FIXED_FEATURES``): each fixed pipeline's per-query min-max
+    score and reciprocal rank (``fuse`` at the pipeline's preset; ranked by (−score, doc id) as
+    ``rank_rows`` ranks), once per table: the columns a nested fusion (the learned one) is given."""
+
+    def build():
+        widest = int(np.diff(c.offsets).max(initial=1)) or 1
+        scores, rranks = [], []
+        for name in FIXED_PIPELINES:
+            score = np.asarray(fuse(c, PIPELINES[name]).scored.score, dtype=np.float64)
+            finite = np.isfinite(score)
+            lo = segment_min(c, score, finite)
+            hi = segment_max(c, score, finite)
+            span = hi - lo
+            scores.append(
+                np.where(finite, np.where(span > 0, (score - lo) / np.where(span > 0, span, 1.0), 1.0), 0.0)
+            )
+            ranking = rank_rows(c, score, widest)
+            rrank = np.zeros(c.n_rows)
+            rrank[ranking.rows] = 1.0 / (1.0 + ranking.rank)
+            rranks.append(rrank)
+        return np.column_stack(scores + rranks) if c.n_rows else np.zeros((0, len(FIXED_FEATURES)))
+
+    return c.derived(("fixed pipeline features",), build)
 
 
 def run_pipeline(c: Candidates, config: PipelineConfig, routes: tuple[str, ...] | None = None) -> PipelineRun:

@@ -195,8 +195,8 @@ def _damages(text: str) -> dict[str, str]:
 
 LOAD_EACH = """
 import json, sys
-import retrieval.pipeline  # the fusion package first (retrieval.features imports it)
-from retrieval.learned_model import load_model
+import retrieval.pipeline  # the fusion package first (retrieval.fusion.learned.features imports it)
+from retrieval.fusion.learned.model import load_model
 for path in sys.argv[1:]:
     try:
         load_model(path)
@@ -207,8 +207,8 @@ for path in sys.argv[1:]:
 
 
 def test_every_damaged_model_file_is_one_clear_refusal(tmp_path):
-    from retrieval.features import feature_set_id
-    from retrieval.learned_model import TreeModel, model_to_json, save_model
+    from retrieval.fusion.learned.features import feature_set_id
+    from retrieval.fusion.learned.model import TreeModel, model_to_json, save_model
 
     names = ("dense_sim", "bm25_score", "confidence", "vitality")
     text = _booster_text()
@@ -238,9 +238,9 @@ def test_every_damaged_model_file_is_one_clear_refusal(tmp_path):
 FUZZ = """
 import json, random, sys
 import numpy as np
-import retrieval.pipeline  # the fusion package first (retrieval.features imports it)
-from retrieval.features import feature_set_id
-from retrieval.learned_model import TreeModel, model_from_json, model_to_json
+import retrieval.pipeline  # the fusion package first (retrieval.fusion.learned.features imports it)
+from retrieval.fusion.learned.features import feature_set_id
+from retrieval.fusion.learned.model import TreeModel, model_from_json, model_to_json
 text, rounds = open(sys.argv[1]).read(), int(sys.argv[2])
 names = ("dense_sim", "bm25_score", "confidence", "vitality")
 rng = random.Random(35)
@@ -278,8 +278,8 @@ def test_random_edits_of_a_model_are_refused_or_load_never_anything_else(tmp_pat
 
 
 def test_rwb_eval_with_a_damaged_model_file_exits_2_with_one_line(tmp_path, rwb_home):
-    from retrieval.features import feature_set_id
-    from retrieval.learned_model import TreeModel, model_to_json
+    from retrieval.fusion.learned.features import feature_set_id
+    from retrieval.fusion.learned.model import TreeModel, model_to_json
 
     names = ("dense_sim", "bm25_score", "confidence", "vitality")
     text = _booster_text()
@@ -402,8 +402,8 @@ def test_an_absolute_model_file_in_a_toml_is_refused_the_same_whether_it_exists(
 
 
 def test_a_model_the_workbench_keeps_is_still_read_by_its_absolute_path(tmp_path, monkeypatch):
-    from retrieval.features import feature_set_id
-    from retrieval.learned_model import TreeModel, save_model
+    from retrieval.fusion.learned.features import feature_set_id
+    from retrieval.fusion.learned.model import TreeModel, save_model
     from retrieval.pipeline import get_pipeline
 
     monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))

@@ -2,7 +2,7 @@
 its features.
 
 ``model = "linear"``:  ``score(d) = Σ_f w_f · (x_f(d) − mean_f) / scale_f`` over the named
-features of ``retrieval.features`` (per-path scores, ranks and per-query normalisations,
+features of ``retrieval.fusion.learned.features`` (per-path scores, ranks and per-query normalisations,
 found-by-both, time, memory metadata and type, query features); the weights are knobs
 (``learned.weights.<feature>.weight``), written inline in the TOML, so a user can learn them
 and then move them by hand.
@@ -10,11 +10,11 @@ and then move them by hand.
 2010, "From RankNet to LambdaRank to LambdaMART") over the same features, stored in ``file``.
 ``model = "moe"``: seed 001 §6 "可学习的 MoE": a model from query features to the profile's
 weights per query, ``S = (w_dense·S_dense + w_sparse·S_sparse + w_time·S_time) × F_conf × F_vit``
-with the penalty strength also predicted (``retrieval.learned_model.MoEModel``), stored in ``file``.
+with the penalty strength also predicted (``retrieval.fusion.learned.model.MoEModel``), stored in ``file``.
 
 ``file`` is relative to the folder of the TOML that names it (``rwb learn`` writes it there) and
 may not leave it. ``feature_set`` is the fingerprint of the feature set the model was trained on
-(``retrieval.features.feature_set_id``): a candidate table whose features differ is refused with
+(``retrieval.fusion.learned.features.feature_set_id``): a candidate table whose features differ is refused with
 a ``ValueError``, never scored. The defaults (no file, no fingerprint) are an untrained linear
 model, ``minmax(cos) + minmax(BM25)`` (CombSUM), so the fusion is usable before any learning.
 Source: seed 001 §6 (trainable MoE); Liu 2009, "Learning to Rank for Information Retrieval"
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.candidates import Candidates
-from retrieval import features as feats  # a module: retrieval.features imports this package
+from retrieval.fusion.learned import features as feats
 from retrieval.fusion._base import Fusion, LazyComponents, Scored, unseen
-from retrieval.learned_model import (
+from retrieval.fusion.learned.model import (
     KINDS,
     MoEModel,
     TreeModel,
@@ -172,9 +172,11 @@ def linear_scores(
     visible: np.ndarray,
     depth: int,
     weights: tuple[FeatureWeight, ...],
+    fixed: np.ndarray,
     feature_set: str = "",
 ) -> Scored:
-    """``Σ w·(x − mean)/scale`` on the visible rows (−inf elsewhere); a component per feature."""
+    """``Σ w·(x − mean)/scale`` on the visible rows (−inf elsewhere); a component per feature.
+    ``fixed``: as ``retrieval.fusion.learned.features.feature_matrix``'s."""
     names = check_feature_set(c, tuple(w.name for w in weights), feature_set, "the linear model")
     at = {name: j for j, name in enumerate(names)}
     unknown = [w.name for w in weights if w.name not in at]
@@ -183,7 +185,7 @@ def linear_scores(
             f"the linear model weights feature(s) {unknown} this candidate table does not have; "
             f"features: {', '.join(names)}"
         )
-    x = feats.feature_matrix(c, visible, depth)
+    x = feats.feature_matrix(c, visible, depth, fixed)
     cols = np.array([at[w.name] for w in weights], dtype=np.int64)
     score = np.where(visible, standardised_sum(x, cols, weights), -np.inf)
     return Scored(
@@ -197,9 +199,10 @@ def linear_scores(
 
 
 def model_scores(
-    c: Candidates, visible: np.ndarray, depth: int, model: TreeModel | MoEModel
+    c: Candidates, visible: np.ndarray, depth: int, model: TreeModel | MoEModel, fixed: np.ndarray
 ) -> Scored:
-    """A stored model's scores on the visible rows (−inf elsewhere)."""
+    """A stored model's scores on the visible rows (−inf elsewhere); ``fixed``: as
+    ``retrieval.fusion.learned.features.feature_matrix``'s (a MoE model does not read them)."""
     names = check_feature_set(c, model.feature_names, model.feature_set, f"the {model.kind} model")
     if tuple(names) != model.feature_names:
         raise ValueError(f"the {model.kind} model's features differ from this table's")
@@ -207,7 +210,7 @@ def model_scores(
     if isinstance(model, TreeModel):
         rows = np.flatnonzero(visible)
         if len(rows):
-            score[rows] = model.predict(feats.feature_matrix(c, visible, depth)[rows])
+            score[rows] = model.predict(feats.feature_matrix(c, visible, depth, fixed)[rows])
         return Scored(score, {"model": np.where(visible, score, 0.0)})
     parts = moe_parts(c, visible, depth, model.weights(c, depth))
     total = parts["dense"] + parts["sparse"] + parts["time"]
@@ -220,12 +223,14 @@ def model_scores(
 
 
 def learned(
-    c: Candidates, visible: np.ndarray, depth: int, params: LearnedParams = LearnedParams()
+    c: Candidates, visible: np.ndarray, depth: int, params: LearnedParams = LearnedParams(), *,
+    fixed: np.ndarray,
 ) -> Scored:
-    """The learned model's score of every visible row."""
+    """The learned model's score of every visible row; ``fixed``: the fixed pipelines' columns
+    (``retrieval.pipeline.fixed_pipeline_features``), which the pipeline passes in."""
     if params.model == "linear":
-        return linear_scores(c, visible, depth, params.weights, params.feature_set)
-    return model_scores(c, visible, depth, params.stored_model())
+        return linear_scores(c, visible, depth, params.weights, fixed, params.feature_set)
+    return model_scores(c, visible, depth, params.stored_model(), fixed)
 
 
 FUSION = Fusion(
@@ -235,6 +240,7 @@ FUSION = Fusion(
     "a model fitted to the judgments (rwb learn): linear, LambdaMART or seed 001's MoE",
     "seed 001 §6; Liu 2009; Burges 2010; LightGBM",
     variants=(LearnedParams(weights=(FeatureWeight("rrf", 1.0), FeatureWeight("both", 0.5))),),
+    nested=True,
 )
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The learned fusion's inputs: a feature matrix over a candidate table, and per-query features.
 
-``feature_matrix(c, visible, depth)`` gives one row per candidate row and one column per name
-in ``feature_names(c)``, computed from the table alone (nothing fitted), so the same pool gives
+``feature_matrix(c, visible, depth, fixed)`` gives one row per candidate row and one column per
+name in ``feature_names(c)``, computed from the table alone (nothing fitted), so the same pool gives
 the same matrix at training time (``eval.learning``) and at scoring time
 (``retrieval.fusion.learned``). A path's signals count only where that path returned the
 document within ``depth``; per-query normalisations are taken over those hits (``normalise``
@@ -26,7 +26,8 @@ in ``retrieval.fusion._base``, the score fusions' own). Columns, in order:
   ``fixed:<name>`` (the pipeline's own score, min-max per query over the rows it scores, 0 on
   the others) and ``fixed_rrank:<name>`` (1/(1 + its rank) in that pipeline's own ranking, 0
   where it does not rank the row), so a model can reproduce a fixed pipeline and learn a
-  correction on top of it;
+  correction on top of it — computed by the pipeline (``retrieval.pipeline.fixed_pipeline_features``)
+  and passed in, since a fusion cannot run the pipeline that runs it;
 - ``type:<memory_type>``: one-hot of the memory's type, one column per type of the dataset
   (sorted; none when the table carries no types, as a hand-built one);
 - query features, equal on every row of a query (``query_features``): the rule router's
@@ -48,7 +49,7 @@ import hashlib
 import numpy as np
 
 from retrieval.candidates import Candidates
-from retrieval.fusion._base import in_path, normalise, recency_decay, segment_max, segment_min
+from retrieval.fusion._base import in_path, normalise, recency_decay, segment_max
 from retrieval.learned_router import FEATURES as QUERY_TEXT_FEATURES
 from retrieval.learned_router import simple_features
 
@@ -141,38 +142,11 @@ def query_features(c: Candidates, depth: int) -> np.ndarray:
     return c.derived(("learned query features", depth), build)
 
 
-def fixed_pipeline_features(c: Candidates) -> np.ndarray:
-    """(rows, ``FIXED_FEATURES``): each fixed pipeline's per-query min-max score and reciprocal
-    rank (``retrieval.pipeline.fuse`` at the pipeline's preset; ranked by (−score, doc id) as
-    ``retrieval.ranking.rank_rows`` ranks), once per table."""
-
-    def build():
-        from retrieval.pipeline import fuse, get_pipeline  # the pipeline imports this module
-        from retrieval.ranking import rank_rows
-
-        widest = int(np.diff(c.offsets).max(initial=1)) or 1
-        scores, rranks = [], []
-        for name in FIXED_PIPELINES:
-            score = np.asarray(fuse(c, get_pipeline(name)).scored.score, dtype=np.float64)
-            finite = np.isfinite(score)
-            lo = segment_min(c, score, finite)
-            hi = segment_max(c, score, finite)
-            span = hi - lo
-            scores.append(
-                np.where(finite, np.where(span > 0, (score - lo) / np.where(span > 0, span, 1.0), 1.0), 0.0)
-            )
-            ranking = rank_rows(c, score, widest)
-            rrank = np.zeros(c.n_rows)
-            rrank[ranking.rows] = 1.0 / (1.0 + ranking.rank)
-            rranks.append(rrank)
-        return np.column_stack(scores + rranks) if c.n_rows else np.zeros((0, len(FIXED_FEATURES)))
-
-    return c.derived(("fixed pipeline features",), build)
-
-
-def feature_matrix(c: Candidates, visible: np.ndarray, depth: int) -> np.ndarray:
+def feature_matrix(c: Candidates, visible: np.ndarray, depth: int, fixed: np.ndarray) -> np.ndarray:
     """(rows, ``feature_names(c)``) float64; see the module docstring. Rows outside ``visible``
-    are computed too (a model scores only the visible ones)."""
+    are computed too (a model scores only the visible ones). ``fixed``: the (rows,
+    ``FIXED_FEATURES``) columns, ``retrieval.pipeline.fixed_pipeline_features(c)`` — given, not
+    computed here, as the pipeline that runs a learned fusion computes them."""
     q = c.query_idx
     dense_hit = visible & in_path(c.dense_rank, depth)
     bm25_hit = visible & in_path(c.bm25_rank, depth)
@@ -238,7 +212,7 @@ def feature_matrix(c: Candidates, visible: np.ndarray, depth: int) -> np.ndarray
     out = np.empty((c.n_rows, head + len(types) + len(QUERY_FEATURES)))
     for j, column in enumerate(columns):
         out[:, j] = column
-    out[:, len(ROW_FEATURES) : head] = fixed_pipeline_features(c)
+    out[:, len(ROW_FEATURES) : head] = fixed
     if types:
         doc_type = np.asarray(c.doc_types, dtype=object)[c.doc_idx]
         for j, name in enumerate(types):

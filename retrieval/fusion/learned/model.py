@@ -1,5 +1,5 @@
 """Learned fusion models at scoring time: plain data applied to a candidate table's features
-(``retrieval.features``); ``eval.learning`` fits them.
+(``retrieval.fusion.learned.features``); ``eval.learning`` fits them.
 
 Three kinds:
 
@@ -14,7 +14,7 @@ Three kinds:
 - ``MoEModel``: seed 001 §6's "trainable MoE" — a model from query features to the adaptive
   profile's weights. For each query it predicts the value of every point of a grid of
   ``(w_dense, w_sparse, w_time, strength)`` (a ridge regression per point, one shared input:
-  the standardised ``retrieval.features.QUERY_FEATURES``) and applies the point with the highest
+  the standardised ``retrieval.fusion.learned.features.QUERY_FEATURES``) and applies the point with the highest
   predicted value (the first on a tie): ``S = (w_dense·S_dense + w_sparse·S_sparse +
   w_time·S_time) × F_conf(C) × F_vit(V)``, the ``S`` of ``retrieval.fusion.adaptive.signals``
   (half-life 30 days), and each factor ``F = 1 + strength · (F_strong − 1)`` with ``F_strong``
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.candidates import Candidates
-from retrieval import features as feats  # a module: retrieval.features imports the fusion package
+import retrieval.fusion.learned.features as feats
 from retrieval.files import atomic_write_text, resolve_inside
 from retrieval.limits import clip
 from retrieval.fusion.adaptive import quality_multiplier, signals
@@ -55,7 +55,7 @@ MOE_HALF_LIFE = 30.0
 def check_feature_set(
     c: Candidates, names: tuple[str, ...], recorded: str, what: str
 ) -> tuple[str, ...]:
-    """The table's feature names when ``recorded`` (a ``retrieval.features.feature_set_id``)
+    """The table's feature names when ``recorded`` (a ``retrieval.fusion.learned.features.feature_set_id``)
     is theirs; else a
     ``ValueError`` saying what differs. An empty ``recorded`` checks nothing."""
     have = feats.feature_names(c)

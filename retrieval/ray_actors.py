@@ -1,0 +1,91 @@
+"""Pure tasks on a fixed set of Ray actors: what ``retrieval.ray_index`` (encoding) and
+``retrieval.ray_pool`` (retrieval) share.
+
+Actors take one CPU each, are restarted when their process dies (``MAX_RESTARTS``) and retry
+their tasks (``max_task_retries=-1``), so a task must be pure: a retried one gives the same
+result. Tasks go out in order, ``IN_FLIGHT`` queued on each actor (the next waits there while
+one runs); results are handed back by task number as they come.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable
+
+MAX_RESTARTS = 3
+"""Restarts of one worker before its death is an error."""
+IN_FLIGHT = 2
+"""Tasks queued on each worker at once."""
+
+
+def start_actors(cls: type, args: tuple, workers: int | None) -> list:
+    """``workers`` (default: the cluster's CPUs) actors of ``cls(*args)``, one CPU each; Ray
+    is started with its defaults when it is not running."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False)
+    cpus = int(ray.cluster_resources().get("CPU", 0))
+    workers = workers or max(1, cpus)
+    if workers > cpus:  # an actor of one CPU more than the cluster has would wait forever
+        raise ValueError(f"--workers {workers} exceeds the Ray cluster's {cpus} CPUs")
+    remote = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)(cls)
+    return [remote.remote(*args) for _ in range(workers)]
+
+
+def run_tasks(actors: list, n_tasks: int, submit: Callable[[object, int], object],
+              on_result: Callable[[int, object], None], what: str) -> None:
+    """Run tasks ``0 … n_tasks-1``: ``submit(actor, i)`` sends task ``i`` to ``actor`` and
+    returns its object ref; ``on_result(i, value)`` gets each result. An interrupt or an error
+    cancels the tasks still queued. ``what`` names the workers in errors."""
+    import ray
+
+    queue, pending = deque(range(n_tasks)), {}
+
+    def send(actor) -> None:
+        i = queue.popleft()
+        pending[submit(actor, i)] = (i, actor)
+
+    try:
+        for actor in actors:
+            for _ in range(IN_FLIGHT):
+                if queue:
+                    send(actor)
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                i, actor = pending.pop(ref)
+                on_result(i, get(ref, what))
+                if queue:
+                    send(actor)
+    except BaseException:
+        for ref in pending:  # an interrupted run: its queued tasks are dropped
+            try:
+                ray.cancel(ref)
+            except Exception:  # already finished, or its worker gone: nothing to drop
+                pass
+        raise
+
+
+def get(ref, what: str):
+    """``ray.get``; a task's own exception is raised as itself, a worker dead past its
+    restarts as a RuntimeError naming ``what``."""
+    import ray
+
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as error:
+        cause = getattr(error, "cause", None)
+        raise (cause if isinstance(cause, Exception) else RuntimeError(str(error).splitlines()[0])) from None
+    except ray.exceptions.RayActorError as error:
+        raise RuntimeError(f"a Ray {what} worker died and could not be restarted (up to {MAX_RESTARTS} "
+                           f"restarts): {str(error).splitlines()[0][:200]}") from None
+
+
+def stop_actors(actors: list) -> None:
+    """Kill ``actors`` (not restarted)."""
+    import ray
+
+    if ray.is_initialized():
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
