@@ -28,6 +28,9 @@ chromium:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver fonts-wqy-zenhei >/dev/null; }
 
 test: setup chromium
+	@# bytecode of our own modules once: with PYTHONDONTWRITEBYTECODE set, every rwb, Streamlit
+	@# and Ray process the tests start would otherwise compile them again
+	$(PY) -m compileall -q retrieval eval pages bench app.py > /dev/null
 	$(PY) -m pytest -n 2 --dist loadfile   # pytest-xdist: the test files shared by 2 workers
 
 bench: setup

@@ -5,12 +5,18 @@ Actors take one CPU each, are restarted when their process dies (``MAX_RESTARTS`
 their tasks (``max_task_retries=-1``), so a task must be pure: a retried one gives the same
 result. Tasks go out in order, ``IN_FLIGHT`` queued on each actor (the next waits there while
 one runs); results are handed back by task number as they come.
+
+A set of actors kept between its calls (the encoders: the documents, then the pool's queries)
+registers as idle (``idle``); ``start_actors`` stops every idle set before it asks Ray for new
+actors, so one stage's workers never wait for CPUs that another stage's idle workers hold.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from typing import Callable
+
+_IDLE: dict[int, Callable[[], None]] = {}
 
 MAX_RESTARTS = 3
 """Restarts of one worker before its death is an error."""
@@ -23,6 +29,8 @@ def start_actors(cls: type, args: tuple, workers: int | None) -> list:
     is started with its defaults when it is not running."""
     import ray
 
+    for stop in list(_IDLE.values()):  # their CPUs for these
+        stop()
     if not ray.is_initialized():
         ray.init(include_dashboard=False)
     cpus = int(ray.cluster_resources().get("CPU", 0))
@@ -31,6 +39,15 @@ def start_actors(cls: type, args: tuple, workers: int | None) -> list:
         raise ValueError(f"--workers {workers} exceeds the Ray cluster's {cpus} CPUs")
     remote = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)(cls)
     return [remote.remote(*args) for _ in range(workers)]
+
+
+def idle(owner: object, stop: Callable[[], None] | None) -> None:
+    """Register ``owner``'s actors as idle, stopped by ``stop`` when another set starts
+    (``None``: busy again, or stopped)."""
+    if stop is None:
+        _IDLE.pop(id(owner), None)
+    else:
+        _IDLE[id(owner)] = stop
 
 
 def run_tasks(actors: list, n_tasks: int, submit: Callable[[object, int], object],

@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from retrieval.embedders import BATCH_SIZE, Embedder, Progress, encode_order, load_embedder
-from retrieval.ray_actors import run_tasks, start_actors, stop_actors
+from retrieval.ray_actors import idle, run_tasks, start_actors, stop_actors
 
 MAX_TASK_TEXTS = 16 * BATCH_SIZE
 TASKS_PER_WORKER = 4
@@ -91,10 +91,11 @@ class _EncodeWorker:
 
 class RayEncoder:
     """``encode`` of ``model`` (registered as ``name``) on ``workers`` Ray actors, vectors equal
-    to ``model.encode``'s bit for bit (see the module docstring). Each ``encode`` starts its
-    actors and stops them when it returns, so their CPUs are free for the next stage (the
-    pool's retrieval workers); after ``close`` it encodes here, with the model itself (a
-    handle kept past its block still works)."""
+    to ``model.encode``'s bit for bit (see the module docstring). Actors start at the first
+    encode and wait between encodes as idle (``retrieval.ray_actors.idle``: stopped when another
+    stage, the pool's retrieval workers, asks for CPUs; the next encode starts them again);
+    they stop at ``close``, after which it encodes here, with the model itself (a handle kept
+    past its block still works)."""
 
     def __init__(self, model: Embedder, name: str, workers: int | None = None, batch_size: int | None = None,
                  on_start: Callable[[str], None] | None = None):
@@ -138,16 +139,23 @@ class RayEncoder:
             if progress:
                 progress(done, len(texts))
 
+        idle(self, None)
         try:
             run_tasks(self.actors, len(tasks), lambda actor, i: actor.encode.remote([texts[j] for j in tasks[i]]),
                       on_result, "encoding")
-        finally:  # the workers' CPUs are free for what comes next (the pool's retrieval workers)
-            stop_actors(self.actors)
-            self.actors = []
+        finally:  # kept for the next encode, unless another stage's workers need the CPUs
+            idle(self, self.stop)
         self.encoded += len(texts)
         return out
 
+    def stop(self) -> None:
+        """Stop the workers (the next ``encode`` starts new ones)."""
+        idle(self, None)
+        stop_actors(self.actors)
+        self.actors = []
+
     def close(self) -> None:
+        self.stop()
         self.closed = True
 
 
@@ -155,9 +163,9 @@ class RayEncoder:
 def ray_encoding(workers: int | None = None, batch_size: int | None = None,
                  on_start: Callable[[str], None] | None = None):
     """Inside this block, indexes built in this thread encode on Ray (``RayEncoder``); yields the
-    list of encoders made (one per model), which encode here once the block ends. Ray must be
+    list of encoders made (one per model), whose workers stop when the block ends. Ray must be
     started (``ray.init``), or it starts a local cluster with Ray's defaults. Every index opened
-    in the block with the same model shares one encoder."""
+    in the block with the same model shares one encoder and its workers."""
     from retrieval.index import encoding_with  # here: a worker imports this module, and needs only the model
 
     check_batch_size(batch_size)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.pipeline import PIPELINES
-from tests.conftest import ROOT, TINY
+from tests.conftest import ROOT, TINY, rwb_here
 
 RWB = Path(sys.executable).with_name("rwb")
 REQUIRED = ["vector", "bm25", "rrf", "seed-salience", "seed-adaptive", "openclaw", "vector-threshold", "lingxi"]
@@ -68,7 +68,7 @@ def _tokens(text):
     (["nope"], "rwb: error: argument COMMAND: invalid choice: 'nope'"),
 ])
 def test_bad_input_exits_with_a_one_line_reason(tmp_path, args, reason):
-    done = rwb(*args, home=tmp_path / "home")
+    done = rwb_here(tmp_path / "home", *args)
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
@@ -80,19 +80,19 @@ def test_invalid_dataset_lists_its_problems(tmp_path):
     root = tmp_path / "broken"
     root.mkdir()
     (root / "corpus.jsonl").write_text('{"_id": "a", "text": "ok"}\n{"_id": "b"}\n', "utf-8")
-    done = rwb("search", str(root), "x", home=tmp_path / "home")
+    done = rwb_here(tmp_path / "home", "search", str(root), "x")
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0] == "rwb: error: invalid dataset: corpus.jsonl:2: text: missing or empty"
 
 
 def test_pipelines_lists_the_named_pipelines(tmp_path):
-    done = rwb("pipelines", home=tmp_path / "home")
+    done = rwb_here(tmp_path / "home", "pipelines")
     assert done.returncode == 0
     pipelines_part = done.stdout.split("\n\n")[0]   # then a blank line and the fusion methods
     listed = [line.split()[0] for line in pipelines_part.splitlines() if line and not line[0].isspace()]
     assert set(REQUIRED) <= set(listed)
     assert listed == list(PIPELINES)
-    as_json = json.loads(rwb("pipelines", "--json", home=tmp_path / "home").stdout)
+    as_json = json.loads(rwb_here(tmp_path / "home", "pipelines", "--json").stdout)
     assert as_json["openclaw"]["min_score"] == 0.35 and as_json["openclaw"]["max_results"] == 6
 
 
@@ -155,7 +155,7 @@ def test_search_text_output(tiny_index, capsys):
 def test_validate_is_the_loader(tmp_path):
     """``rwb validate`` accepts what the loader accepts (a naive timestamp is UTC, qrels may be
     space-separated) and lists every problem the loader finds, one per line."""
-    ok = rwb("validate", str(TINY), home=tmp_path / "home")
+    ok = rwb_here(tmp_path / "home", "validate", str(TINY))
     assert ok.returncode == 0 and ok.stderr == ""
     assert ok.stdout.startswith("tiny: OK — 10 documents, 4 queries (4 judged)")
     root = tmp_path / "lenient"
@@ -163,16 +163,16 @@ def test_validate_is_the_loader(tmp_path):
     (root / "corpus.jsonl").write_text('{"_id": "a", "text": "alpha", "created_at": "2026-01-02T03:04:05"}\n', "utf-8")
     (root / "queries.jsonl").write_text('{"_id": "q", "text": "alpha?"}\n', "utf-8")
     (root / "qrels.tsv").write_text("query-id corpus-id score\nq a 3\n", "utf-8")
-    done = rwb("validate", str(root), home=tmp_path / "home")
+    done = rwb_here(tmp_path / "home", "validate", str(root))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "reference time 2026-01-02T03:04:05+00:00" in done.stdout
     (root / "corpus.jsonl").write_text('{"_id": "a", "text": "alpha", "confidence": 2}\n{"_id": "b"}\n', "utf-8")
-    bad = rwb("validate", str(root), home=tmp_path / "home")
+    bad = rwb_here(tmp_path / "home", "validate", str(root))
     assert bad.returncode == 2
     assert bad.stdout.splitlines() == ["corpus.jsonl:1: confidence: 2 is out of range (must be in [0.0, 1.0])",
                                        "corpus.jsonl:2: text: missing or empty"]
     assert bad.stderr == f"rwb: error: {root}: 2 problems\n"
-    other = rwb("search", str(root), "x", home=tmp_path / "home")   # every other command: one line
+    other = rwb_here(tmp_path / "home", "search", str(root), "x")   # every other command: one line
     assert other.stderr.splitlines() == [
         "rwb: error: invalid dataset: corpus.jsonl:1: confidence: 2 is out of range (must be in [0.0, 1.0]) "
         "(and 1 more; `rwb validate` lists them all)"]

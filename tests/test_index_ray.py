@@ -2,7 +2,7 @@
 here) give the local index bit for bit — vectors (as bytes), BM25 scores, the candidate table
 (its queries retrieved in shards on Ray) and the metrics of rrf — on devmem, with a worker killed mid-run (restarted, its tasks
 retried); an interrupted run leaves the published index as it was, and the rerun gives the
-local vectors of a small synthetic store; a 20,000-document store (1,500 distinct texts)
+local vectors of a small synthetic store; a 20,000-document store (640 distinct texts)
 gives the local index and pool. Each build has its own RWB_HOME (or its cache removed), so
 the Ray build really encodes. Throughput at 10k… is measured in ``bench/index_scaling.py``
 (MiniLM encodes ~70 texts/s on 2 cores). Skipped when Ray is not installed."""
@@ -164,21 +164,21 @@ def test_a_worker_killed_mid_run_was_restarted_and_its_tasks_retried(devmem_buil
 def test_a_20k_document_store_on_ray_is_the_local_index_and_pool_bit_for_bit(cluster, tmp_path):
     """20,000 memories built here and on Ray (encoded in tasks of 128 texts, the 8 queries'
     candidates retrieved in 4 shards): vectors, BM25, the pool over 20,000 documents and rrf's
-    metrics equal byte for byte. The memories repeat 1,500 distinct texts, so the encoder —
-    bit-exact in its batches on devmem above — encodes 1,500 texts, not 20,000 (MiniLM: ~70
-    texts/s here); the rest of the build (BM25, the LanceDB table, vectors.npy, checksums, the
+    metrics equal byte for byte. The memories repeat 640 distinct texts, so the encoder —
+    bit-exact in its batches on devmem above — encodes at most 640 texts, not 20,000 (MiniLM:
+    ~70 texts/s here); the rest of the build (BM25, the LanceDB table, vectors.npy, checksums, the
     pool's retrieval and features) runs at the full 20,000. A run with 18,173 distinct texts is
     recorded in BENCHMARKS.md ("Indexing at scale")."""
     from retrieval.ray_index import ray_encoding
     from retrieval.ray_pool import ray_retrieval
 
-    dataset = load_dataset(_synthetic(tmp_path / "synthetic", 20_000, distinct=1_500))
+    dataset = load_dataset(_synthetic(tmp_path / "synthetic", 20_000, distinct=640))
     local = _build(dataset, tmp_path / "local")
     local_pool = _pool(dataset, tmp_path / "local")
     with ray_encoding(1, batch_size=128) as encoders, ray_retrieval(1, shard=2) as retriever:
         remote = _build(dataset, tmp_path / "ray")
         remote_pool = _pool(dataset, tmp_path / "ray")
-    assert len(remote.doc_ids) == 20_000 and remote.embedder.encoded == local.embedder.encoded <= 1_500
+    assert len(remote.doc_ids) == 20_000 and remote.embedder.encoded == local.embedder.encoded <= 640
     new_queries = {q.text for q in dataset.queries} - {index_text(d) for d in dataset.documents}
     assert encoders[0].encoded == remote.embedder.encoded + len(new_queries)  # all of it on Ray
     assert (retriever.retrieved, retriever.shards) == (8, 4)
@@ -246,23 +246,28 @@ def test_an_interrupted_ray_run_leaves_the_published_index_unchanged(cluster, tm
 
 
 @needs_ray
-def test_rwb_index_executor_ray_writes_the_local_vectors_and_pool(cluster, tiny, tiny_index, tiny_copy, tmp_path,
-                                                                  monkeypatch, capsys):
-    """The command: its 10 documents encoded on one Ray worker, its 4 queries' candidates
-    retrieved there in 4 shards (about 4 per worker), and both equal to a local build's."""
+def test_rwb_index_executor_ray_writes_the_local_vectors_and_pool(cluster, tiny_copy, tmp_path, monkeypatch,
+                                                                  capsys):
+    """The command, here and on Ray, each in its own home (a shared embedding cache would hand
+    one run the other's vectors): its 10 documents encoded on one Ray worker, its 4 queries'
+    candidates retrieved there in 4 shards (about 4 per worker), both equal to the local run's."""
     from eval.cli import main
 
-    local_pool = load_pool(tiny, "minilm", on_notice=None)  # the session's home, built here
-    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
-    status = main(["index", str(tiny_copy), "--embedder", "minilm", "--executor", "ray", "--workers", "1"])
-    out = capsys.readouterr().out
-    assert status == 0, out
+    built = load_dataset(tiny_copy)
+    runs = {}
+    for name, extra in (("local", []), ("ray", ["--executor", "ray", "--workers", "1"])):
+        monkeypatch.setenv("RWB_HOME", str(tmp_path / name))
+        status = main(["index", str(tiny_copy), "--embedder", "minilm", *extra])
+        out = capsys.readouterr().out
+        assert status == 0, out
+        runs[name] = (out, np.load(index_dir(built, "minilm") / "current" / "vectors.npy"),
+                      load_pool(built, "minilm", on_notice=None))  # the stored pool, read back
+    out = runs["ray"][0]
     assert "10 texts encoded on Ray (1 worker)" in out
     assert "candidate pool: 4 queries, depth 50 per path, retrieved on Ray in 4 shards" in out
-    built = load_dataset(tiny_copy)
-    vectors = np.load(index_dir(built, "minilm") / "current" / "vectors.npy")
-    assert vectors.tobytes() == tiny_index.vectors.tobytes()
-    _same_pool(local_pool, load_pool(built, "minilm", on_notice=None))  # the stored pool, read back
+    assert "Ray" not in runs["local"][0]
+    assert runs["ray"][1].tobytes() == runs["local"][1].tobytes()
+    _same_pool(runs["local"][2], runs["ray"][2])
 
 
 def test_without_ray_executor_ray_is_one_error_line(tiny_copy, tmp_path, monkeypatch, capsys):

@@ -37,15 +37,6 @@ FIXTURES = ROOT / "tests" / "fixtures"
 RWB = [sys.executable, "-m", "eval.cli"]
 
 
-@pytest.fixture()
-def workspace(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    monkeypatch.setenv("RWB_HOME", str(home))
-    data = tmp_path / "tiny"
-    shutil.copytree(TINY, data)
-    return data, home
-
-
 def _env(home: Path, **extra) -> dict:
     return {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "LANCEDB_LOG": "error",
             "HF_HUB_OFFLINE": "1", **extra}

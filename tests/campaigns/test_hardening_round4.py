@@ -19,23 +19,10 @@ import numpy as np
 import pytest
 
 from eval.cli import main
+from tests.campaigns.conftest import one_line_error, rwb
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "fixtures" / "tiny"
-
-
-def rwb(capsys, *argv) -> tuple[int, str, str]:
-    status = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def one_line_error(status: int, err: str) -> str:
-    lines = err.strip().splitlines()
-    assert status == 2, err
-    assert len(lines) == 1 and lines[0].startswith("rwb: error: "), err
-    assert "internal error" not in err and "Traceback" not in err, err
-    return lines[0]
 
 
 def rwb_process(argv: list[str], home: Path, cwd: Path, timeout: float = 300,

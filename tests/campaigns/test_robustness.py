@@ -26,16 +26,6 @@ TINY = ROOT / "tests" / "fixtures" / "tiny"
 RWB = [sys.executable, "-m", "eval.cli"]
 
 
-@pytest.fixture()
-def workspace(tmp_path, monkeypatch):
-    """A private copy of the tiny dataset and a private RWB_HOME."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("RWB_HOME", str(home))
-    data = tmp_path / "tiny"
-    shutil.copytree(TINY, data)
-    return data, home
-
-
 def _env(home: Path) -> dict:
     return {**os.environ, "RWB_HOME": str(home), "PYTHONPATH": str(ROOT), "LANCEDB_LOG": "error"}
 
