@@ -11,7 +11,7 @@ class Context:
     full: bool
     home: Path
     state: dict = field(default_factory=dict)   # e.g. real vectors one benchmark encoded for another
-    smoke: bool = False                          # tiny sizes, for tests/test_bench_smoke.py
+    smoke: bool = False                          # tiny sizes, for tests/bench/test_bench_smoke.py
 
     @property
     def mode(self) -> str:

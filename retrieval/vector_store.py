@@ -12,7 +12,7 @@ once per store into a float32 matrix (unit rows) and scanned with one matrix-vec
 faster than LanceDB's flat search (BENCHMARKS.md, "Engine findings"). The scan applies the
 prefilters with LanceDB's own semantics (an undated row, NaN ``created_ts``, passes
 ``created_after`` as DataFusion orders NaN above every number, and fails ``created_before``)
-and returns the same top ``depth`` (``tests/test_vector_store.py``); equal similarities keep
+and returns the same top ``depth`` (``tests/retrieval/test_vector_store.py``); equal similarities keep
 table order, at the cut too.
 """
 

@@ -17,7 +17,7 @@ from eval.export import export_config
 from eval.export.qdrant import verify
 from eval.stores.pool import load_pool
 from retrieval.dataset import load_dataset
-from tests.test_export_engines import compare, config_of, opensearch_top, weaviate_top
+from tests.eval.export.test_export_engines import compare, config_of, opensearch_top, weaviate_top
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """The NumPy ranking and evaluator that the compiled kernels replaced, kept as the reference
-the kernels must equal bit for bit (``tests/test_kernels.py``): a padded (queries × widest pool)
+the kernels must equal bit for bit (``tests/retrieval/test_kernels.py``): a padded (queries × widest pool)
 matrix, a stable argsort per query, ``bincount`` sums per metric."""
 
 from __future__ import annotations

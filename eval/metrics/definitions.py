@@ -10,7 +10,7 @@ constants from ``CODES`` (append a new metric at the end; numba's cache is keyed
 ``kernels.py`` alone, so after reordering these rows ``make clean`` drops the compiled
 ``finish``). ``eval.metrics.measure`` parses and scores names from ``DEFINED``,
 ``eval.experiments`` labels them with ``metric_label`` and reports ``DEFAULT_FAMILIES``;
-``tests/test_measure.py`` checks every row against ranx on random runs with ties.
+``tests/eval/metrics/test_measure.py`` checks every row against ranx on random runs with ties.
 """
 
 from __future__ import annotations

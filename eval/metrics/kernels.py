@@ -6,7 +6,7 @@ accumulates what every metric of ``eval.metrics.measure`` needs (``SUMS``: hits,
 reciprocal rank of the first relevant result, the average-precision sum, the exponential-gain
 DCG). The sums run in rank order from 0.0, the
 order ``numpy.bincount`` adds its weights in, so every value equals the NumPy evaluator's bit
-for bit (``tests/test_kernels.py``).
+for bit (``tests/retrieval/test_kernels.py``).
 
 ``batch_sums`` is the inner loop of every knob move and every sweep: for each configuration (a
 row of a score matrix) and each query it selects the top rows once with

@@ -11,7 +11,7 @@ compiled pass, no ``Ranking`` built — with the same values as ``per_query`` of
 Every metric is declared once, in ``eval.metrics.definitions.DEFINITIONS`` (name, label, the
 sums it reads, whether it is also valid without ``@K``, family, definition; the code of its
 formula in ``eval.metrics.kernels.finish`` is generated from it); this module parses and scores
-the names declared there. ``tests/test_measure.py`` checks every declared metric against ranx
+the names declared there. ``tests/eval/metrics/test_measure.py`` checks every declared metric against ranx
 on random runs with ties.
 
 A document is relevant when its grade is > 0. Only queries with at least one relevant

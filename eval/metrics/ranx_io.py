@@ -1,6 +1,6 @@
 """ranx adapters: qrels and rankings of a candidate table as ranx ``Qrels`` / ``Run``.
 
-Decisions made once here (and tested in ``tests/test_measure.py``):
+Decisions made once here (and tested in ``tests/eval/metrics/test_measure.py``):
 
 - **Which queries count.** A query counts when it has at least one relevant judgment
   (grade > 0). Queries whose judgments are all 0 have no ideal ranking (nDCG is 0/0); they

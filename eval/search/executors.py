@@ -15,7 +15,7 @@ same result.
   into their (configuration, query) cells. Metrics are per query and a query's value depends
   only on its own rows, so a shard's values equal the whole table's bit for bit; the sweep
   then sums each configuration's per-query values in query order, as it does locally — the
-  means, folds and winner are identical, not merely close (``tests/test_executors.py``).
+  means, folds and winner are identical, not merely close (``tests/eval/search/test_executors.py``).
   Query shards bound what one task holds: a shard has at most ``SHARD_ROWS`` candidate rows.
   Ray is an optional extra (``pip install -e '.[distributed]'``); ``ray.init`` starts a local
   cluster of ``workers`` CPUs, or joins one with ``address``.

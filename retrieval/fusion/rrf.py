@@ -21,7 +21,7 @@ in one branch-free pass over the visible rows (``visible_index``; the rest stay 
 division per row, no temporary arrays, nothing kept between calls. The per-path components a page shows
 are the plain NumPy formula, computed only when a page reads them; the compiled score performs
 the same floating-point operations, so it equals their sum bit for bit
-(``tests/test_fusion_rrf.py``)."""
+(``tests/retrieval/fusion/test_fusion_rrf.py``)."""
 
 from __future__ import annotations
 

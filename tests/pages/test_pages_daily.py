@@ -1,0 +1,215 @@
+"""AppTest for issue 33's daily-use fixes on the pages: snapshots on Tune (one click) and their
+comparison (mean metrics, rankings with text), the notes form cleared after saving, integer knobs
+drawn as integers, and no command-line flag as a form label."""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+
+from eval.stores.snapshots import SnapshotStore
+from retrieval.dataset import load_dataset
+from tests.pages.test_app import TINY, frame_with, goto, run, start
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("rwb-home-daily")
+
+
+@pytest.fixture
+def app(home, monkeypatch):
+    yield start(home, monkeypatch)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def test_tune_freezes_in_one_click_and_compares_means_and_rankings_with_text(app, home):
+    at = run(app.button(key="tune_freeze").click())                   # rrf, the default
+    at = run(at.slider(key="tune_k_rrf.w_sparse").set_value(0.0))    # dense only
+    at = run(at.button(key="tune_freeze").click())
+    names = SnapshotStore(load_dataset(TINY), home).names()
+    assert len(names) == 2 and all(n.startswith("rrf-") for n in names)
+    at = run(at.toggle(key="tune_snapshots").set_value(True))
+    at = run(at.selectbox(key="tune_snap_a").set_value(names[0]))
+    at = run(at.selectbox(key="tune_snap_b").set_value(names[1]))
+    a, b = (SnapshotStore(load_dataset(TINY), home).load(n) for n in names)
+    means = frame_with(at, "metric", "A", "B", "delta")
+    assert list(means["metric"]) == ["nDCG@5", "Recall@5", "MRR@5", "P@5", "Hit@5"]
+    assert list(means["A"]) == pytest.approx([a["metrics"][m] for m in a["metrics"]])
+    assert list(means["delta"]) == pytest.approx(list(means["B"] - means["A"]), abs=1e-6)
+    per_query = frame_with(at, "query", "A", "B", "delta", without="metric")
+    assert sorted(per_query["query"]) == ["q1", "q2", "q3", "q4"]
+
+
+def test_snapshot_rankings_side_by_side_carry_the_documents_text():
+    from eval.experiments.views import snapshot_rankings
+
+    a = {"queries": {"q1": {"ranking": ["d03", "d05"]}}}
+    b = {"queries": {"q1": {"ranking": ["d05"]}}}
+    rows = snapshot_rankings(a, b, "q1", load_dataset(TINY).documents, width=20)
+    assert rows == [
+        {"rank": 1, "A": "d03", "A text": "ERR_CONN_REFUSED fro", "B": "d05",
+         "B text": "The connection refus"},
+        {"rank": 2, "A": "d05", "A text": "The connection refus", "B": "", "B text": ""}]
+
+
+def test_reports_snapshot_form_clears_after_saving(app, home):
+    at = goto(app, "pages/reports.py")
+    at.selectbox(key="snap_config").set_value("vector")
+    at.text_input(key="snap_name").set_value("first")
+    at.text_input(key="snap_notes").set_value("before the change")
+    at = run(at.button(key="snap_freeze").click())
+    assert at.text_input(key="snap_notes").value == ""
+    assert at.text_input(key="snap_name").value == ""
+    at.text_input(key="snap_name").set_value("second")
+    at = run(at.button(key="snap_freeze").click())
+    store = SnapshotStore(load_dataset(TINY), home)
+    assert (store.load("first")["notes"], store.load("second")["notes"]) == ("before the change", "")
+
+
+def test_integer_valued_knobs_are_drawn_without_decimals(app):
+    slider = app.slider(key="tune_k_rrf.rrf_k")
+    assert slider.value == 60 and slider.proto.format == "%d"            # "60", not "60.00"
+    assert app.slider(key="tune_k_rrf.w_sparse").proto.format != "%d"   # a weight keeps its decimals
+
+
+def test_no_command_line_flag_is_a_form_label(app):
+    at = goto(app, "pages/data.py")
+    at = run(at.selectbox(key="data_import_kind").set_value("beir"))
+    labels = [w.label for w in (*at.text_input, *at.checkbox, *at.selectbox, *at.number_input)]
+    assert "Split" in labels
+    assert not [label for label in labels if label.startswith("-")]
+
+
+def test_a_learned_linear_model_on_tune_reads_as_features_labelled_in_sample(app):
+    at = goto(app, "pages/sweep.py")
+    at = run(at.segmented_control(key="sweep_page_mode").set_value("Learn"))
+    at = run(at.segmented_control(key="learn_model").set_value("linear"))
+    at = run(at.number_input(key="learn_folds").set_value(2))
+    at = run(at.number_input(key="learn_inner").set_value(2))
+    at = run(at.toggle(key="learn_guard").set_value(False))
+    at = run(at.button(key="learn_run").click())
+    at = run(at.button(key="learn_apply").click())
+    assert at.title[0].value == "Tune"
+    config = at.session_state["tune_state"].config
+    weights = {w.name: w.weight for w in config.params.weights}
+    assert not [s for s in at.slider if ".weights." in s.key]          # no 44 sliders called "weight"
+    table = next(e for e in at.dataframe if "feature" in e.value.columns)
+    shown = table.value
+    assert list(shown["feature"]) == sorted(weights, key=lambda n: (-abs(weights[n]), n))
+    assert list(shown["weight"]) == pytest.approx([weights[n] for n in shown["feature"]])
+    cards = " ".join(b.proto.body for b in at.get("html") if "rwb-card" in b.proto.body)
+    assert cards.count("in-sample</span>") >= 6                        # every card, judged@5 too
+    assert "in-sample: " in cards                                       # and the badge says why
+    start = at.selectbox(key="tune_source_pick")
+    label = start.format_func(start.value)                              # not "file · c226fda5….toml"
+    assert label.startswith("▸ learned linear") and " · tiny · held-out nDCG@5 " in label
+
+
+
+def test_a_sweep_winner_carries_its_held_out_gain_and_p_and_an_edge_flag(app):
+    from eval.experiments.views import on_edge
+
+    at = goto(app, "pages/sweep.py")
+    at = run(at.selectbox(key="sweep_base").set_value("rrf"))
+    at = run(at.number_input(key="sweep_x_steps").set_value(3))
+    at = run(at.number_input(key="sweep_y_steps").set_value(3))
+    at = run(at.button(key="sweep_run").click())
+    card = next(m for m in at.metric if m.label == "held-out (CV)")
+    result = at.session_state["sweep_result"]
+    from eval.experiments.views import sweep_held_out
+    from eval.metrics.measure import judge
+    from eval.statistics.significance import fmt_p
+    from pages._state import get_pool
+    from tests.pages.test_app import _stamp
+
+    pool = get_pool(str(TINY), _stamp(), "minilm")
+    held, gain, p = sweep_held_out(pool, judge(pool, load_dataset(TINY).qrels), result)
+    assert (card.value, card.proto.delta, card.proto.delta_description) == (
+        f"{held:.3f}", f"{gain:+.3f}", f"p {fmt_p(p)}")
+    edges = on_edge(result.best_params, {s.name: (s.lo, s.hi) for s in result.space.specs})
+    shown = [w.value for w in at.warning if w.value.startswith("Winner on the edge")]
+    assert len(shown) == len(edges)
+    at = run(next(b for b in at.button if b.label == "Apply winner to Tune").click())
+    assert any(t.value.startswith("Winner (held-out gain ") and " applied: " in t.value for t in at.toast)
+
+
+def test_the_edge_of_a_searched_range_is_named():
+    from eval.experiments.views import on_edge
+
+    ranges = {"rrf.rrf_k": (1.0, 200.0), "rrf.w_dense": (0.0, 2.0)}
+    assert on_edge({"rrf.rrf_k": 1.0, "rrf.w_dense": 0.5}, ranges) == [
+        "rrf.rrf_k = 1 is at the low end of 1…200"]
+    assert on_edge({"rrf.rrf_k": 200.0, "rrf.w_dense": 2.0}, ranges) == [
+        "rrf.rrf_k = 200 is at the high end of 1…200", "rrf.w_dense = 2 is at the high end of 0…2"]
+    assert on_edge({"rrf.rrf_k": 60.0}, ranges) == []
+
+
+def test_evaluate_drill_down_opens_its_query_on_tune(app):
+    at = goto(app, "pages/evaluate.py")
+    at = run(at.selectbox(key="eval_query").set_value("q4"))
+    at = run(at.button(key="eval_open_tune").click())
+    assert at.title[0].value == "Tune"
+    assert at.selectbox(key="tune_query").value == 3                 # q4, the fourth query
+
+
+def test_the_report_chart_menu_names_the_metric_it_plots(tiny, rwb_home):
+    """report.html's per-intent chart plots the primary metric first; its menu read the first
+    metric of the list (ndcg@1) while the bars were ndcg@5."""
+    from eval.experiments.experiment import ExperimentOptions, run_experiment
+    from eval.reports.report import _intent_figure
+    from eval.stores.pool import load_pool
+
+    options = ExperimentOptions(metrics=("ndcg",), cutoffs=(1, 5), permutations=100, bootstrap=100)
+    evaluation = run_experiment(load_pool(tiny), tiny, ["rrf"], "vector", options).evaluation
+    fig = _intent_figure(evaluation, "ndcg@5")
+    menu = fig.layout.updatemenus[0]
+    assert fig.layout.yaxis.title.text == "ndcg@5"
+    assert menu.buttons[menu.active].label == "ndcg@5"
+
+
+def test_reports_opens_the_report_beside_its_downloads(app):
+    at = goto(app, "pages/reports.py")
+    at = run(next(b for b in at.button if b.label == "Generate").click())
+    at = run(at.toggle(key="reports_open").set_value(True))
+    frames = at.get("iframe")
+    assert len(frames) == 1
+
+
+def test_apply_says_what_changed_in_words():
+    from eval.experiments.views import config_changes
+    from retrieval.pipeline import PIPELINES, with_params
+
+    rrf = PIPELINES["rrf"]
+    moved = with_params(rrf, {"rrf.rrf_k": 10.0, "rrf.w_sparse": 0.5})
+    assert config_changes(rrf, moved) == "rrf.rrf_k 60 → 10; rrf.w_sparse 1 → 0.5"
+    assert config_changes(rrf, rrf) == "no knob changed"
+    assert config_changes(rrf, PIPELINES["vector"]) == "fusion rrf → vector"
+
+
+def test_tune_export_opens_in_one_click_and_a_choice_inside_keeps_it_open(app):
+    """Issue 33 item 9: the Export popover keeps its open state in the session — a choice inside
+    it reruns the page and it stays open, showing that engine's configuration at once."""
+    from eval.export import export_config
+
+    def export_popover(at):
+        return next(b for b in at.get("popover") if b.proto.popover.label == "Export…")
+
+    at = app
+    assert not export_popover(at).proto.popover.open
+    assert not [s for s in at.selectbox if s.key == "tune_export_engine"]   # built when opened
+    at.session_state["tune_export_open"] = True                             # one click opens it
+    at = run(at)
+    config = at.session_state["tune_state"].config
+    assert export_popover(at).proto.popover.open
+    assert [c.value.strip() for c in at.code] == [export_config(config, "lancedb").strip()]
+    at = run(at.selectbox(key="tune_export_engine").set_value("qdrant"))   # a choice inside it
+    assert at.session_state["tune_export_open"] and export_popover(at).proto.popover.open
+    assert [c.value.strip() for c in at.code] == [export_config(config, "qdrant").strip()]
+    at.session_state["tune_export_open"] = False                            # closed, reopened:
+    at = run(at)
+    assert not at.code and not export_popover(at).proto.popover.open
+    at.session_state["tune_export_open"] = True
+    at = run(at)
+    assert at.selectbox(key="tune_export_engine").value == "qdrant"         # the engine kept
