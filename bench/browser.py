@@ -116,7 +116,8 @@ def serve(script: Path, env: dict[str, str], log_path: Path):
     with open(log_path, "a") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(script), "--server.address", "127.0.0.1",
-             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+             "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none",
+             "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -10,18 +10,15 @@ import contextlib
 import dataclasses
 import http.server
 import json
-import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from bench.browser import serve
 
 pytestmark = pytest.mark.browser
 
@@ -57,12 +54,6 @@ BUSY_JS = """() => { const w = document.querySelector('[data-testid="stStatusWid
             || document.querySelector('[data-stale="true"]')); }"""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def need_browser() -> None:
     if not CHROMIUM.exists():
         pytest.skip("Debian chromium is not installed (/usr/bin/chromium); run `make chromium`")
@@ -72,38 +63,11 @@ def need_browser() -> None:
 @contextlib.contextmanager
 def streamlit_server(dataset: Path, home: Path):
     """The workbench served on a free port of 127.0.0.1 for ``dataset`` with ``$RWB_HOME`` =
-    ``home``; yields its URL once healthy, stops it on exit."""
-    port = free_port()
-    env = dict(os.environ, RWB_DATASET=str(dataset), RWB_HOME=str(home), LANCEDB_LOG="error", HF_HUB_OFFLINE="1")
-    log = open(home / "streamlit.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with {proc.returncode}: {(home / 'streamlit.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("streamlit did not become healthy within 60 s")
-            time.sleep(0.3)
+    ``home`` (``bench.browser.serve``, as the benchmark serves it); yields its URL once healthy,
+    stops it on exit."""
+    env = {"RWB_DATASET": str(dataset), "RWB_HOME": str(home), "LANCEDB_LOG": "error", "HF_HUB_OFFLINE": "1"}
+    with serve(ROOT / "app.py", env, home / "streamlit.log") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 SERVER_LOG: dict[str, Path] = {}   # the module server's log, for the tests that read it
