@@ -269,6 +269,22 @@ def test_rwb_index_executor_ray_writes_the_local_vectors_and_pool(cluster, tiny_
     _same_pool(runs["local"][2], runs["ray"][2])
 
 
+@needs_ray
+def test_a_retrieval_worker_that_cannot_see_the_build_says_so(cluster, tiny, tiny_index, tmp_path):
+    """A worker on a node without the build (here: a build path that does not exist) refuses
+    with the reason, raised as itself (one line for the user), and its actor is stopped."""
+    import dataclasses
+
+    from retrieval.candidates import build_candidates
+    from retrieval.ray_pool import ray_retrieval
+
+    elsewhere = dataclasses.replace(tiny_index, path=tmp_path / "not-on-this-node")
+    with ray_retrieval(1) as retriever:
+        with pytest.raises(FileNotFoundError, match="is not on this Ray node: use a home every node sees"):
+            build_candidates(elsewhere, tiny.queries)
+    assert not retriever.actors and retriever.shards == 0
+
+
 def test_without_ray_executor_ray_is_one_error_line(tiny_copy, tmp_path, monkeypatch, capsys):
     from eval.cli import main
 
