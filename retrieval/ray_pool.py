@@ -27,7 +27,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from retrieval.dataset import Query
+from retrieval.candidates import path_lists, retrieving_with
+from retrieval.dataset import Query, load_dataset
+from retrieval.index import open_for_search, open_index
+from retrieval.object_store import is_s3
 from retrieval.ray_actors import run_tasks, start_actors, stop_actors
 
 SHARDS_PER_WORKER = 4
@@ -60,10 +63,6 @@ class _RetrieveWorker:
     @staticmethod
     def _open(root: str, embedder_name: str, analyzer: str, build: str, manifest: dict, fingerprint: str,
               home: str | None):
-        from retrieval.dataset import load_dataset
-        from retrieval.index import open_for_search, open_index
-        from retrieval.object_store import is_s3
-
         dataset = load_dataset(root)
         if dataset.fingerprint != fingerprint:
             raise ValueError(f"the dataset at {root} on this Ray node is not the one being indexed "
@@ -82,8 +81,6 @@ class _RetrieveWorker:
 
     def retrieve(self, queries: list[Query], qvecs: np.ndarray | None, filters: list, pool_depth: int,
                  matches: tuple[str, ...]) -> tuple[tuple[list, list, list, list], list[str]]:
-        from retrieval.candidates import path_lists
-
         if self.error is not None:
             raise self.error
         degraded: list[str] = []
@@ -167,8 +164,6 @@ def ray_retrieval(workers: int | None = None, shard: int | None = None,
     """Inside this block, candidate pools built in this thread retrieve their path lists in
     shards of ``shard`` queries (default: about ``SHARDS_PER_WORKER`` per worker) on Ray
     (``RayRetriever``); yields the retriever. Ray must be started (``ray.init``), or it starts a local cluster with Ray's defaults."""
-    from retrieval.candidates import retrieving_with  # here: a worker imports this module and needs little
-
     retriever = RayRetriever(workers, shard, on_start)
     try:
         with retrieving_with(retriever):

@@ -48,10 +48,9 @@ class LiveRun:
         ``k``: a baseline's is read on every knob move. ``c`` and ``qrels`` are the table and the
         judgments this run was evaluated on (a changed judgment makes a new run)."""
         kept = self.__dict__.setdefault("_judged_at", {})
-        value = kept.get(k)
-        if value is None:
-            value = kept.setdefault(k, judged_per_query(c, qrels, self.run.ranking, k))
-        return value
+        if k not in kept:  # two sessions may both compute it: the same values
+            kept[k] = judged_per_query(c, qrels, self.run.ranking, k)
+        return kept[k]
 
 
 def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,

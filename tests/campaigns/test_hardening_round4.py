@@ -182,7 +182,6 @@ def _damages(text: str) -> dict[str, str]:
 
 LOAD_EACH = """
 import json, sys
-import retrieval.pipeline  # the fusion package first (retrieval.fusion.learned.features imports it)
 from retrieval.fusion.learned.model import load_model
 for path in sys.argv[1:]:
     try:
@@ -225,7 +224,6 @@ def test_every_damaged_model_file_is_one_clear_refusal(tmp_path):
 FUZZ = """
 import json, random, sys
 import numpy as np
-import retrieval.pipeline  # the fusion package first (retrieval.fusion.learned.features imports it)
 from retrieval.fusion.learned.features import feature_set_id
 from retrieval.fusion.learned.model import TreeModel, model_from_json, model_to_json
 text, rounds = open(sys.argv[1]).read(), int(sys.argv[2])
