@@ -98,6 +98,7 @@ class Candidates:
     cols: dict[str, np.ndarray] = field(repr=False)
     analyzer: str = DEFAULT_ANALYZER  # the BM25 analyzer of the index it was retrieved from
     doc_types: tuple[str, ...] = ()  # per document (doc_idx order): memory_type; () if hand-built
+    query_kinds: tuple[str, ...] = ()  # per query: its labelled intent ("" none); () where unknown
 
     def __post_init__(self) -> None:
         """The prepared pool, built once with the table and never changed after (so it is read
@@ -259,6 +260,8 @@ class Candidates:
         elif len(self.timeline) != n_q or any(len(x) != n_q for x in (
                 self.query_texts, self.fast_target, self.intent_route, self.window, self.degraded)):
             problems.append("per-query fields have different lengths")
+        elif self.query_kinds and len(self.query_kinds) != n_q:
+            problems.append("per-query kinds have another length")
         elif offsets[-1] and (self.cols["doc_idx"].min() < 0 or self.cols["doc_idx"].max() >= len(self.doc_ids)):
             problems.append("document positions out of range")
         if problems:
@@ -556,6 +559,7 @@ def _assemble(dataset: Dataset, queries: Sequence[Query], filters: list, dense_l
         query_ids=tuple(q.id for q in queries), query_texts=tuple(q.text for q in queries),
         offsets=np.asarray(offsets, dtype=np.int64), fast_target=tuple(fast_targets),
         timeline=np.asarray(timelines, dtype=bool), intent_route=tuple(intents), window=tuple(windows),
+        query_kinds=tuple(q.intent or "" for q in queries),
         degraded=tuple(tuple(dict.fromkeys(degraded)) for _ in queries), cols=cols,
         analyzer=analyzer,
         doc_types=doc_types(dataset),

@@ -55,7 +55,8 @@ def everything_visible(c):
 
 
 def make_candidates(queries: list[list[dict]], pool_depth: int = 50, query_texts: list[str] | None = None,
-                    intent_route: list[str] | None = None, timeline: list[bool] | None = None) -> Candidates:
+                    intent_route: list[str] | None = None, timeline: list[bool] | None = None,
+                    query_kinds: list[str] | None = None) -> Candidates:
     """A ``Candidates`` table from rows given as dicts, one list per query.
 
     Each row names its document with ``id`` and may set any feature of ``ROW_COLUMNS``;
@@ -89,6 +90,7 @@ def make_candidates(queries: list[list[dict]], pool_depth: int = 50, query_texts
         intent_route=tuple(intent_route or ["concept"] * n), window=("",) * n,
         degraded=((),) * n,
         cols={name: np.asarray(values, dtype=ROW_DTYPES[name]) for name, values in cols.items()},
+        query_kinds=tuple(query_kinds or ()),
     )
 
 

@@ -18,7 +18,7 @@ from eval.learning.nested import (
     learn,
 )
 from eval.learning.transfer import MAX_REPEATS, learn_report
-from eval.learning.router import learned_routes
+from eval.learning.router import LEARNED_PIPELINE, learned_routes
 from eval.metrics.measure import parse_metric
 from eval.progress import Progress, step
 from eval.reports.report import text_table
@@ -81,9 +81,10 @@ def print_learn(r: LearnResult) -> None:
     what = (
         str(f.pick)
         if f.kind == "learned"
-        else f"default {r.default.name} kept (no model passed the guard in inner CV: best "
-        f"inner mean {f.record['inner'][str(f.pick)]:.4f}, default {f.inner_default:.4f})"
+        else f"{r.default.name} kept (no model passed the guard in inner CV: best "
+        f"inner mean {f.record['inner'][str(f.pick)]:.4f}, {r.default.name} {f.inner_default:.4f})"
     )
+    print(fallback_line(r))
     print(f"final, learned on all {r.n_queries} queries: {what} → {r.final_score:.4f} "
           "(in-sample: scored on the queries it was fitted on)")
     refused = r.final.record["guard"].get("refused") or {}
@@ -121,6 +122,22 @@ def print_learn(r: LearnResult) -> None:
                "carry to new ones; trust the by-group figure") if m["warn"] else line)
 
 
+def fallback_line(r: LearnResult) -> str:
+    """How the fallback was chosen, and what each outer fold kept or applied."""
+    how = (f"the best of {len(r.fixed_values)} named fixed pipelines on each training part"
+           if r.fallback_rule == "chosen" else f"--default {r.default.name}")
+    folds = ", ".join(f"{f.fold}: {f.applied}"
+                      + ("" if f.kind != "learned" else f" (else {f.choice.record.get('fallback')})")
+                      for f in r.outer)
+    kinds = r.final.record.get("kinds") or []
+    routed = (f"; the final model is applied to the kinds it was fitted on ({', '.join(kinds)}), "
+              f"any other labelled kind gets {r.final.record.get('fallback')}"
+              if kinds and r.final.kind == "learned" else "")
+    unknown = ("; kinds unknown (no query carries the --kind-by field): every query gets the model"
+               if r.kinds is None and r.final.kind == "learned" else "")
+    return f"fallback: {how} — per outer fold {folds}{routed}{unknown}"
+
+
 def print_transfer(loko: LearnResult | None, r: LearnResult) -> None:
     if loko is None:
         return
@@ -146,7 +163,7 @@ def cmd_learn(args) -> int:
         bounded("--threads", args.threads, 1, MAX_THREADS)
     bounded("--repeats", args.repeats, 1, MAX_REPEATS)
     bounded("--inner-repeats", args.inner_repeats, 1, MAX_REPEATS)
-    default = resolve_config(args.default)
+    default = resolve_config(args.default) if args.default is not None else None
     if args.out and Path(args.out).suffix != ".toml":
         raise ValueError(
             f"--out {args.out}: give a .toml file name (the model is written beside it)"
@@ -154,7 +171,8 @@ def cmd_learn(args) -> int:
     dataset, pool = load_with_pool(args)
     used = judgments(args, dataset)  # the --judgments source, as every other command reads it
     options = dict(
-        routes=learned_routes(pool, dataset.queries, [default], args.embedder),  # if it follows them
+        # fitted where a pipeline the procedure may keep follows them
+        routes=learned_routes(pool, dataset.queries, [default or LEARNED_PIPELINE], args.embedder),
         inner_folds=args.inner_folds,
         guard=not args.no_guard,
         default=default,
@@ -242,9 +260,10 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--default",
-        default=DEFAULT_PIPELINE,
+        default=None,
         metavar="LABEL|FILE",
-        help=f"the pipeline the guard keeps unless a model beats it (default {DEFAULT_PIPELINE})",
+        help="the one pipeline the guard keeps unless a model beats it (default: none — the best "
+             "of the named fixed pipelines on each training part, chosen in the inner folds)",
     )
     p.add_argument(
         "--depth",

@@ -53,7 +53,7 @@ def _one_query(c: Candidates, qi: int, access: np.ndarray) -> Candidates:
         c, query_ids=(c.query_ids[qi],), query_texts=(c.query_texts[qi],),
         offsets=np.array([0, hi - lo], dtype=np.int64), fast_target=(c.fast_target[qi],),
         timeline=c.timeline[qi:qi + 1], intent_route=(c.intent_route[qi],), window=(c.window[qi],),
-        degraded=(c.degraded[qi],), cols=cols)
+        degraded=(c.degraded[qi],), cols=cols, query_kinds=c.query_kinds[qi:qi + 1])
 
 
 @dataclass(frozen=True, eq=False)

@@ -84,7 +84,7 @@ from retrieval.candidates import Candidates
 from retrieval.fusion.learned.features import FIXED_PIPELINES, feature_set_id
 from retrieval.fusion.learned import LearnedParams, feature_weights
 from retrieval.fusion.learned.model import MoEModel, TreeModel
-from retrieval.pipeline import PipelineConfig, fuse, get_pipeline, run_pipeline, to_dict
+from retrieval.pipeline import PIPELINES, PipelineConfig, fuse, get_pipeline, run_pipeline, to_dict
 from retrieval.ranking import rank_rows
 
 DEFAULT_PIPELINE = "seed-adaptive"
@@ -183,6 +183,9 @@ class LearnResult(NestedResult):
     fixed_values: dict = field(default_factory=dict)  # FIXED_PIPELINES' per-query values
     inner_repeats: int = 1
     guard_rule: str = "strict"
+    fallback_rule: str = "chosen"  # "chosen": the best named fixed pipeline on each training part; "explicit": --default
+    applied: tuple[str, ...] = ()  # per counted query: what was applied to it while held out
+    kind_field: str = "intent"  # the query field ``kinds`` came from
 
     def per_kind(self) -> dict:
         """Held-out figures per kind of query: the learned procedure's, the default's, the best
@@ -195,6 +198,9 @@ class LearnResult(NestedResult):
             at = kinds == kind
             row = {"n": int(at.sum()), "held_out": round(float(self.held_out[at].mean()), 6),
                    self.default.name: round(float(self.default_values[at].mean()), 6)}
+            if self.applied:
+                what = [a for a, here in zip(self.applied, at) if here]
+                row["applied"] = {name: what.count(name) for name in sorted(set(what))}
             for name, values in {**self.fixed_values, **self.single_values}.items():
                 row.setdefault(name, round(float(values[at].mean()), 6))
             out[kind or "(none)"] = row
@@ -239,6 +245,10 @@ class LearnResult(NestedResult):
             "in_sample": round(self.final_score, 6),
             "guard_rule": self.guard_rule,
             "inner_repeats": self.inner_repeats,
+            "fallback_rule": self.fallback_rule,
+            "fallback": self.final.record.get("fallback", self.default.name),
+            "fold_fallbacks": [f.choice.record.get("fallback", "") for f in self.outer],
+            "model_kinds": list(self.final.record.get("kinds") or []),
         }
 
     def final_config(self, model_file: str = "") -> PipelineConfig:
@@ -246,22 +256,27 @@ class LearnResult(NestedResult):
         weights inline; a stored model named by ``model_file``, relative to the TOML), or the
         default when the guard kept it."""
         if self.final.kind == "default":
+            how = ("the best of the named fixed pipelines on all judged queries"
+                   if self.fallback_rule == "chosen" else "the --default pipeline")
             return dataclasses.replace(
                 self.default,
                 name=f"{self.default.name}-kept",
                 description=(
-                    f"rwb learn on {self.dataset} kept {self.default.name}: "
+                    f"rwb learn on {self.dataset} kept {self.default.name} ({how}): "
                     "no model passed the guard in inner CV"
                 ),
             )
         model = self.final.model
         fs = feature_set_id(self.feature_names)
+        # kinds are routed where a pool knows each query's kind: the labelled intent
+        kinds = tuple(self.final.record.get("kinds") or ()) if self.kind_field == "intent" else ()
+        route = {"kinds": kinds, "fallback": self.final.record["fallback"]} if kinds else {}
         if isinstance(model, tuple):
-            params = LearnedParams(model="linear", feature_set=fs, weights=model)
+            params = LearnedParams(model="linear", feature_set=fs, weights=model, **route)
         else:
             if not model_file:
                 raise ValueError("a stored model needs a file name (--out)")
-            params = LearnedParams(model=model.kind, file=model_file, feature_set=fs)
+            params = LearnedParams(model=model.kind, file=model_file, feature_set=fs, **route)
         return PipelineConfig(
             "learned",
             "learned",
@@ -419,6 +434,20 @@ class _Fits:
         self.pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
 
 
+def fixed_candidates(c: Candidates, routes: tuple[str, ...] | None = None) -> dict[str, PipelineConfig]:
+    """The named fixed pipelines a learning procedure chooses its fallback from: every preset of
+    ``retrieval.pipeline.PIPELINES`` the pool is deep enough for (``seed-adaptive-learned`` only
+    where learned routes were fitted), seed-adaptive first (it wins a tie)."""
+    names = [DEFAULT_PIPELINE, *(n for n in PIPELINES if n != DEFAULT_PIPELINE)]
+    out = {}
+    for name in names:
+        cfg = PIPELINES[name]
+        if cfg.path_depth > c.pool_depth or (name == "seed-adaptive-learned" and routes is None):
+            continue
+        out[name] = cfg
+    return out
+
+
 def check_learn(model: str, folds: int, inner_folds: int) -> tuple[Spec, ...]:
     """The candidates of ``model``; ``ValueError`` for a bad model or fold count."""
     for name, value in (("--folds", folds), ("--inner-folds", inner_folds)):
@@ -436,7 +465,7 @@ def learn(
     seed: int = 0,
     inner_folds: int = DEFAULT_INNER_FOLDS,
     guard: bool = True,
-    default: PipelineConfig | str = DEFAULT_PIPELINE,
+    default: PipelineConfig | str | None = None,
     depth: int = DEFAULT_DEPTH,
     max_results: int = 10,
     metric: str = "ndcg@5",
@@ -449,6 +478,7 @@ def learn(
     leak_groups: Mapping[str, str] | None = None,
     routes: tuple[str, ...] | None = None,
     check_memorisation: bool | None = None,
+    kind_field: str = "intent",
 ) -> LearnResult:
     """Nested cross-validation of the learning procedure, then the procedure on all queries;
     the fits run on ``threads`` threads (default: the CPUs this process may use), which changes
@@ -465,13 +495,16 @@ def learn(
     ):
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     parse_metric(metric)
-    default = resolve_config(default)
-    if any(spec.model == "correction" for spec in candidates) and default.name not in FIXED_PIPELINES:
+    explicit = default is not None
+    fixed_cfgs = ({(d := resolve_config(default)).name: d} if explicit
+                  else fixed_candidates(c, routes))
+    base = next(iter(fixed_cfgs)) if explicit else DEFAULT_PIPELINE
+    if any(spec.model == "correction" for spec in candidates) and base not in FIXED_PIPELINES:
         raise ValueError(f"--model correction boosts on top of the default's score, a feature only "
-                         f"for {list(FIXED_PIPELINES)}; the default is {default.name!r}")
+                         f"for {list(FIXED_PIPELINES)}; the default is {base!r}")
     config = PipelineConfig("learned", "learned", max_results=max_results, depth=depth)
     for name, cfg in (
-        (default.name, default),
+        *fixed_cfgs.items(),
         ("learned", config),
         *((n, get_pipeline(n)) for n in SINGLE_PATHS),
     ):
@@ -490,7 +523,7 @@ def learn(
     ids = counted_ids(c, qrels, judged)
     pool_q = np.flatnonzero(judged.judged)  # counted position p < len(pool_q) → pool query
     n_missing = n - len(pool_q)
-    t = Training(c, judged, config, metric, seed, base=f"fixed:{default.name}")
+    t = Training(c, judged, config, metric, seed, base=f"fixed:{base}")
 
     def counted(values: np.ndarray) -> np.ndarray:
         out = np.nan_to_num(values[pool_q])
@@ -499,7 +532,18 @@ def learn(
     def of_config(cfg: PipelineConfig) -> np.ndarray:
         return counted(next(config_values(c, judged, [cfg], metric, routes))[0])
 
-    default_values = of_config(default)
+    fixed_all = {name: of_config(cfg) for name, cfg in fixed_cfgs.items()}
+    fixed_rows: dict = {}  # name → its fused scores (each row), made when first needed
+
+    def fixed_score(name: str) -> np.ndarray:
+        if name not in fixed_rows:
+            fixed_rows[name] = fuse(c, fixed_cfgs[name], routes).scored.score
+        return fixed_rows[name]
+
+    def choose_fixed(positions: np.ndarray) -> str:
+        """The fixed pipeline with the best mean on ``positions`` (the first named on a tie):
+        the fallback a model must beat there."""
+        return max(fixed_cfgs, key=lambda name: float(fixed_all[name][positions].mean()))
     per_procedure = len(candidates) * inner_folds + 1
     total = (folds + 1) * per_procedure
     done = [0]
@@ -512,13 +556,24 @@ def learn(
     def pool_queries(positions: np.ndarray) -> np.ndarray:
         return pool_q[positions[positions < len(pool_q)]]
 
-    def held_out_values(spec: Spec, train: np.ndarray, test: np.ndarray) -> np.ndarray:
-        """``spec`` fitted on counted positions ``train``, its values on positions ``test``."""
-        model = fit(spec, t, pool_queries(train), {"spec": str(spec)})
-        return counted(t.values(scores(model, t, pool_queries(test))))[test]
-
     groups = group_labels(ids, fold_by)
     kind_of = None if kinds is None else np.array([kinds.get(q, "") for q in ids], dtype=object)
+
+    def unseen(train: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Which ``positions`` hold a labelled kind no query of ``train`` has: a model fitted on
+        ``train`` is never applied to them (they get the fallback)."""
+        if kind_of is None:
+            return np.zeros(len(positions), dtype=bool)
+        seen = set(kind_of[train])
+        return np.array([bool(k) and k not in seen for k in kind_of[positions]], dtype=bool)
+
+    def held_out_values(spec: Spec, train: np.ndarray, test: np.ndarray,
+                        fallback: np.ndarray | None = None) -> np.ndarray:
+        """``spec`` fitted on counted positions ``train``, its values on positions ``test``
+        (``fallback``'s on a test query of a kind ``train`` lacks)."""
+        model = fit(spec, t, pool_queries(train), {"spec": str(spec)})
+        values = counted(t.values(scores(model, t, pool_queries(test))))[test]
+        return values if fallback is None else np.where(unseen(train, test), fallback[test], values)
     # the other way to fold, for the memorisation check: by query when the folds go by group,
     # by ``leak_groups`` when they go by query
     if groups is not None:
@@ -535,11 +590,12 @@ def learn(
     first_inner: dict = {}  # plan index → {spec: inner held-out values, first fold seed}
     fits = _Fits(threads or len(os.sched_getaffinity(0)))
 
-    def inner_run(plan: Plan, specs_: list, repeat: int, held: dict) -> None:
+    def inner_run(plan: Plan, specs_: list, repeat: int, held: dict, fallback: np.ndarray) -> None:
         """Every spec of ``specs_`` fitted on each inner training part (fold seed ``repeat``)
         and scored on its inner held-out part, into ``held[spec, repeat]``."""
         inner = plan.inner_folds(inner_folds, repeat)
-        jobs = {(spec, j): fits.submit(held_out_values, spec, plan.train[inner != j], plan.train[inner == j])
+        jobs = {(spec, j): fits.submit(held_out_values, spec, plan.train[inner != j], plan.train[inner == j],
+                                       fallback)
                 for spec in specs_ for j in range(plan.inner_count(inner_folds))}
         for spec in specs_:
             held[spec, repeat] = np.empty(len(plan.train))
@@ -553,12 +609,16 @@ def learn(
         and ``record`` each candidate's pooled inner held-out mean (``inner``) and the guard's
         figures (``guard``, ``guard_detail``)."""
         positions = plan.train
-        default_mean = float(default_values[positions].mean())
+        fallback = choose_fixed(positions)
+        base_values = fixed_all[fallback]
+        default_mean = float(base_values[positions].mean())
+        kinds_seen = sorted({str(k) for k in kind_of[positions] if k}) if kind_of is not None else []
         if plan.inner_folds(inner_folds) is None:
             means = {str(spec): math.nan for spec in candidates}
-            return Choice("default", candidates[0], default_mean, {"inner": means, "guard": {}})
+            return Choice("default", candidates[0], default_mean,
+                          {"inner": means, "guard": {}, "fallback": fallback})
         held: dict = {}  # (spec, fold seed) → each position's inner held-out value
-        inner_run(plan, slow_first, 0, held)
+        inner_run(plan, slow_first, 0, held, base_values)
         first_inner[plan.index] = {spec: held[spec, 0] for spec in candidates}
         means = {str(spec): float(held[spec, 0].mean()) for spec in candidates}
         order = sorted(candidates, key=lambda s: (-means[str(s)], candidates.index(s)))
@@ -566,44 +626,57 @@ def learn(
 
         def learned(spec: Spec, detail: dict) -> Choice:
             model = fits.submit(fit, spec, t, pool_queries(positions), {"spec": str(spec)}).result()
-            return Choice("learned", spec, default_mean, {"inner": means, "guard": detail}, model)
+            return Choice("learned", spec, default_mean,
+                          {"inner": means, "guard": detail, "fallback": fallback, "kinds": kinds_seen}, model)
 
         best = order[0]
         if not guard:
             return learned(best, {})
         if guard_rule == "mean":  # the inner mean alone (the guard before the per-kind check)
             if not means[str(best)] > default_mean + 1e-12:
-                return Choice("default", best, default_mean, {"inner": means, "guard": {}})
+                return Choice("default", best, default_mean, {"inner": means, "guard": {}, "fallback": fallback})
             return learned(best, {})
         refused: dict = {}
         for spec in order:
             while True:  # the guard on the inner differences to the default, its folds repeated while unsure
-                delta = np.stack([held[spec, r] for r in range(repeats[spec])]) - default_values[positions]
+                delta = np.stack([held[spec, r] for r in range(repeats[spec])]) - base_values[positions]
                 detail = guard_detail(delta, None if kind_of is None else kind_of[positions],
                                       plan.inner_count(inner_folds))
                 detail["repeats"] = repeats[spec]
                 kind = guard_verdict(detail)
                 if kind != "unsure" or repeats[spec] >= inner_repeats:
                     break
-                inner_run(plan, [spec], repeats[spec], held)
+                inner_run(plan, [spec], repeats[spec], held, base_values)
                 repeats[spec] += 1
             if kind == "pass" or (kind == "unsure" and guard_passes(detail)):
                 return learned(spec, {**detail, "refused": refused})
             refused[str(spec)] = detail
-        return Choice("default", best, default_mean, {"inner": means, "guard": {"refused": refused}})
+        return Choice("default", best, default_mean,
+                      {"inner": means, "guard": {"refused": refused}, "fallback": fallback})
 
-    default_score = fuse(c, default, routes).scored.score
     fold_scores: dict = {}  # plan index → each row's score under what the plan's choice applies
+    applied_to: dict = {}  # plan index → per counted query, what was applied to it
 
     def applied_values(choice: Choice, plan: Plan) -> np.ndarray:
         """What ``choice`` applies, per counted query: the fitted model's values (scoring only
-        the held-out fold's rows), or the default's."""
+        the held-out fold's rows) — its fallback's on a query of a kind it was not fitted on —
+        or the fallback fixed pipeline's."""
+        fallback = choice.record["fallback"]
         if choice.kind != "learned":
-            fold_scores[plan.index] = default_score
-            return default_values
+            fold_scores[plan.index] = fixed_score(fallback)
+            applied_to[plan.index] = np.full(n, fallback, dtype=object)
+            return fixed_all[fallback]
         rows = scores(choice.model, t, None if plan.final else pool_queries(plan.test))
+        values = counted(t.values(rows))
+        other = unseen(plan.train, np.arange(n))
+        applied_to[plan.index] = np.where(other, fallback, str(choice.pick)).astype(object)
+        if other.any():
+            query_other = np.zeros(c.n_queries, dtype=bool)
+            query_other[pool_queries(np.flatnonzero(other))] = True
+            rows = np.where(query_other[c.query_idx], fixed_score(fallback), rows)
+            values = np.where(other, fixed_all[fallback], values)
         fold_scores[plan.index] = rows
-        return counted(t.values(rows))
+        return values
 
     scored: dict = {}  # plan index → ``applied_values``, computed on the plan's own thread
 
@@ -625,7 +698,8 @@ def learn(
         leak_jobs = [fits.submit(held_out_values, leak_spec, np.flatnonzero(leak_of != j), np.flatnonzero(leak_of == j))
                      for j in range(leak_k)] if leak_of is not None else []
         run = nested_cv(ids, folds, seed, groups, search_and_score, score,
-                        applied=lambda choice: str(choice.pick) if choice.kind == "learned" else f"default {default.name}",
+                        applied=lambda choice: (str(choice.pick) if choice.kind == "learned"
+                                                else f"kept {choice.record['fallback']}"),
                         run=lambda search_, plans: fits.run(search_, plans, tick))
         leak_values = np.empty(n)
         for j, job in enumerate(leak_jobs):
@@ -639,8 +713,13 @@ def learn(
         rows = test_queries[c.query_idx]
         held_score[rows] = fold_scores[plan.index][rows]
     final = run.final
+    default = fixed_cfgs[final.record["fallback"]]  # the fallback on all queries: the comparison's
+    default_values = fixed_all[default.name]
     singles = {name: of_config(get_pipeline(name)) for name in SINGLE_PATHS}
-    fixed = {name: of_config(get_pipeline(name)) for name in FIXED_PIPELINES}
+    fixed = dict(fixed_all)
+    applied = np.empty(n, dtype=object)
+    for plan in run.plans[:folds]:
+        applied[plan.test] = applied_to[plan.index][plan.test]
     leak = None
     if leak_of is not None and folds in first_inner:
         same = first_inner[folds][leak_spec]
@@ -679,6 +758,8 @@ def learn(
         best_single=best_single,
         comparisons=comparisons,
         judged=judged_5,
+        fallback_rule="explicit" if explicit else "chosen",
+        applied=tuple(str(a) for a in applied),
         final=final,
         final_score=final_score,
         seconds=time.perf_counter() - start,
@@ -690,4 +771,5 @@ def learn(
         fixed_values=fixed,
         inner_repeats=inner_repeats,
         guard_rule=guard_rule if guard else "none",
+        kind_field=kind_field,
     )

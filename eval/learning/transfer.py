@@ -104,7 +104,7 @@ def learn_report(c, qrels, queries, model: str = "auto", *, folds: int = 5, seed
     stage = progress or (lambda name: None)
     folding = fold_groups(queries, qrels, folds, fold_by)
     kinds = query_kinds(queries, kind_by)
-    options = {**options, "kinds": kinds}
+    options = {**options, "kinds": kinds, "kind_field": kind_by}
     runs = [learn(c, qrels, model, folds=folds, seed=seed + i, fold_by=folding.fold_by,
                   leak_groups=folding.check,
                   progress=stage("fits" if i == 0 else f"fold seed {seed + i}"), **options)

@@ -49,7 +49,8 @@ RAY_MISSING = "--executor ray needs Ray: pip install -e '.[distributed]'"
 
 # how each field of a candidate table is cut into a query shard; a field not named here
 # stops sharding (rather than being silently shared across shards)
-_PER_QUERY = ("query_ids", "query_texts", "fast_target", "timeline", "intent_route", "window", "degraded")
+_PER_QUERY = ("query_ids", "query_texts", "fast_target", "timeline", "intent_route", "window", "degraded",
+              "query_kinds")
 _SHARED = ("dataset", "fingerprint", "embedder", "pool_depth", "doc_ids", "analyzer", "doc_types")
 
 

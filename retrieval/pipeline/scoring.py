@@ -17,7 +17,7 @@ import numpy as np
 from retrieval.candidates import Candidates
 from retrieval.fusion import FUSIONS, Scored
 from retrieval.fusion.learned.features import FIXED_FEATURES, FIXED_PIPELINES
-from retrieval.fusion._base import recency_decay, segment_max, segment_min
+from retrieval.fusion._base import LazyComponents, recency_decay, segment_max, segment_min
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.presets import PIPELINES
 from retrieval.ranking import Ranking, rank_rows
@@ -112,8 +112,58 @@ def fuse(c: Candidates, config: PipelineConfig, routes: tuple[str, ...] | None =
             below &= hybrid_rows
         score = np.where(below, -np.inf, score)
         scored = Scored(score, scored.components, scored.multipliers)
-    return Fused(config, c, scored, route, max_results, config.min_score, budget, keep,
-                 None if routed else config.path_depth, routes)
+    fused = Fused(config, c, scored, route, max_results, config.min_score, budget, keep,
+                  None if routed else config.path_depth, routes)
+    return _by_kind(fused, routes)
+
+
+def _by_kind(fused: Fused, routes: tuple[str, ...] | None) -> Fused:
+    """A learned model restricted to the kinds of query it was trained on
+    (``LearnedParams.kinds``): every query whose labelled kind (``Candidates.query_kinds``) is
+    another gets its ``fallback`` pipeline's scores, route, cap and budget instead — the whole
+    fixed pipeline for that query. A query without a label (a free query) gets the model."""
+    params, c = fused.config.params, fused.table
+    kinds = getattr(params, "kinds", ())
+    if not kinds or not c.query_kinds:
+        return fused
+    other = np.array([bool(k) and k not in kinds for k in c.query_kinds], dtype=bool)
+    if not other.any():
+        return fused
+    fallback = PIPELINES.get(params.fallback)
+    if fallback is None:
+        raise ValueError(f"the learned model's fallback {params.fallback!r} is not a named pipeline; "
+                         f"choose from {sorted(PIPELINES)}")
+    return merge_per_query(fused, fuse(c, fallback, routes), other)
+
+
+def merge_per_query(a: Fused, b: Fused, use_b: np.ndarray) -> Fused:
+    """``a``'s scoring for most queries and ``b``'s for the queries ``use_b`` marks: each side's
+    scores with its own ``min_score`` already applied (a row under it becomes −inf unless kept),
+    per-query routes, caps and budgets (−1: none) — ranked exactly as each side alone ranks
+    those queries."""
+    c = a.table
+    n_q = c.n_queries
+
+    def cut(f: Fused) -> np.ndarray:
+        score = np.asarray(f.scored.score, dtype=np.float64)
+        if f.min_score is not None:
+            kept = f.keep if f.keep is not None else np.zeros(c.n_rows, dtype=bool)
+            score = np.where((score < f.min_score) & ~kept, -np.inf, score)
+        return score
+
+    def per_query(value, none) -> np.ndarray:
+        return np.broadcast_to(np.asarray(none if value is None else value, dtype=np.int64), (n_q,))
+
+    rows_b = use_b[c.query_idx]
+    score = np.where(rows_b, cut(b), cut(a))
+    mine = a.scored.components
+    components = LazyComponents(lambda: {**{k: np.where(rows_b, 0.0, v) for k, v in mine.items()},
+                                          "fallback": np.where(rows_b, score, 0.0)})
+    scored = Scored(score, components, a.scored.multipliers)
+    return Fused(a.config, c, scored, np.where(use_b, b.route, a.route),
+                 np.where(use_b, per_query(b.max_results, 0), per_query(a.max_results, 0)), None,
+                 np.where(use_b, per_query(b.token_budget, -1), per_query(a.token_budget, -1)), None,
+                 None, a.routes)
 
 
 def fixed_pipeline_features(c: Candidates) -> np.ndarray:

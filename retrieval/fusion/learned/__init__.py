@@ -115,6 +115,11 @@ class LearnedParams(Params):
     file: str = ""
     feature_set: str = ""
     weights: tuple[FeatureWeight, ...] = DEFAULT_WEIGHTS
+    # the kinds of query (labelled intents) the model was trained on, and the fixed pipeline a
+    # query of any other labelled kind gets instead (``retrieval.pipeline.scoring.fuse``);
+    # empty: the model scores every query
+    kinds: tuple[str, ...] = ()
+    fallback: str = ""
 
     def check(self) -> None:
         if self.model not in KINDS:
@@ -123,13 +128,24 @@ class LearnedParams(Params):
             if not isinstance(getattr(self, key), str):
                 raise ValueError(f"{key} must be a string, got {getattr(self, key)!r}")
         object.__setattr__(self, "weights", _weights(self.weights))
+        kinds = self.kinds
+        if not isinstance(kinds, (list, tuple)) or not all(isinstance(k, str) and k for k in kinds):
+            raise ValueError(f"kinds must be a list of non-empty strings, got {kinds!r}")
+        object.__setattr__(self, "kinds", tuple(sorted(set(kinds))))
+        if not isinstance(self.fallback, str):
+            raise ValueError(f"fallback must be a pipeline name, got {self.fallback!r}")
+        if self.kinds and not self.fallback:
+            raise ValueError("a model restricted to kinds needs the fallback pipeline the other kinds get")
         if self.model != "linear" and not self.file:
             raise ValueError(f"a {self.model} model needs file = the model file rwb learn wrote")
         if self.model == "linear" and not self.weights:
             raise ValueError("a linear model needs at least one weight")
 
     def active(self, name: str) -> bool:
-        """Weights are the linear model's knobs; the other models have none."""
+        """Weights are the linear model's knobs; the other models have none. The kind routing
+        (``kinds``, ``fallback``) is recorded by ``rwb learn``, not a knob."""
+        if name in ("kinds", "fallback"):
+            return False
         return name != "weights" or self.model == "linear"
 
     def in_folder(self, folder) -> "LearnedParams":

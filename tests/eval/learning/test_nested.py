@@ -4,6 +4,7 @@ CLI writes a pipeline that ``rwb eval`` and ``rwb search`` use."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -14,6 +15,7 @@ import pytest
 
 from eval.cli import main as rwb_main
 from eval.learning.nested import learn
+from retrieval.pipeline import from_toml, get_pipeline, run_pipeline, to_toml
 from tests.conftest import make_candidates
 
 TINY = Path(__file__).resolve().parents[2] / "fixtures" / "tiny"
@@ -300,33 +302,61 @@ def collapse_table(seed=7):
                 for j in range(PER_QUERY)])
             qrels[f"q{qi}"] = {f"d{target}": 1}
             kinds[f"q{qi}"] = kind
-    return make_candidates(queries), qrels, kinds
+    return make_candidates(queries, query_kinds=[kinds[f"q{i}"] for i in range(len(queries))]), qrels, kinds
 
 
 def test_the_guard_refuses_a_model_that_collapses_on_one_kind_of_query():
-    """Folds by kind (each kind held out whole, outer and inner): the procedure on all queries
-    sees, in its inner folds, the model fitted on a, b, c score the odd kind. Its mean beats the
-    default by far (a, b, c: ~0.35 → ~1.0), so the mean-only guard lets it through; on the odd
-    kind it scores 0 where the default scores 1, and the per-kind guard refuses it."""
+    """Folds by query: every inner fold holds some odd queries, and the model fitted on them and
+    the others scores the odd kind well (access count and vitality separate it) — no collapse
+    to refuse. With the per-kind check the guard still compares each kind on its own."""
+    c, qrels, kinds = collapse_table()
+    result = learn(c, qrels, "linear", folds=4, seed=0, inner_folds=3, default="vector", kinds=kinds)
+    assert result.final.kind == "learned"
+    assert result.final.record["kinds"] == ["a", "b", "c", "odd"]
+    assert result.held_out_mean > 0.9                              # vector alone: ~0.5
+
+
+def test_a_model_is_never_applied_to_a_kind_it_was_not_fitted_on():
+    """Folds by kind (each kind held out whole, outer and inner). On main the outer fold holding
+    the odd kind out applied the model fitted on a, b, c to it: it ranks the odd kind's relevant
+    document last (held-out 0.0–0.2 there where the vector path scores 1). Now a model is
+    applied only to kinds its training part holds; the odd queries get the fallback (the vector
+    path here) and keep its 1.0. The inner folds are by kind too, so no model is ever scored on
+    a kind it saw: the guard keeps the fallback everywhere, and the procedure equals it."""
     c, qrels, kinds = collapse_table()
     options = dict(folds=4, seed=0, inner_folds=3, default="vector", fold_by=kinds, kinds=kinds)
-    old = learn(c, qrels, "linear", guard_rule="mean", **options)
-    new = learn(c, qrels, "linear", **options)
-    assert old.final.kind == "learned"                          # the earlier guard: through
-    assert max(old.final.record["inner"].values()) > old.final.inner_default + 0.2
-    assert new.final.kind == "default"                          # the new guard: refused
-    refused = new.final.record["guard"]["refused"]
-    assert set(refused) == {"linear C=0.01", "linear C=0.1", "linear C=1"}
-    assert all(d["refused_kinds"] == ["odd"] for d in refused.values())
-    odd = next(iter(refused.values()))["kinds"]["odd"]
-    assert odd["n"] == 8 and odd["delta"] < -0.5                 # 0 against the default's 1
-    # the outer fold holding the odd kind out never saw it: no guard can tell, both collapse
-    odd_fold = next(f for f in new.outer if kinds[f.test_ids[0]] == "odd")
-    assert odd_fold.test_mean < 0.2
-    # on every other fold the odd kind is in the inner folds: the new guard keeps the default
-    assert all(f.kind == "default" for f in new.outer if f is not odd_fold)
-    assert all(f.kind == "learned" for f in old.outer)
-    assert new.per_kind()["odd"]["held_out"] == pytest.approx(odd_fold.test_mean)
+    result = learn(c, qrels, "linear", guard=False, **options)   # the model applied where it may be
+    odd_fold = next(f for f in result.outer if kinds[f.test_ids[0]] == "odd")
+    assert odd_fold.kind == "learned"                 # a model was chosen on a, b, c …
+    assert odd_fold.test_mean == pytest.approx(1.0)   # … and never met the odd kind
+    assert result.per_kind()["odd"]["applied"] == {"vector": 8}
+    assert result.per_kind()["odd"]["held_out"] == pytest.approx(result.per_kind()["odd"]["vector"])
+    guarded = learn(c, qrels, "linear", **options)
+    assert np.allclose(guarded.held_out, guarded.default_values)
+
+
+def test_the_learned_pipeline_routes_an_unseen_kind_to_its_fallback():
+    """The model fitted on kinds a, b and c alone, written as a pipeline: its TOML records the
+    kinds and the fallback, and scoring a table whose odd queries carry their kind gives those
+    queries the fallback's ranking (vector: the relevant document first, nDCG 1), the others
+    the model's."""
+    c, qrels, kinds = collapse_table()
+    seen = {q: g for q, g in qrels.items() if kinds[q] != "odd"}
+    result = learn(c, seen, "linear", folds=4, seed=0, inner_folds=3, default="vector",
+                   guard=False, kinds=kinds)
+    config = result.final_config()
+    assert config.params.kinds == ("a", "b", "c") and config.params.fallback == "vector"
+    assert from_toml(to_toml(config)).params.kinds == ("a", "b", "c")
+    routed = run_pipeline(c, config)
+    vector = run_pipeline(c, get_pipeline("vector"))
+    odd = [i for i, q in enumerate(c.query_ids) if kinds[q] == "odd"]
+    def docs(run, qi):
+        return [c.doc_ids[c.doc_idx[r]] for r in run.ranking.for_query(qi)]
+
+    for qi in odd:
+        assert docs(routed, qi) == docs(vector, qi)
+    unrouted = run_pipeline(dataclasses.replace(c, query_kinds=()), config)  # kinds unknown
+    assert any(docs(unrouted, qi)[0] != docs(vector, qi)[0] for qi in odd)
 
 
 def shared_passage_table(groups=6, per_group=20, seed=11):
