@@ -15,7 +15,8 @@ import streamlit as st
 from eval.experiments.views import LearnView, learn_view
 from eval.learning.fit import MODELS
 from eval.learning.leakage import AUTO, fold_choices
-from eval.learning.nested import DEFAULT_INNER_FOLDS, DEFAULT_PIPELINE, LearnResult
+from eval.learning.nested import DEFAULT_INNER_FOLDS, LearnResult
+from eval.learning.router import LEARNED_PIPELINE
 from eval.learning.transfer import MAX_REPEATS, learn_report
 from eval.stores.learned import keep
 from pages import _harness as hx
@@ -24,6 +25,7 @@ from pages._markup import md
 from retrieval.fusion.learned.model import model_to_json
 
 RESULT = "learn_result"          # (what it was learned on, LearnReport)
+CHOSEN = "(best fixed pipeline)"  # the fallback chosen in the inner folds (rwb learn's default)
 MODEL_HELP = ("auto: chosen in the inner folds among all · linear: one weight per feature "
               "(knobs on Tune) · lambdamart: LightGBM's lambdarank · moe: seed 001 §6, query "
               "features → the profile's weights per query")
@@ -41,14 +43,17 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
     """The controls, the run (named progress) and the result with its actions."""
     qrels, judged = ws.judged()
     n_judged = judged.n_judged
-    labels = [x for x in options if x != "tune:current"]
+    labels = [CHOSEN, *(x for x in options if x != "tune:current")]
     with st.container(border=True):
         row = st.columns([1.9, 1.4, 0.75, 0.75, 0.75], vertical_alignment="bottom")
         model = row[0].segmented_control("Model", ["auto", *MODELS], key="learn_model",
                                          required=True, default="auto", help=MODEL_HELP)
         default_label = row[1].selectbox(
-            "Default (the guard keeps it)", labels, key="learn_default", format_func=fmt,
-            index=labels.index(DEFAULT_PIPELINE) if DEFAULT_PIPELINE in labels else 0)
+            "Fallback (the guard keeps it)", labels, key="learn_default",
+            format_func=lambda x: "best fixed pipeline (chosen per fold)" if x == CHOSEN else fmt(x),
+            help="best fixed pipeline (rwb learn's default): each training part keeps the named "
+                 "fixed pipeline that scores best there, and a model must beat that one. Another "
+                 "choice makes that one pipeline the floor (rwb learn --default).")
         top = max(2, min(10, n_judged))
         folds = row[2].number_input("Outer folds", 2, top, value=min(5, top), key="learn_folds")
         inner = row[3].number_input("Inner folds", 2, 10, value=DEFAULT_INNER_FOLDS,
@@ -73,7 +78,7 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
         st.caption(f"{int(folds)} outer folds × {int(inner)} inner · {n_judged} judged queries · "
                    "features from the candidate table, labels from the judgments every figure "
                    "uses")
-    default = sh.config_or_stop(default_label)
+    default = None if default_label == CHOSEN else sh.config_or_stop(default_label)
     if clicked:
         asked = f"{model} · {int(folds)} outer folds × {int(inner)} inner"
         bar = st.progress(0.0, text=f"Learning ({asked}): fitting…")
@@ -90,7 +95,8 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
                                   fold_by=None if fold_by == AUTO else fold_by,
                                   transfer=transfer, repeats=int(seeds), progress=stage,
                                   inner_folds=int(inner), guard=guard, default=default,
-                                  routes=sh.routes_for(ws.path, ws.stamp, ws.embedder, default))
+                                  routes=sh.routes_for(ws.path, ws.stamp, ws.embedder,
+                                                       default or LEARNED_PIPELINE))
             st.session_state[RESULT] = (_key(ws, default_label), report)
         except ValueError as error:
             st.error(f"Nothing learned: {md(error)}", icon=":material/error:")
@@ -155,13 +161,21 @@ def show(r: LearnResult, v: LearnView, default_label: str, on_apply: Callable,
                  column_config={
                      "held-out": st.column_config.NumberColumn(f"held-out {metric}", format="%.4f"),
                      "default (inner)": st.column_config.NumberColumn(format="%.4f")})
+    st.markdown(f"**What was kept** {md(v.kept)}")
     st.markdown("**The guard's decisions**  \n" + "  \n".join(md(line) for line in v.guard))
+    st.caption("Each candidate's inner cross-validation on all queries (held out within the "
+               "inner folds; the fixed pipeline is its mean on all of them):")
+    st.dataframe(v.candidates, hide_index=True, key="learn_candidates", width="stretch",
+                 column_config={k: st.column_config.NumberColumn(format="%.4f")
+                                for k in (v.candidates[0] if v.candidates else {}) if k != "candidate"})
     if v.weights:
         st.caption(f"The linear model's weights on standardised features (fitted on all "
                    f"queries: in-sample), the {len(v.weights)} largest of {v.n_weights}; all are "
                    "in the TOML")
         st.dataframe(v.weights, hide_index=True, key="learn_weights", width="stretch",
                      column_config={"weight": st.column_config.NumberColumn(format="%+.4f")})
+    with st.expander(f"What the {len(v.glossary)} features measure"):
+        st.dataframe(v.glossary, hide_index=True, key="learn_glossary", width="stretch")
     try:                                         # kept under $RWB_HOME/learned/: a link restores it
         label, config = keep(r)
     except (ValueError, OSError) as error:

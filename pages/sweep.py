@@ -151,14 +151,14 @@ if page_mode == "Optimise":
     cols[3].metric("final · in-sample", f"{tuned.final_score:.3f}", border=True,
                    help="The procedure run on all queries; its score on them is optimistic.")
     final_text = (" · ".join(f"{code(k)} = {v:g}" for k, v in tuned.final.pick.items())
-                  if tuned.final.kind == "tuned" else f"default {code(tuned.base.name)} kept")
+                  if tuned.final.kind == "tuned" else f"{code(tuned.final.record.get('fallback', tuned.base.name))} kept")
     if tuned.final.kind == "tuned":
         for edge in views.on_edge(tuned.final.pick, {sp.name: (sp.lo, sp.hi) for sp in tuned.space}):
             st.warning(f"Final setting on the edge: {md(edge)}; the best value may lie outside the "
                        "range searched.", icon=":material/warning:")
     st.markdown(f"**Final setting** {final_text}  \n{tuned.n_configs} configurations in {tuned.seconds:.1f} s · "
                 f"{tuned.sampler}, {tuned.trials} trials, {tuned.folds} folds, seed {tuned.seed}")
-    st.dataframe([{"fold": f.fold, "held out": len(f.test_ids), "chosen": f.kind,
+    st.dataframe([{"fold": f.fold, "held out": len(f.test_ids), "chosen": tune_mod.chosen_text(f),
                    "setting": ", ".join(f"{k}={v:g}" for k, v in f.applied.items()),
                    "train": f.choice.record["train_mean"], "held-out": f.test_mean} for f in tuned.outer],
                  hide_index=True, key="opt_folds_table")

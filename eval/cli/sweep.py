@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import eval.search.tune as tune_mod
+
 import math
 from typing import Callable
 
@@ -131,7 +133,7 @@ def print_tune(result: TuneResult) -> None:
           f"{r.folds} outer folds × {r.inner_folds} inner ({searches} searches per outer fold) · {r.n_queries} "
           f"judged queries · objective {r.metric} · {r.n_configs} configurations in {r.seconds:.1f} s")
     print("space: " + " ".join(str(p) for p in r.space))
-    rows = [[str(f.fold), str(len(f.test_ids)), f.kind, _fmt_params(f.applied), f"{f.choice.record['train_mean']:.4f}",
+    rows = [[str(f.fold), str(len(f.test_ids)), tune_mod.chosen_text(f), _fmt_params(f.applied), f"{f.choice.record['train_mean']:.4f}",
              "—" if math.isnan(f.choice.record["inner_tuned"]) else f"{f.choice.record['inner_tuned']:.4f}",
              f"{f.choice.inner_default:.4f}", f"{f.test_mean:.4f}"] for f in r.outer]
     print(text_table(["fold", "held out", "chosen", "search winner or default", "train", "inner CV",

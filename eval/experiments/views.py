@@ -23,6 +23,7 @@ from eval.metrics.definitions import metric_label
 from eval.metrics.judgment_bias import label as bias_label
 from eval.statistics.significance import compare_pair, fmt_p
 from retrieval.candidates import Candidates
+from retrieval.fusion.learned.features import describe_feature
 from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline
 
 PERMUTATIONS = 10_000
@@ -348,6 +349,9 @@ class LearnView:
     weights: list[dict]           # the final linear model's largest weights (in-sample fit)
     n_weights: int                # how many weights it has
     stability: str                # the spread over fold seeds ("" with one seed)
+    kept: str = ""                # how often the guard kept a fixed pipeline, which, and why
+    candidates: list[dict] = field(default_factory=list)  # each candidate's inner-CV figure on all queries
+    glossary: list[dict] = field(default_factory=list)    # every feature: its meaning
 
 
 def _refusal(spec: str, detail: dict) -> str:
@@ -370,12 +374,12 @@ def guard_words(model: str, inner: dict, inner_default: float, guard: dict, defa
         return (f"no guard: applied the inner-CV winner {best} ({means[best]:.4f}; {default} "
                 f"{inner_default:.4f})")
     if rule == "mean":
-        if model.startswith("default "):
+        if model.startswith(("default ", "kept ")):
             return (f"kept {default}: the best inner mean, {best} {means[best]:.4f}, is not above "
                     f"{default}'s {inner_default:.4f}")
         return f"applied {model}: inner mean {means[model]:.4f} above {default}'s {inner_default:.4f}"
     refused = [_refusal(s, d) for s, d in (guard.get("refused") or {}).items()]
-    if model.startswith("default "):
+    if model.startswith(("default ", "kept ")):
         return f"kept {default}: every candidate refused — " + "; ".join(refused)
     seeds = guard.get("repeats", 1)
     line = (f"applied {model}: inner Δ {guard['mean']:+.4f} over {default} (corrected SE "
@@ -420,12 +424,13 @@ def learn_view(report) -> LearnView:
             f"per kind: {', '.join(transfer['chosen'])}")
     rule = r.guard_rule
     guard = [f"Fold {f.fold}: " + guard_words(f.applied, f.choice.record["inner"], f.choice.inner_default,
-                                               f.choice.record["guard"], default, rule) for f in r.outer]
-    final_model = str(r.final.pick) if r.final.kind == "learned" else f"default {default}"
+                                               f.choice.record["guard"], f.choice.record.get("fallback", default),
+                                               rule) for f in r.outer]
+    final_model = str(r.final.pick) if r.final.kind == "learned" else f"kept {default}"
     guard.append(f"All {r.n_queries} queries (the final model): " + guard_words(
         final_model, r.final.record["inner"], r.final.inner_default, r.final.record["guard"], default, rule))
     final = (f"{r.final.pick}, fitted on all {r.n_queries} queries" if r.final.kind == "learned"
-             else f"default {default} kept (no model passed the guard in the inner folds)")
+             else f"{default} kept (no model passed the guard in the inner folds)")
     weights = r.weights()
     s = report.stability
     stability = "" if not s else (
@@ -440,4 +445,27 @@ def learn_view(report) -> LearnView:
                 "default (inner)": f.choice.inner_default, "held-out": f.test_mean} for f in r.outer],
         guard=guard, final=final, final_score=r.final_score,
         weights=[{"feature": n, "weight": w} for n, w in weights[:TOP_WEIGHTS]],
-        n_weights=len(weights), stability=stability)
+        n_weights=len(weights), stability=stability, kept=kept_line(r),
+        candidates=[{"candidate": spec, f"inner-CV {metric}": value}
+                    for spec, value in sorted(r.final.record["inner"].items(), key=lambda kv: -kv[1])
+                    if isinstance(value, (int, float)) and math.isfinite(value)]
+        + [{"candidate": f"{default} (fixed)", f"inner-CV {metric}": r.final.inner_default}],
+        glossary=[{"feature": name, "meaning": describe_feature(name)} for name in r.feature_names])
+
+
+def kept_line(r) -> str:
+    """How many outer folds kept a fixed pipeline instead of a model, which one and why (the
+    guard's reason in the first such fold), and how the fallback was chosen."""
+    kept = [f for f in r.outer if f.kind != "learned"]
+    how = ("the best of the named fixed pipelines on each training part" if r.fallback_rule == "chosen"
+           else "the --default pipeline")
+    if not kept:
+        return (f"A model was applied in all {len(r.outer)} folds; each fold's fallback ({how}) "
+                "served only the kinds of query its model was not fitted on.")
+    names = sorted({f.choice.record.get("fallback", r.default.name) for f in kept})
+    first = kept[0]
+    reason = guard_words(first.applied, first.choice.record["inner"], first.choice.inner_default,
+                         first.choice.record["guard"], first.choice.record.get("fallback", r.default.name),
+                         r.guard_rule)
+    return (f"The guard kept {', '.join(names)} in {len(kept)} of {len(r.outer)} folds (fallback: {how}). "
+            f"Fold {first.fold}: {reason}")

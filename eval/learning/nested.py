@@ -76,15 +76,15 @@ from threadpoolctl import threadpool_limits
 from eval.learning.fit import Spec, Training, fit, quiet, scores, specs
 from eval.metrics.judgment_bias import judged_at
 from eval.metrics.measure import config_values, judge, parse_metric
-from eval.search.nested import (SINGLE_PATHS, Choice, NestedResult, Plan, compare, counted_ids, nested_cv,
-                                seed_of)
+from eval.search.nested import (SINGLE_PATHS, Choice, NestedResult, Plan, choose_fixed, compare, counted_ids,
+                                fixed_candidates, nested_cv, seed_of)
 from eval.search.sweep import group_count, group_labels, make_folds
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates
 from retrieval.fusion.learned.features import FIXED_PIPELINES, feature_set_id
 from retrieval.fusion.learned import LearnedParams, feature_weights
 from retrieval.fusion.learned.model import MoEModel, TreeModel
-from retrieval.pipeline import PIPELINES, PipelineConfig, fuse, get_pipeline, run_pipeline, to_dict
+from retrieval.pipeline import PipelineConfig, fuse, get_pipeline, run_pipeline, to_dict
 from retrieval.ranking import rank_rows
 
 DEFAULT_PIPELINE = "seed-adaptive"
@@ -434,20 +434,6 @@ class _Fits:
         self.pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
 
 
-def fixed_candidates(c: Candidates, routes: tuple[str, ...] | None = None) -> dict[str, PipelineConfig]:
-    """The named fixed pipelines a learning procedure chooses its fallback from: every preset of
-    ``retrieval.pipeline.PIPELINES`` the pool is deep enough for (``seed-adaptive-learned`` only
-    where learned routes were fitted), seed-adaptive first (it wins a tie)."""
-    names = [DEFAULT_PIPELINE, *(n for n in PIPELINES if n != DEFAULT_PIPELINE)]
-    out = {}
-    for name in names:
-        cfg = PIPELINES[name]
-        if cfg.path_depth > c.pool_depth or (name == "seed-adaptive-learned" and routes is None):
-            continue
-        out[name] = cfg
-    return out
-
-
 def check_learn(model: str, folds: int, inner_folds: int) -> tuple[Spec, ...]:
     """The candidates of ``model``; ``ValueError`` for a bad model or fold count."""
     for name, value in (("--folds", folds), ("--inner-folds", inner_folds)):
@@ -497,7 +483,7 @@ def learn(
     parse_metric(metric)
     explicit = default is not None
     fixed_cfgs = ({(d := resolve_config(default)).name: d} if explicit
-                  else fixed_candidates(c, routes))
+                  else fixed_candidates(c, routes, get_pipeline(DEFAULT_PIPELINE)))
     base = next(iter(fixed_cfgs)) if explicit else DEFAULT_PIPELINE
     if any(spec.model == "correction" for spec in candidates) and base not in FIXED_PIPELINES:
         raise ValueError(f"--model correction boosts on top of the default's score, a feature only "
@@ -540,10 +526,6 @@ def learn(
             fixed_rows[name] = fuse(c, fixed_cfgs[name], routes).scored.score
         return fixed_rows[name]
 
-    def choose_fixed(positions: np.ndarray) -> str:
-        """The fixed pipeline with the best mean on ``positions`` (the first named on a tie):
-        the fallback a model must beat there."""
-        return max(fixed_cfgs, key=lambda name: float(fixed_all[name][positions].mean()))
     per_procedure = len(candidates) * inner_folds + 1
     total = (folds + 1) * per_procedure
     done = [0]
@@ -609,7 +591,7 @@ def learn(
         and ``record`` each candidate's pooled inner held-out mean (``inner``) and the guard's
         figures (``guard``, ``guard_detail``)."""
         positions = plan.train
-        fallback = choose_fixed(positions)
+        fallback = choose_fixed(fixed_all, positions)
         base_values = fixed_all[fallback]
         default_mean = float(base_values[positions].mean())
         kinds_seen = sorted({str(k) for k in kind_of[positions] if k}) if kind_of is not None else []

@@ -26,7 +26,9 @@ procedure its inner search): the counted queries are split into ``folds`` outer 
 fold the whole procedure runs on the other folds and its choice is scored on the held-out fold.
 Every query is held out exactly once, so the **held-out estimate** is the mean over all counted
 queries of the value each received from a procedure that never saw it — the figure to expect on
-unseen queries. It is compared, query by query, with the default pipeline and with the better
+unseen queries. It is compared, query by query, with the fixed pipeline the procedure falls
+back to on all queries (the best fixed pipeline there: an in-sample choice, so the comparison
+leans against the procedure) and with the better
 single path (``vector`` or ``bm25``) by Fisher's randomization test and the paired t-test, raw
 and Holm-corrected over the two comparisons (``eval.search.nested.compare``).
 
@@ -54,7 +56,8 @@ import tomli_w
 
 from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
-from eval.search.nested import SINGLE_PATHS, Choice, NestedResult, Plan, counted_ids, compare, nested_cv
+from eval.search.nested import (SINGLE_PATHS, Choice, NestedResult, Plan, choose_fixed, compare, counted_ids,
+                               fixed_candidates, nested_cv)
 from eval.search.space import ParamSpec, knob_space, not_valid, parse_param, point_values, tunable
 from eval.search.sweep import group_count, group_labels
 from eval.stores.configs import resolve_config
@@ -210,7 +213,7 @@ def search(scorer: _Scorer, space: tuple[ParamSpec, ...], idx: np.ndarray, sampl
 
 
 def procedure(scorer: _Scorer, space: tuple[ParamSpec, ...], plan: Plan, sampler: str, trials: int,
-              inner_folds: int, guard: bool, default: np.ndarray,
+              inner_folds: int, guard: bool, fixed: dict[str, np.ndarray],
               on_trial: Callable[[], None] | None = None) -> Choice:
     """The tuning procedure (search + guard) on the queries ``plan.train`` (the inner search of
     ``eval.search.nested.nested_cv``); see the module docstring. Its ``Choice``: kind "tuned" or
@@ -219,10 +222,12 @@ def procedure(scorer: _Scorer, space: tuple[ParamSpec, ...], plan: Plan, sampler
     NaN without a guard). The inner folds keep each group whole, as the outer ones do."""
     idx = plan.train
     found = search(scorer, space, idx, sampler, trials, plan.seed_for(-1), on_trial)
-    default_mean = float(default[idx].mean())
+    fallback = choose_fixed(fixed, idx)
+    default_mean = float(fixed[fallback][idx].mean())
     inner = plan.inner_folds(inner_folds) if guard else None
     if inner is None:   # no inner split possible
-        return Choice("tuned", found.params, default_mean, {"train_mean": found.score, "inner_tuned": math.nan})
+        return Choice("tuned", found.params, default_mean,
+                      {"train_mean": found.score, "inner_tuned": math.nan, "fallback": fallback})
     held = np.empty(len(idx))
     for j in range(int(inner.max()) + 1):
         train, test = idx[inner != j], inner == j
@@ -230,7 +235,8 @@ def procedure(scorer: _Scorer, space: tuple[ParamSpec, ...], plan: Plan, sampler
         held[test] = scorer.values(winner.params)[idx[test]]
     inner_tuned = float(held.mean())
     kind = "tuned" if inner_tuned > default_mean + 1e-12 else "default"
-    return Choice(kind, found.params, default_mean, {"train_mean": found.score, "inner_tuned": inner_tuned})
+    return Choice(kind, found.params, default_mean,
+                  {"train_mean": found.score, "inner_tuned": inner_tuned, "fallback": fallback})
 
 
 # ---- the result --------------------------------------------------------------------------------
@@ -257,7 +263,8 @@ class TuneResult(NestedResult):
             "metric": self.metric, "space": [str(p) for p in self.space], "sampler": self.sampler,
             "trials": self.trials, "folds": self.folds, "inner_folds": self.inner_folds, "guard": self.guard,
             "seed": self.seed, "n_queries": self.n_queries, "fold_groups": self.n_groups,
-            "chosen": self.final.kind,
+            "chosen": self.final.kind, "fallback": self.final.record.get("fallback", self.base.name),
+            "fold_fallbacks": [f.choice.record.get("fallback", "") for f in self.outer],
             "held_out": round(self.held_out_mean, 6), "held_out_default": round(d.mean, 6),
             "best_single_path": self.best_single, "held_out_best_single_path": round(s.mean, 6),
             "p_vs_default": round(d.p_fisher, 6), "p_vs_best_single_path": round(s.p_fisher, 6),
@@ -270,7 +277,8 @@ class TuneResult(NestedResult):
         head = (f"# tuned by rwb tune on {self.dataset} (fingerprint {self.fingerprint[:12]}, {self.embedder}): "
                 f"{self.sampler}, {self.trials} trials, {self.folds} outer folds × {self.inner_folds} inner, "
                 f"seed {self.seed}\n"
-                f"# nested-CV held-out {self.metric} {self.held_out_mean:.4f} (default {self.default_mean:.4f}, "
+                f"# nested-CV held-out {self.metric} {self.held_out_mean:.4f} ({self.comparisons[0].pipeline} "
+                f"{self.default_mean:.4f}, "
                 f"{self.best_single} {self.single_mean:.4f}); on its own tuning queries it is in-sample\n")
         return head + tomli_w.dumps(data)
 
@@ -287,6 +295,11 @@ class TuneResult(NestedResult):
             "per_query": self.per_query(),
             "toml": self.to_toml(),
         }
+
+
+def chosen_text(fold) -> str:
+    """What an outer fold of the tuning procedure applied: "tuned", or the fixed pipeline kept."""
+    return fold.kind if fold.kind == "tuned" else f"kept {fold.choice.record.get('fallback', 'default')}"
 
 
 def check_sizes(trials: int, folds: int, inner_folds: int) -> None:
@@ -318,14 +331,17 @@ class _Job:
     inner_folds: int
     guard: bool
     routes: tuple[str, ...] | None = None
+    fixed: tuple[str, ...] = ()  # the named pipelines the fallback is chosen from, after the base
 
 
 def _run_search(job: _Job, plan: Plan) -> tuple[Choice, set]:
     """One search of the procedure (``procedure``) with a scorer of its own; also the
     configurations it scored (their keys), so the run can count the distinct ones."""
     scorer = _Scorer(job.c, job.qrels, job.base, job.metric, job.routes)
+    fixed = {job.base.name: scorer.pipeline(job.base),
+             **{name: scorer.pipeline(get_pipeline(name)) for name in job.fixed if name != job.base.name}}
     choice = procedure(scorer, job.space, plan, job.sampler, job.trials, job.inner_folds, job.guard,
-                       scorer.pipeline(job.base), lambda: None)
+                       fixed, lambda: None)
     return choice, scorer.scored()
 
 
@@ -358,7 +374,8 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
         raise ValueError(f"--folds {folds} exceeds the number of judged queries ({n})")
     ids = counted_ids(c, qrels, scorer.judged)
     start_time = time.perf_counter()
-    default = scorer.pipeline(base)
+    candidates = fixed_candidates(c, routes, base)
+    fixed = {name: scorer.pipeline(cfg) for name, cfg in candidates.items()}
     per_search = trials if sampler != "grid" else min(trials, math.prod(len(p.grid()) for p in space))
     total = (folds + 1) * (1 + (inner_folds if guard else 0)) * per_search
     done = [0]
@@ -372,7 +389,7 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
     scored_elsewhere: set = set()
 
     def on_ray(search, plans) -> list[Choice]:  # each search on a worker, with its own scorer of the same pool
-        job = _Job(c, qrels, base, metric, space, sampler, trials, inner_folds, guard, routes)
+        job = _Job(c, qrels, base, metric, space, sampler, trials, inner_folds, guard, routes, tuple(fixed))
         results = executor.map(_run_search, job, plans)
         scored_elsewhere.update(*(keys for _, keys in results))
         if progress:
@@ -383,15 +400,19 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
     run = nested_cv(
         ids, folds, seed, groups,
         search=functools.partial(procedure, scorer, space, sampler=sampler, trials=trials,
-                                 inner_folds=inner_folds, guard=guard, default=default, on_trial=tick),
-        score=lambda choice, plan: scorer.values(choice.pick) if choice.kind == "tuned" else default,
+                                 inner_folds=inner_folds, guard=guard, fixed=fixed, on_trial=tick),
+        score=lambda choice, plan: (scorer.values(choice.pick) if choice.kind == "tuned"
+                                    else fixed[choice.record["fallback"]]),
         applied=lambda choice: choice.pick if choice.kind == "tuned" else defaults,
         run=None if executor is None or executor.name == "local" else on_ray)
     held, final = run.held_out, run.final
     singles = {name: scorer.pipeline(get_pipeline(name)) for name in SINGLE_PATHS}
-    best_single, comparisons = compare(held, base.name, default, singles, seed)
-    final_config = with_params(base, final.pick) if final.kind == "tuned" else base
-    summary = ", ".join(f"{k}={v:g}" for k, v in final.pick.items()) if final.kind == "tuned" else "default kept"
+    kept = final.record["fallback"]  # the fixed pipeline the procedure falls back to on all queries
+    default = fixed[kept]
+    best_single, comparisons = compare(held, kept, default, singles, seed)
+    final_config = with_params(base, final.pick) if final.kind == "tuned" else candidates[kept]
+    summary = (", ".join(f"{k}={v:g}" for k, v in final.pick.items()) if final.kind == "tuned"
+               else "default kept" if kept == base.name else f"the fixed pipeline {kept} kept")
     final_config = dataclasses.replace(final_config, name=f"{base.name}-tuned", description=(
         f"{base.name} tuned by rwb tune on {c.dataset} ({sampler}, {trials} trials; nested-CV held-out {metric} "
         f"{held.mean():.4f}): {summary}"))

@@ -735,6 +735,19 @@ def test_sweep_learn_mode_runs_rwb_learn_and_shows_its_grouping_kinds_guard_and_
         else:
             assert f"Fold {fold['fold']}: applied {fold['model']}: inner Δ" in shown
     assert "in-sample" in shown and at.metric[3].label == "final · in-sample"
+    # issue 40: what was kept and why, in one line; every candidate's inner-CV figure; a glossary
+    kept = [f for f in cli["outer"] if f["kind"] == "default"]
+    if kept:
+        assert (f"The guard kept seed-adaptive in {len(kept)} of 2 folds (fallback: the best of the "
+                f"named fixed pipelines on each training part). Fold {kept[0]['fold']}: kept "
+                "seed-adaptive: every candidate refused") in shown
+    candidates = frame_with(at, "candidate", "inner-CV nDCG@5")
+    assert set(candidates["candidate"]) == {*cli["final"]["inner"], "seed-adaptive (fixed)"}
+    glossary = frame_with(at, "feature", "meaning")
+    assert list(glossary["feature"]) == cli["features"]
+    meaning = dict(zip(glossary["feature"], glossary["meaning"]))
+    assert meaning["dense_z"] == "cosine as a z-score over the query's vector hits"
+    assert meaning["out_window"].startswith("1 when the query names a time window and the memory lies outside")
     # no guard: a linear model is applied, its weights shown by feature name
     at = run(at.toggle(key="learn_guard").set_value(False))
     at = run(at.button(key="learn_run").click())

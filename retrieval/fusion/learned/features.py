@@ -53,42 +53,44 @@ from retrieval.fusion._base import in_path, normalise, recency_decay, segment_ma
 from retrieval.learned_router import FEATURES as QUERY_TEXT_FEATURES
 from retrieval.learned_router import simple_features
 
-ROW_FEATURES = (
-    "dense_sim",
-    "dense_hit",
-    "dense_rrank",
-    "dense_minmax",
-    "dense_z",
-    "dense_gap",
-    "bm25_score",
-    "bm25_hit",
-    "bm25_rrank",
-    "bm25_minmax",
-    "bm25_z",
-    "bm25_ratio",
-    "bm25_all_hit",
-    "bm25_all_rrank",
-    "both",
-    "rrf",
-    "in_window",
-    "out_window",
-    "recency",
-    "log_age",
-    "undated",
-    "log_created_age",
-    "via_timeline",
-    "via_fast",
-    "confidence",
-    "conf_low",
-    "conf_high",
-    "vitality",
-    "vit_high",
-    "vit_low",
-    "log_reinforcement",
-    "log_access",
-    "log_tokens",
-    "graph",
-)
+ROW_FEATURE_MEANINGS: dict[str, str] = {
+    "dense_sim": "cosine similarity of the memory to the query (every row)",
+    "dense_hit": "1 when the vector path returned the memory within the depth, else 0",
+    "dense_rrank": "1/(1 + rank) in the vector path, 0 where it missed",
+    "dense_minmax": "cosine min-max normalised over the query's vector hits",
+    "dense_z": "cosine as a z-score over the query's vector hits",
+    "dense_gap": "cosine minus the query's best visible cosine (0 for the best)",
+    "bm25_score": "BM25 score of the OR query, 0 where BM25 missed",
+    "bm25_hit": "1 when the BM25 path (OR query) returned the memory within the depth",
+    "bm25_rrank": "1/(1 + rank) in the BM25 path, 0 where it missed",
+    "bm25_minmax": "BM25 score min-max normalised over the query's BM25 hits",
+    "bm25_z": "BM25 score as a z-score over the query's BM25 hits",
+    "bm25_ratio": "BM25 score / the query's best BM25 score (seed 001's S_sparse)",
+    "bm25_all_hit": "1 when the AND query (every term) returned the memory",
+    "bm25_all_rrank": "1/(1 + rank) in the AND query, 0 where it missed",
+    "both": "1 when both the vector and the BM25 path found the memory",
+    "rrf": "reciprocal-rank fusion Σ 1/(60 + rank + 1) over the two paths",
+    "in_window": "1 when the query names a time window and the memory lies inside it",
+    "out_window": "1 when the query names a time window and the memory lies outside it",
+    "recency": "exp(−ln 2 / 30 · age in days): 1 today, ½ after 30 days, 0 undated",
+    "log_age": "log(1 + age in days) of the memory's last update, 0 when undated",
+    "undated": "1 when the memory carries no date",
+    "log_created_age": "log(1 + days since the memory was created)",
+    "via_timeline": "1 when the timeline path (recent journal) brought the memory",
+    "via_fast": "1 when the fast path (the file the query names) brought the memory",
+    "confidence": "the memory's confidence C (0–1)",
+    "conf_low": "1 when confidence < 0.6 (seed 001's low band)",
+    "conf_high": "1 when confidence ≥ 0.9 (seed 001's high band)",
+    "vitality": "the memory's vitality V / 100",
+    "vit_high": "1 when vitality > 80",
+    "vit_low": "1 when vitality < 30",
+    "log_reinforcement": "log(1 + times the memory was reinforced)",
+    "log_access": "log(1 + times the memory was read)",
+    "log_tokens": "log(1 + the memory's length in tokens)",
+    "graph": "1 when the memory is linked to one of the paths' top-3 hits",
+}
+"""Every row feature, in column order, with its meaning (the glossary the Learn page shows)."""
+ROW_FEATURES = tuple(ROW_FEATURE_MEANINGS)
 FIXED_PIPELINES = ("seed-adaptive", "rrf", "wsum")
 FIXED_FEATURES = tuple(f"fixed:{name}" for name in FIXED_PIPELINES) + tuple(
     f"fixed_rrank:{name}" for name in FIXED_PIPELINES
@@ -97,6 +99,21 @@ POOL_QUERY_FEATURES = ("q_dense_max", "q_bm25_max", "q_overlap", "q_bm25_hits")
 QUERY_FEATURES = (
     tuple(f"q_{name}" for name in QUERY_TEXT_FEATURES) + ("q_names_window",) + POOL_QUERY_FEATURES
 )
+POOL_QUERY_MEANINGS = {
+    "q_dense_max": "the query's best cosine over its vector hits",
+    "q_bm25_max": "log(1 + the query's best BM25 score)",
+    "q_overlap": "share of the vector top 5 also in the BM25 top 5",
+    "q_bm25_hits": "BM25 hits of the query / the depth",
+}
+QUERY_TEXT_MEANINGS = {
+    "timeline_trigger": "1 when the query triggers the timeline path ('recent', '最近' …)",
+    "fast_path": "1 when the query names a file (the fast path)",
+    "log_tokens": "log(1 + the query's tokens)",
+    "has_digit": "1 when the query holds a digit",
+    "cjk_share": "share of the query's characters that are Chinese",
+    "question": "1 when the query ends with a question mark",
+    "names_window": "1 when the query names a time window",
+}
 RECENCY_HALF_LIFE = 30.0
 RRF_K = 60.0
 OVERLAP_TOP = 5
@@ -110,6 +127,26 @@ def type_names(c: Candidates) -> tuple[str, ...]:
 def feature_names(c: Candidates) -> tuple[str, ...]:
     """The columns of ``feature_matrix(c, …)``, in order."""
     return ROW_FEATURES + FIXED_FEATURES + type_names(c) + QUERY_FEATURES
+
+
+def describe_feature(name: str) -> str:
+    """One line saying what feature ``name`` (a column of ``feature_names``) measures."""
+    if name in ROW_FEATURE_MEANINGS:
+        return ROW_FEATURE_MEANINGS[name]
+    if name in POOL_QUERY_MEANINGS:
+        return f"query feature (same on every row): {POOL_QUERY_MEANINGS[name]}"
+    head, _, tail = name.partition(":")
+    if head == "fixed":
+        return f"the {tail} pipeline's own score, min-max per query (0 where it does not score the row)"
+    if head == "fixed_rrank":
+        return f"1/(1 + rank) in the {tail} pipeline's own ranking (0 where it does not rank the row)"
+    if head == "type":
+        return f"1 when the memory's type is {tail}"
+    if head == "q_route":
+        return f"query feature: 1 when the rule router sends the query to the {tail} profile"
+    if name.startswith("q_") and name[2:] in QUERY_TEXT_MEANINGS:
+        return f"query feature: {QUERY_TEXT_MEANINGS[name[2:]]}"
+    raise KeyError(f"unknown feature {name!r}")
 
 
 def feature_set_id(names) -> str:
