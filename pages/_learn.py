@@ -18,6 +18,7 @@ from eval.learning.leakage import AUTO, fold_choices
 from eval.learning.nested import DEFAULT_INNER_FOLDS, LearnResult
 from eval.learning.router import LEARNED_PIPELINE
 from eval.learning.transfer import MAX_REPEATS, learn_report
+from eval.statistics.provenance import from_tuning
 from eval.stores.learned import keep
 from pages import _harness as hx
 from pages import _state as sh
@@ -186,7 +187,8 @@ def show(r: LearnResult, v: LearnView, default_label: str, on_apply: Callable,
     acts[0].button("Apply to Tune", icon=":material/tune:", key="learn_apply",
                    width="stretch", on_click=on_apply,
                    args=(config, source, f"Learned pipeline (held-out {r.comparisons[0].delta:+.3f} vs "
-                                         f"{r.comparisons[0].name}, p {hx.fmt_p(r.comparisons[0].p_fisher)})"))
+                                         f"{r.comparisons[0].name}, p {hx.fmt_p(r.comparisons[0].p_fisher)})",
+                         from_tuning(r.record())))
     with acts[1].popover("Save as profile", icon=":material/save:", width="stretch"):
         st.text_input("Profile name", key="learn_profile_name", placeholder="e.g. learned-devmem")
         st.button("Save", type="primary", key="learn_save", on_click=on_save,

@@ -154,9 +154,11 @@ def query_score_html(score, label: str) -> str:
             f'<b style="color:{colour}">Δ {score.delta:+.4f}</b>')
 
 
-def summary_html(cards: list[dict], caption_html: str, badges: list[tuple[str, str]]) -> str:
-    """Metric cards, their caption (already HTML) and the query's badges, as one element."""
-    out = cards_html(cards) if cards else ""
+def summary_html(cards: list[dict], caption_html: str, badges: list[tuple[str, str]], lead: str = "") -> str:
+    """Metric cards, their caption (already HTML) and the query's badges, as one element;
+    ``lead`` (plain text) above the cards: the figure to read first when theirs are in-sample."""
+    out = f'<div class="rwb-lead"><b>{h(lead)}</b></div>' if lead else ""
+    out += cards_html(cards) if cards else ""
     if caption_html:
         out += f'<div class="rwb-cap">{caption_html}</div>'
     if badges:

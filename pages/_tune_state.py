@@ -70,9 +70,10 @@ def update(action: tuple, pool_depth: int = DEFAULT_POOL_DEPTH) -> Refusal | Non
     return refusal
 
 
-def set_config(config: PipelineConfig, source: str | None = None) -> None:
-    """Hand a configuration to Tune (from Sweep, Profiles, Reports…)."""
-    update(("config", config, source))
+def set_config(config: PipelineConfig, source: str | None = None, provenance=None) -> None:
+    """Hand a configuration to Tune (from Sweep, Profiles, Reports…); ``provenance``
+    (``eval.statistics.provenance.Provenance``) when it was chosen on the dataset's queries."""
+    update(("config", config, source, provenance))
 
 
 START = "tune_start"             # (source, its configuration): resolved once per source

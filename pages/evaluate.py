@@ -10,6 +10,7 @@ from eval.metrics.ranx_eval import DEFAULT_CUTOFFS, GAINS
 from eval.experiments.experiment import ExperimentOptions
 from eval.statistics.judged_below import bias_lines
 from eval.reports.report import BIAS_NOTE, SHORT_NOTE, legend, method_lines, short_notes
+from eval.statistics.provenance import in_sample
 from eval.stores import configs as cfg
 from pages import _charts as ch
 from pages import _harness as hx
@@ -46,13 +47,24 @@ def fmt(label: str) -> str:
     return "◎ Tune · current knobs" if label == TUNE_LABEL else sh.format_label(label)
 
 
+def provenance(label: str):
+    """Why ``label``'s figures here are in-sample (``eval.statistics.provenance``), or None."""
+    if label == TUNE_LABEL:
+        state = tn.state()
+        return in_sample(ws.dataset.fingerprint, state.provenance, source=state.source)
+    return in_sample(ws.dataset.fingerprint, source=label)
+
+
 def display(label: str) -> str:
-    return "tune (current)" if label == TUNE_LABEL else label
+    name = "tune (current)" if label == TUNE_LABEL else label
+    known = provenance(label)
+    return f"{name} · {known.tag}" if known else name
 
 
 picked = st.multiselect("Pipelines to compare", options, key="eval_pipelines", format_func=fmt,
                         placeholder="choose pipelines or profiles", persist_state="session")
 configs = {display(label): resolve(label) for label in picked}
+in_sample_notes = {display(label): known.note() for label in picked if (known := provenance(label))}
 row = st.columns([2.2, 1.3, 1.3], vertical_alignment="bottom")
 cutoffs = row[0].multiselect("Cutoffs k", DEFAULT_CUTOFFS, key="eval_cutoffs",
                              help="Every metric at each cutoff, and MAP over the whole ranking.")
@@ -77,6 +89,8 @@ base_label = experiment.baseline
 st.caption(f"**{md(ws.dataset.name)}** · {evaluation.n_queries} judged queries · baseline {code(base_label)} (change "
            "it in the sidebar)" + ("" if significance else " · pick pipelines to test them against it") + "  \n"
            + "  \n".join(md(line) for line in method_lines(experiment.settings(), significance, intervals)))
+for name, note in in_sample_notes.items():   # the figures of a configuration chosen on these queries
+    st.warning(f"{code(name)}: {md(note)} — its figures below are optimistic.", icon=":material/warning:")
 
 # ---- means of every metric, then one metric's statistics ------------------------------------------
 means_col, stats_col = st.container(), st.container()     # stacked: every column shows at 1400 px

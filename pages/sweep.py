@@ -10,6 +10,7 @@ import streamlit as st
 from eval.experiments import views
 
 from eval.search import tune as tune_mod
+from eval.statistics.provenance import Provenance, from_tuning
 from eval.stores import configs as cfg
 from pages import _charts as ch
 from pages import _harness as hx
@@ -54,10 +55,11 @@ def source_of(label: str) -> str:
     return label if label != TUNE_LABEL else tn.state().source
 
 
-def on_apply_config(config, label: str, what: str) -> None:
-    """Apply ``config`` to Tune and go there; Tune's toast says what changed."""
+def on_apply_config(config, label: str, what: str, provenance: Provenance | None = None) -> None:
+    """Apply ``config`` to Tune and go there; Tune's toast says what changed. ``provenance``:
+    how it was chosen on these queries, so every figure Tune shows of it says in-sample."""
     changes = views.config_changes(tn.config(), config)
-    tn.set_config(config, source_of(label))
+    tn.set_config(config, source_of(label), provenance)
     st.session_state["tune_flash"] = f"{what} applied: {md(changes)}."
     st.session_state["sweep_goto_tune"] = True     # a callback cannot switch pages: the run does
 
@@ -166,7 +168,8 @@ if page_mode == "Optimise":
     acts[0].button("Apply to Tune", icon=":material/tune:", key="opt_apply", width="stretch",
                    on_click=on_apply_config,
                    args=(tuned.final_config, opt_label, f"Optimised setting (held-out {d.delta:+.3f} vs "
-                                                        f"{d.name}, p {hx.fmt_p(d.p_fisher)})"))
+                                                        f"{d.name}, p {hx.fmt_p(d.p_fisher)})",
+                         from_tuning(tuned.tuning_table())))
     with acts[1].popover("Save as profile", icon=":material/save:", width="stretch"):
         st.text_input("Profile name", key="opt_profile_name", placeholder="e.g. rrf-optimised")
         st.button("Save", type="primary", key="opt_save", on_click=on_save_config,
@@ -297,7 +300,9 @@ if gain <= 0 or not gain_p < 0.05:
 actions = st.columns([1, 1, 1, 2])
 actions[0].button("Apply winner to Tune", icon=":material/tune:", on_click=on_apply_config,
                   args=(result.best_config, st.session_state["sweep_base"],
-                        f"Winner (held-out gain {gain:+.3f}, p {hx.fmt_p(gain_p)})"), width="stretch")
+                        f"Winner (held-out gain {gain:+.3f}, p {hx.fmt_p(gain_p)})",
+                        Provenance(ws.dataset.fingerprint, "a sweep (its best setting on all queries)",
+                                   gain, gain_p, result.base.name)), width="stretch")
 with actions[1].popover("Save as profile", icon=":material/save:", width="stretch"):
     st.text_input("Profile name", key="sweep_profile_name", placeholder="e.g. rrf-swept")
     st.button("Save", on_click=on_save_config, type="primary", key="sweep_save",
@@ -326,11 +331,14 @@ with right:
         fig = ch.curve_figure(tb.sweep_frame(curve), path, label, curve.metric, get_param(result.base, path))
         st.plotly_chart(fig, config=ch.CONFIG, key="sweep_rrfk_chart")
         best_k = curve.best_params[path]
-        st.button(f"Apply the winner with the curve's {label} = {best_k:g}", key="sweep_apply_k",
+        # the curve was measured at the starting pipeline's other values: what it offers is that
+        # pipeline at its best k, never the grid winner's weights with it (a setting never scored)
+        st.button(f"Apply the curve's best {label} = {best_k:g}", key="sweep_apply_k",
                   on_click=on_apply_config, width="stretch",
-                  args=(with_params(result.best_config, {path: best_k}), st.session_state["sweep_base"],
-                        f"Winner with {label} = {best_k:g}"),
-                  help="The curve was measured at the starting weights: check the result on Tune.")
+                  args=(curve.best_config, st.session_state["sweep_base"], f"{label} = {best_k:g} (the curve's best)",
+                        Provenance(ws.dataset.fingerprint, f"the {label} curve (its best value on all queries)")),
+                  help=f"The starting pipeline with {label} = {best_k:g}, everything else as it starts: the "
+                       "setting the curve scored.")
     st.subheader("Train vs held-out")
     fig = ch.folds_figure(tb.folds_frame(result), m, 200 if curve is not None else 300)
     st.plotly_chart(fig, config=ch.CONFIG, key="sweep_cv_chart")

@@ -14,7 +14,7 @@ import streamlit as st
 from eval.stores import configs as cfg
 from eval.experiments import views
 from eval.experiments.live import evaluate_config
-from eval.search.tune import in_sample_warning
+from eval.statistics.provenance import in_sample
 from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as s
@@ -274,7 +274,8 @@ def live() -> None:
         if fisher:
             with st.spinner("Fisher's randomization test: 10,000 permutations per metric…"):
                 ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, rev, ws.baseline, config)
-        in_sample = in_sample_warning(state.source, ws.dataset.fingerprint) if c is not None else None
+        provenance = (in_sample(ws.dataset.fingerprint, state.provenance, source=state.source)
+                      if c is not None else None)
         view = views.tune_view(
             config, ws.dataset.documents, pool=pool, ev=ev, baseline=ws.baseline, base_ev=base_ev, qrels=qrels,
             qi=qi, intent=intents.get(c.query_ids[qi], "") if qi is not None else "",
@@ -282,11 +283,13 @@ def live() -> None:
             metrics=s.METRICS, primary=s.PRIMARY, fisher=ps)
         summary = ""
         badges = list(view.badges)
-        if in_sample and view.rows:        # fitted on these very queries: every figure says so
+        if provenance and view.rows:       # chosen or fitted on these very queries: every figure says so
             for row in view.rows:
-                row["p_text"] = f"{row['p_text']} · in-sample"
-                row["help"] = f"{row['help']} (in-sample: {in_sample.removeprefix('warning: ')})"
-            badges.insert(0, ("orange", "in-sample: " + in_sample.split(": ", 1)[-1]))
+                row["p_text"] = f"{row['p_text']} · {provenance.tag}"
+                row["help"] = f"{row['help']} ({provenance.note()})"
+            badges.insert(0, ("orange", provenance.note()))
+        lead = (f"the figure to trust: {provenance.headline()} (the cards below: {provenance.tag})"
+                if provenance and provenance.headline() else "")
         if view.rows:
             test = ("Fisher's randomization test (10,000 permutations, cached per configuration)" if fisher
                     else "paired t-test")
@@ -300,7 +303,7 @@ def live() -> None:
         if qi is None and not free_text:
             st.info("Type a query to search the corpus with the current knobs.")
         if view.rows or badges:
-            st.html(tb.summary_html(view.rows, summary, badges))   # one element: cards, caption, badges
+            st.html(tb.summary_html(view.rows, summary, badges, lead))   # one element: cards, caption, badges
         response, baseline, judgments = view.response, view.baseline, view.judgments
         if response is not None:
             grading = qi is not None and st.session_state["tune_rows"] == "Grade"

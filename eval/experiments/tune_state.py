@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
+from eval.statistics.provenance import Provenance
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.pipeline import ABSENT, FUSION_PATH, PipelineConfig, diff_params, knobs, with_params
 
@@ -26,6 +27,7 @@ class TuneState:
     mode: str = MODES[0]
     query: int = 0                    # index in the query set; kept while free text is shown
     text: str = ""
+    provenance: Provenance | None = None  # chosen or fitted on a dataset's queries (handed over so)
 
     def query_index(self, n_queries: int) -> int | None:
         """The query-set index this state ranks (``None`` in free-text mode or without queries)."""
@@ -83,7 +85,8 @@ def update(state: TuneState, action: tuple, resolve: Callable[[str], PipelineCon
     """The state after ``action``, and the refusal when it was not applied.
 
     Actions: ``("knob", path, value)``, ``("source", label)`` (start from a pipeline or profile),
-    ``("reset",)``, ``("config", config, label_or_None)`` (handed over by another page),
+    ``("reset",)``, ``("config", config, label_or_None[, provenance])`` (handed over by another
+    page; the provenance when it was chosen or fitted on the dataset's queries),
     ``("mode", mode)``, ``("query", index)``, ``("text", text)``. ``resolve`` turns a label into
     its configuration (``ValueError`` for an unknown one). A knob the configuration no longer
     has (a widget left over from before a switch) is refused, never raised."""
@@ -95,7 +98,8 @@ def update(state: TuneState, action: tuple, resolve: Callable[[str], PipelineCon
                                         "(the knobs changed)")
         try:
             config = within_pool(with_params(state.config, {path: value}), pool_depth)
-            return dataclasses.replace(state, config=config), None
+            moved = state.provenance.moved_by_hand() if state.provenance and config != state.config else state.provenance
+            return dataclasses.replace(state, config=config, provenance=moved), None
         except (ValueError, TypeError) as error:
             return state, Refusal(path, str(error))
     if kind in ("source", "reset"):
@@ -104,10 +108,11 @@ def update(state: TuneState, action: tuple, resolve: Callable[[str], PipelineCon
             config = resolve(label)
         except (ValueError, OSError) as error:
             return state, Refusal(str(label), str(error))
-        return dataclasses.replace(state, config=config, source=label), None
+        return dataclasses.replace(state, config=config, source=label, provenance=None), None
     if kind == "config":
-        _, config, label = action
-        return dataclasses.replace(state, config=config, source=label or state.source), None
+        _, config, label, *given = action
+        return dataclasses.replace(state, config=config, source=label or state.source,
+                                   provenance=given[0] if given else None), None
     if kind == "mode":
         if action[1] not in MODES:
             return state, Refusal("mode", f"unknown mode {action[1]!r}")

@@ -58,6 +58,7 @@ from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
 from eval.search.nested import (SINGLE_PATHS, Choice, NestedResult, Plan, choose_fixed, compare, counted_ids,
                                fixed_candidates, nested_cv)
+from eval.statistics.provenance import in_sample
 from eval.search.space import ParamSpec, knob_space, not_valid, parse_param, point_values, tunable
 from eval.search.sweep import group_count, group_labels
 from eval.stores.configs import resolve_config
@@ -442,12 +443,10 @@ def tuning_table(path: str | Path) -> dict | None:
 
 
 def in_sample_warning(pipeline: str, fingerprint: str) -> str | None:
-    """One line when ``pipeline`` is a file tuned on the dataset with this fingerprint."""
-    table = tuning_table(pipeline) if isinstance(pipeline, str) else None
-    if not table or table.get("fingerprint") != fingerprint:
+    """One line when ``pipeline`` is a file tuned on the dataset with this fingerprint
+    (``eval.statistics.provenance``, the one owner of the in-sample label)."""
+    provenance = in_sample(fingerprint, source=pipeline if isinstance(pipeline, str) else None)
+    if provenance is None:
         return None
-    estimate = table.get("held_out")
-    held = f"; its nested-CV held-out {table.get('metric', '')} was {estimate:.4f}" if isinstance(
-        estimate, (int, float)) else ""
     return (f"warning: {pipeline} was tuned on this dataset (fingerprint {fingerprint[:12]}): its scores here "
-            f"are in-sample and optimistic{held}")
+            f"are in-sample and optimistic ({provenance.note()})")

@@ -4,6 +4,8 @@ drawn as integers, and no command-line flag as a form label."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import streamlit as st
 
@@ -213,3 +215,57 @@ def test_tune_export_opens_in_one_click_and_a_choice_inside_keeps_it_open(app):
     at.session_state["tune_export_open"] = True
     at = run(at)
     assert at.selectbox(key="tune_export_engine").value == "qdrant"         # the engine kept
+
+
+# ---- issue 40: a figure chosen on these queries says so, wherever it appears -------------------
+
+def test_an_applied_sweep_winner_reads_as_in_sample_on_tune_and_evaluate_with_its_held_out_gain_first(app):
+    """On main the winner landed on Tune with cards "▲ … · p …" and no word that the sweep picked
+    it on these very queries, and Evaluate's "◎ Tune · current knobs" column was plain."""
+    from eval.experiments.views import sweep_held_out
+    from eval.metrics.measure import judge
+    from eval.statistics.significance import fmt_p
+    from pages._state import get_pool
+    from tests.pages.test_app import _stamp
+
+    at = goto(app, "pages/sweep.py")
+    at = run(at.selectbox(key="sweep_base").set_value("rrf"))
+    at = run(at.number_input(key="sweep_x_steps").set_value(3))
+    at = run(at.number_input(key="sweep_y_steps").set_value(3))
+    at = run(at.button(key="sweep_run").click())
+    result = at.session_state["sweep_result"]
+    pool = get_pool(str(TINY), _stamp(), "minilm")
+    _, gain, p = sweep_held_out(pool, judge(pool, load_dataset(TINY).qrels), result)
+    at = run(next(b for b in at.button if b.label == "Apply winner to Tune").click())
+    assert at.title[0].value == "Tune"
+    html = " ".join(b.proto.body for b in at.get("html") if "rwb-card" in b.proto.body)
+    assert html.count("in-sample</span>") >= 5                          # every card
+    headline = f"held-out Δ {gain:+.3f} vs rrf · p {fmt_p(p)}"
+    assert f"the figure to trust: {headline}" in html                  # the held-out gain first
+    assert html.index("the figure to trust") < html.index("in-sample: chosen on these queries")
+    at = goto(at, "pages/tune.py")
+    at = run(at.slider(key="tune_k_rrf.rrf_k").set_value(20))          # moved by hand: no held-out figure
+    html = " ".join(b.proto.body for b in at.get("html") if "rwb-card" in b.proto.body)
+    assert "the figure to trust" not in html and "then moved by hand" in html
+    at = goto(at, "pages/evaluate.py")
+    at = run(at.multiselect(key="eval_pipelines").set_value(["tune:current", "rrf"]))
+    frame = next(e.value for e in at.dataframe if "metric" in e.value.columns)
+    assert "tune (current) · in-sample" in frame.columns and "rrf" in frame.columns
+    warnings = [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning]
+    assert any("tune (current) · in-sample" in w and "in-sample: chosen on these queries by a sweep" in w
+               and "then moved by hand" in w for w in warnings)
+
+
+def test_the_curve_offers_only_the_setting_it_scored(app):
+    """On main "Apply the winner with the curve's rrf_k" put the curve's k on the grid winner's
+    weights, a setting no figure was computed for."""
+    at = goto(app, "pages/sweep.py")
+    at = run(at.selectbox(key="sweep_base").set_value("rrf"))
+    at = run(at.number_input(key="sweep_x_steps").set_value(3))
+    at = run(at.number_input(key="sweep_y_steps").set_value(3))
+    at = run(at.button(key="sweep_run").click())
+    curve = at.session_state["sweep_rrfk"]
+    button = at.button(key="sweep_apply_k")
+    assert button.label.startswith("Apply the curve's best")
+    at = run(button.click())
+    assert at.session_state["tune_state"].config == curve.best_config
