@@ -298,6 +298,10 @@ def live() -> None:
                        "(one configuration vs the baseline: nothing to correct across systems, as in "
                        f"<code>rwb eval</code>; judged@5: paired t-test) · judgments: "
                        f"{h(hx.judgments_label(ws.path, ws.stamp, rev))}")
+        if view.rows and ev is not None:  # does the verdict survive the unjudged documents? (issue 40)
+            bounds = ev.bounds_against(base_ev, pool, qrels, s.PRIMARY)
+            summary += ("<br>" + ("✓ " if bounds.holds else "⚠ ") + h(bounds.text())
+                        + ("" if bounds.holds else " — the judging queue lists them"))
         if view.score is not None:
             summary += "<br>" + tb.query_score_html(view.score, s.metric_label(view.score.metric))
         if qi is None and not free_text:

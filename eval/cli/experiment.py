@@ -140,6 +140,11 @@ def _print_experiment(args, options: ExperimentOptions, experiment: Experiment) 
         print(text_table(header, rows))
         for line in bias_notes:
             print(f"  note: {line}")
+    if experiment.unjudged:
+        print(f"\nUnjudged documents (each pipeline vs {experiment.baseline}, the unjudged documents of "
+              f"the two tops graded for one side, then the other; paired t at 0.05):")
+        for label, bounds in experiment.unjudged.items():
+            print(f"  {label}: {bounds.text()}")
     print(f"\nPer intent ({experiment.primary}; judged queries in brackets):")
     print(text_table(*intent_rows(evaluation, experiment.primary)))
     notes = short_notes(evaluation)

@@ -11,7 +11,7 @@ JSON document and ``eval.reports.report.write_experiment_report`` its report fil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -22,6 +22,8 @@ from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TEST
 from eval.metrics.ranx_eval import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluation, evaluate_pipelines, intent_of,
                            parse_cutoffs, parse_metrics, resolve_pipelines, with_gain)
 from eval.statistics.judged_below import BiasRow, bias_table
+from eval.statistics.unjudged import verdict_bounds
+from eval.metrics.measure import parse_metric
 from eval.metrics.ranx_eval import metric_cutoff
 from eval.learning.router import evaluate_learned_router, learned_routes, query_vectors
 from eval.learning.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
@@ -102,6 +104,7 @@ class Experiment:
     judgments: dict | None = None             # which judgments (stores.judgments.Judgments.to_json)
     bias: tuple[BiasRow, ...] = ()  # judged@k, nDCG'@k, bpref (eval.metrics.judgment_bias)
     inputs: dict | None = None      # content hashes of the inputs (eval.stores.inputs), per pipeline
+    unjudged: dict = field(default_factory=dict)  # pipeline → does its verdict vs the baseline survive the unjudged (eval.statistics.unjudged)
 
     @property
     def primary(self) -> str:
@@ -188,5 +191,16 @@ def run_experiment(pool: Candidates, dataset: Dataset,
                       options.alpha, options.permutations, options.seed)
     inputs = inputs_of(dataset, qrels, None, pool.embedder, pool.analyzer).to_json()
     inputs["pipeline"] = {label: pipeline_hash(config) for label, config in configs.items()}
+    primary = options.primary if parse_metric_or_none(options.primary) else None
+    unjudged = {label: verdict_bounds(pool, qrels, rankings[base_label], ranking, primary)
+                for label, ranking in rankings.items() if label != base_label} if primary else {}
     return Experiment(evaluation, significance, budget, router, base_label, options, intervals,
-                      learned, judgments, tuple(bias), inputs)
+                      learned, judgments, tuple(bias), inputs, unjudged)
+
+
+def parse_metric_or_none(name: str):
+    """``parse_metric(name)``, or None for a metric the fast kernels do not define."""
+    try:
+        return parse_metric(name)
+    except ValueError:
+        return None

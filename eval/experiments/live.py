@@ -21,6 +21,7 @@ import numpy as np
 
 from eval.metrics.judgment_bias import judged_per_query
 from eval.metrics.measure import DEFAULT_METRICS, Judged, fused_matrix
+from eval.statistics.unjudged import Bounds, verdict_bounds
 from retrieval.candidates import Candidates
 from retrieval.pipeline import Fused, PipelineConfig, PipelineRun, fuse, ranked
 
@@ -51,6 +52,17 @@ class LiveRun:
         if k not in kept:  # two sessions may both compute it: the same values
             kept[k] = judged_per_query(c, qrels, self.run.ranking, k)
         return kept[k]
+
+
+    def bounds_against(self, base: "LiveRun", c: Candidates, qrels: dict, metric: str) -> Bounds:
+        """Whether this run's verdict against ``base`` on ``metric`` survives the unjudged
+        documents of the two tops (``eval.statistics.unjudged``), kept with the run per baseline
+        and metric (a changed judgment makes new runs)."""
+        kept = self.__dict__.setdefault("_bounds", {})
+        key = (base.config, metric)
+        if key not in kept:
+            kept[key] = verdict_bounds(c, qrels, base.run.ranking, self.run.ranking, metric, self.judged)
+        return kept[key]
 
 
 def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,

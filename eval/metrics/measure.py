@@ -113,6 +113,12 @@ def judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     return judged
 
 
+def judge_afresh(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
+    """``judge`` without keeping the result with the table: for labels asked once (a what-if
+    grading), so the table keeps the judgments every other figure uses."""
+    return _judge(c, qrels)
+
+
 def _judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     # every judgment as one integer key (query index × documents + document index), then one
     # sorted lookup for all candidate rows; one pass over the qrels

@@ -678,6 +678,8 @@ def experiment_summary(experiment) -> dict:
     out["judgments"] = experiment.judgments
     if experiment.bias:
         out["judgment_bias"] = [row.to_json() for row in experiment.bias]
+    if getattr(experiment, "unjudged", None):
+        out["unjudged_verdicts"] = {label: b.to_json() for label, b in experiment.unjudged.items()}
     return out
 
 

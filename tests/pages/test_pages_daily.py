@@ -269,3 +269,21 @@ def test_the_curve_offers_only_the_setting_it_scored(app):
     assert button.label.startswith("Apply the curve's best")
     at = run(button.click())
     assert at.session_state["tune_state"].config == curve.best_config
+
+
+def test_tune_says_whether_its_verdict_survives_the_unjudged_documents(app):
+    """On main the cards gave ▲/▼ and a p with no word on the documents nobody judged."""
+    from eval.metrics.measure import judge
+    from eval.statistics.unjudged import verdict_bounds
+    from pages._state import get_pool
+    from retrieval.pipeline import get_pipeline, run_pipeline
+    from tests.pages.test_app import _stamp
+
+    html = " ".join(b.proto.body for b in app.get("html") if "rwb-card" in b.proto.body)
+    pool = get_pool(str(TINY), _stamp(), "minilm")
+    qrels = load_dataset(TINY).qrels
+    base = app.session_state["tune_state"]  # Tune starts at rrf against the sidebar's baseline
+    baseline = run_pipeline(pool, get_pipeline("vector")).ranking
+    current = run_pipeline(pool, base.config).ranking
+    bounds = verdict_bounds(pool, qrels, baseline, current, "ndcg@5", judge(pool, qrels))
+    assert bounds.text().replace("…", "&hellip;") in html or bounds.text() in html
