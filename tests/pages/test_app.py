@@ -276,9 +276,10 @@ def test_sweep_runs_applies_winner_and_card_shows_winner(app):
     winner = at.session_state["sweep_result"].best_config
     at = run(at.button(key="sweep_apply_k").click())                # the rrf_k curve's best is not ignored
     assert at.session_state["tune_state"].config.params.rrf_k == curve_k
-    assert at.session_state["tune_state"].config.params.w_dense == winner.params.w_dense
+    # … and only with the values the curve scored it at (issue 40: never the grid winner's weights)
+    assert at.session_state["tune_state"].config == at.session_state["sweep_rrfk"].best_config
     assert at.title[0].value == "Tune"                              # Apply goes to Tune and says what changed
-    assert any(t.value.startswith(f"Winner with rrf_k = {curve_k:g} applied: ") for t in at.toast)
+    assert any(t.value.startswith(f"rrf_k = {curve_k:g} (the curve's best) applied: ") for t in at.toast)
     assert at.session_state["tune_state"].config.fusion == "rrf"
 
 
@@ -386,7 +387,8 @@ def test_sweep_optimise_mode_shows_the_held_out_estimate_and_offers_the_toml(app
     labels = [m.label for m in at.metric]
     assert labels[0] == "tuned · held-out nDCG@5"
     assert at.metric[0].value == f"{result.held_out_mean:.3f}"
-    assert any(label == "vs default rrf" for label in labels)
+    assert f"vs {result.comparisons[0].name}" in labels              # the fallback kept on all queries
+    assert result.comparisons[0].name.startswith("default ")
     assert any(label.startswith("vs best single path ") for label in labels)
     assert sorted(q for f in result.outer for q in f.test_ids) == ["q1", "q2", "q3", "q4"]  # each held out once
     button = at.get("download_button")[0]
