@@ -273,7 +273,6 @@ def test_sweep_runs_applies_winner_and_card_shows_winner(app):
     assert card.value == best.value                                # the winner's score, not the baseline's
     assert "p 0.000" not in str(card.proto)
     curve_k = at.session_state["sweep_rrfk"].best_params["rrf.rrf_k"]
-    winner = at.session_state["sweep_result"].best_config
     at = run(at.button(key="sweep_apply_k").click())                # the rrf_k curve's best is not ignored
     assert at.session_state["tune_state"].config.params.rrf_k == curve_k
     # … and only with the values the curve scored it at (issue 40: never the grid winner's weights)
