@@ -39,6 +39,7 @@ if os.path.basename(sys.argv[0]) == "rwb" or sys.argv[0] == "-m":
 
 import argparse  # noqa: E402
 import threading  # noqa: E402
+import warnings  # noqa: E402
 
 from eval import progress  # noqa: E402
 from eval.cli import interrupts  # noqa: E402
@@ -79,7 +80,7 @@ def build_parser() -> Parser:
 
     parser = Parser(prog="rwb", description="Retrieval Workbench: index, search, evaluate and tune retrieval "
                                             "fusion on a labelled dataset.")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars, no warnings (errors still print)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in (engine, experiment, sweep, learn, holes, importing, judging, export, check):
         group.register(sub)
@@ -98,7 +99,9 @@ def _dataset_error(error: DatasetError) -> str:
 
 
 def fail(message: str, status: int = 2) -> int:
-    print(f"rwb: error: {message}", file=sys.stderr)
+    from eval.reports.markup import printable  # a name in the message cannot drive the terminal
+
+    print(f"rwb: error: {printable(message)}", file=sys.stderr)
     return status
 
 
@@ -193,9 +196,13 @@ def _main(argv: list[str] | None, standalone: bool) -> int:
     try:
         _first_step(argv)
         args = build_parser().parse_args(argv)
-        progress.set_quiet(getattr(args, "quiet", False))
-        status = args.func(args)
-        _flush_warnings(status in (0, 1))  # after the figures they are about; never beside an error
+        quiet = bool(getattr(args, "quiet", False))
+        progress.set_quiet(quiet)
+        with warnings.catch_warnings():
+            if quiet:  # --quiet: no warning of ours or of a library; errors still print
+                warnings.simplefilter("ignore")
+            status = args.func(args)
+        _flush_warnings(status in (0, 1) and not quiet)  # after the figures they are about; never beside an error
         if _swallowed:  # interrupted inside a finaliser, and the command ended before it was felt
             raise (Terminated() if _swallowed[-1] == signal.SIGTERM else KeyboardInterrupt())
         return status
