@@ -141,4 +141,4 @@ def error_junit_xml(message: str, dataset: str, pipeline: str, seconds: float = 
 def error_summary(message: str, dataset: str, pipeline: str) -> str:
     """The Markdown summary of a check that could not be run (exit 2)."""
     return (f"## rwb check · {md_inline(shown(dataset))} · {code(shown(pipeline))}\n\n"
-            f"**⚠️ the check could not be run** (exit 2): {md_inline(message)}\n")
+            f"**⚠️ the check could not be run** (exit 2): {code(message)}\n")
