@@ -31,7 +31,8 @@ from eval.experiments.live import evaluate_config
 from eval.learning.router import learned_routes
 from eval.metrics.measure import DEFAULT_METRICS, judge, parse_metric
 from eval.progress import step
-from eval.reports.gate import error_junit_xml, error_summary, junit_xml, markdown_summary, one_line
+from eval.reports.gate import error_junit_xml, error_summary, junit_xml, markdown_summary, one_line, shown
+from eval.reports.markup import printable
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS
 from eval.stores.configs import resolve_config
 from eval.stores.files import check_name
@@ -86,7 +87,8 @@ def cmd_snapshot(args) -> int:
         SnapshotStore(dataset).save(record)
         where = f"snapshot {args.name!r} of {dataset.name}"
     means = ", ".join(f"{m} {v:.4f}" for m, v in record["metrics"].items())
-    print(f"froze {ev.config.name} on {dataset.name} ({len(record['queries'])} queries; {means}) into {where}")
+    print(f"froze {shown(ev.config.name)} on {shown(dataset.name)} ({len(record['queries'])} queries; {means}) "
+          f"into {printable(where)}")
     return 0
 
 

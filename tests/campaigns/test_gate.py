@@ -256,3 +256,24 @@ def test_control_characters_are_escaped_by_every_markup_helper():
         shown = escape("a\x01b\x1b[2Jc\x7f\u202e")
         assert not any(ch in shown for ch in "\x01\x1b\x7f\u202e"), (escape.__name__, shown)
     assert html("x\x00y") == "x\\x00y" and md_inline("q\x1b") == "q\\\\x1b"
+
+
+# ---- held, and kept held ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content", [b"", b"\xff\xfe not UTF-8", b"[" * 100_000 + b"]" * 100_000,
+                                     b'{"queries": [1, 2]}', b'{"queries": {"q1": {"values": {"ndcg@5": true}, '
+                                                             b'"ranking": []}}}'])
+def test_held_a_hostile_snapshot_file_is_one_line(gate, capsys, tmp_path, content):
+    data, _ = gate
+    hostile = tmp_path / "hostile.json"
+    hostile.write_bytes(content)
+    status, out, err = check(capsys, data, hostile)
+    assert out == "" and len(one_line_error(status, err)) < 400
+
+
+@pytest.mark.parametrize("target", ["folder", "/dev/full"])
+def test_held_an_odd_output_target_is_one_line(gate, capsys, tmp_path, target):
+    data, snap = gate
+    path = tmp_path if target == "folder" else Path(target)
+    status, out, err = check(capsys, data, snap, "--json", path)
+    assert len(one_line_error(status, err)) < 400 and Path("/dev/full").is_char_device()
