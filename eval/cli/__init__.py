@@ -43,6 +43,8 @@ import warnings  # noqa: E402
 
 from eval import progress  # noqa: E402
 from eval.cli import interrupts  # noqa: E402
+from eval.cli._errors import dataset_error as _dataset_error  # noqa: E402
+from eval.cli._errors import one_line as _one_line  # noqa: E402
 from eval.cli.interrupts import Terminated  # noqa: E402
 from retrieval.dataset import DatasetError  # noqa: E402
 
@@ -85,17 +87,6 @@ def build_parser() -> Parser:
     for group in (engine, experiment, sweep, learn, holes, importing, judging, export, check):
         group.register(sub)
     return parser
-
-
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return lines[0] if lines else ""
-
-
-def _dataset_error(error: DatasetError) -> str:
-    first = _one_line(error.problems[0]) if error.problems else "invalid dataset"
-    more = len(error.problems) - 1
-    return f"invalid dataset: {first}" + (f" (and {more} more; `rwb validate` lists them all)" if more > 0 else "")
 
 
 def fail(message: str, status: int = 2) -> int:

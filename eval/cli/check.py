@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from eval.cli._common import add_pool_options, check_depth, judgments, load_with_pool, write_file, write_json
+from eval.cli._errors import error_line
 from eval.experiments.gate import TESTS, check_against, parse_threshold
 from eval.experiments.live import evaluate_config
 from eval.learning.router import learned_routes
@@ -141,10 +142,7 @@ def _apart(outputs: dict[str, str | None], args) -> None:
 def _error_reports(args, error: Exception, start: float) -> None:
     """The JUnit report and the summary of a check that ends in exit 2, with the error line the
     command prints (best effort: an unwritable target leaves that file out)."""
-    from eval.cli import _dataset_error, _one_line
-    from retrieval.dataset import DatasetError
-
-    message = _dataset_error(error) if isinstance(error, DatasetError) else (_one_line(error) or type(error).__name__)
+    message = error_line(error)
     dataset, seconds = Path(args.dataset).resolve().name, time.perf_counter() - start
     for value, text, flag in ((args.junit, lambda: error_junit_xml(message, dataset, args.pipeline, seconds), "--junit"),
                               (args.summary, lambda: error_summary(message, dataset, args.pipeline), "--summary")):
