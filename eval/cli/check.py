@@ -144,8 +144,9 @@ def _error_reports(args, error: Exception, start: float) -> None:
     command prints (best effort: an unwritable target leaves that file out)."""
     message = error_line(error)
     dataset, seconds = Path(args.dataset).resolve().name, time.perf_counter() - start
-    for value, text, flag in ((args.junit, lambda: error_junit_xml(message, dataset, args.pipeline, seconds), "--junit"),
-                              (args.summary, lambda: error_summary(message, dataset, args.pipeline), "--summary")):
+    reports = ((args.junit, lambda: error_junit_xml(message, dataset, args.pipeline, seconds), "--junit"),
+               (args.summary, lambda: error_summary(message, dataset, args.pipeline), "--summary"))
+    for value, text, flag in reports:
         if value:
             try:
                 write_file(value, text(), flag)

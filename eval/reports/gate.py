@@ -71,7 +71,8 @@ def markdown_summary(result: GateResult, dataset: str) -> str:
     for c in result.failed:
         lines += ["", f"**{md_inline(c.metric)}**: most regressed queries", "",
                   "| query | snapshot | now | Δ |", "|---|---:|---:|---:|"]
-        lines += [f"| {md_inline(shown(w.query))} | {w.frozen:.4f} | {w.current:.4f} | {w.delta:+.4f} |" for w in c.worst]
+        lines += [f"| {md_inline(shown(w.query))} | {w.frozen:.4f} | {w.current:.4f} | {w.delta:+.4f} |"
+                  for w in c.worst]
     lines.append("")
     if result.changed:
         lines.append("Changed since the snapshot: " + ", ".join(WORDS[n] for n in result.changed) + ".")
