@@ -339,8 +339,11 @@ def remote_of(path: Path) -> tuple[Bucket, str] | None:
         _check_mirror(home, mirror, absolute)
         relative = absolute.relative_to(mirror)
     else:
+        resolved = Path(path).resolve()
+        if mirror.is_symlink() and resolved.is_relative_to(mirror.resolve()):  # reached through the link
+            _check_mirror(home, mirror, mirror)
         try:
-            relative = Path(path).resolve().relative_to(mirror)
+            relative = resolved.relative_to(mirror)
         except ValueError:
             return None
     return bucket_of(home), PurePosixPath(*relative.parts).as_posix()
