@@ -226,8 +226,9 @@ def _add_common(p) -> None:
 def register(sub) -> None:
     p = sub.add_parser("snapshot", help="freeze a pipeline's per-query results (for rwb check and the Reports page)",
                        description="Freeze a pipeline's results: per query its metric values and top 10, with "
-                                   "the content hashes of its inputs (corpus, queries, judgments, pipeline, "
-                                   "embedder, index). The same snapshot the Reports page freezes.")
+                                   "the content hashes of its inputs (corpus, queries, the dataset card, judgments, "
+                                   "pipeline and its model files, embedder, analyzer, index). The same snapshot the "
+                                   "Reports page freezes.")
     _add_common(p)
     p.add_argument("--out", metavar="FILE", help="write the snapshot to this JSON file")
     p.add_argument("--name", help="keep it in the dataset's snapshot store (shown on the Reports page)")

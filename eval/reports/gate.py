@@ -18,7 +18,7 @@ from xml.etree import ElementTree as ET
 
 from eval.experiments.gate import GateResult, MetricCheck
 from eval.reports.markup import code, md_inline, printable
-from eval.stores.inputs import WORDS
+from eval.stores.inputs import NAMES, WORDS
 
 CLASSNAME = "rwb.check"
 SHOWN = 120  # characters of a name shown in an output
@@ -77,7 +77,7 @@ def markdown_summary(result: GateResult, dataset: str) -> str:
     if result.changed:
         lines.append("Changed since the snapshot: " + ", ".join(WORDS[n] for n in result.changed) + ".")
     else:
-        lines.append("Inputs unchanged since the snapshot (corpus, queries, judgments, pipeline, embedder, index).")
+        lines.append(f"Inputs unchanged since the snapshot ({', '.join(NAMES)}).")
     if result.dropped_queries:
         lines.append(f"{len(result.dropped_queries)} queries are in only one of the two query sets and were left out.")
     return "\n".join(lines) + "\n"
