@@ -21,6 +21,11 @@ def set_quiet(quiet: bool) -> None:
     _quiet = bool(quiet)
 
 
+def quiet() -> bool:
+    """Whether ``--quiet`` was given: no bars, no steps, no warnings (errors still print)."""
+    return _quiet
+
+
 def enabled() -> bool:
     return not _quiet and sys.stderr.isatty()
 

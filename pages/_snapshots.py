@@ -4,6 +4,7 @@ two — mean metrics, per-query deltas and, on a click, both rankings side by si
 
 from __future__ import annotations
 
+import re
 import time
 
 import streamlit as st
@@ -20,6 +21,7 @@ from pages import _tune_state as tn
 from pages._markup import code, md
 
 TUNE_LABEL = "tune:current"
+NAME_CHARS = 64  # the longest name the snapshot store accepts (eval.stores.files.check_name)
 
 
 def _config(label: str):
@@ -55,8 +57,13 @@ def on_freeze(ws) -> None:
 
 
 def auto_name(config, taken: list[str]) -> str:
-    """``<pipeline>-<date>-<time>``, with ``-2``, ``-3``… when frozen twice in one second."""
-    base = f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    """``<pipeline>-<date>-<time>``, with ``-2``, ``-3``… when frozen twice in one second: a
+    name the snapshot store accepts (``check_name``) whatever the pipeline is called — other
+    characters become ``-``, the pipeline's part is cut to fit, ``pipeline`` when none is left."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    head = re.sub(r"[^A-Za-z0-9 _.-]+", "-", config.name).strip(" _.-")
+    head = head[:NAME_CHARS - len(stamp) - 5].rstrip(" _.-") or "pipeline"
+    base = f"{head}-{stamp}"
     name, n = base, 1
     while name in taken:
         n += 1
@@ -96,19 +103,23 @@ def section(ws, prefix: str = "snap") -> None:
     pick = st.columns(2)
     a_name = pick[0].selectbox("Snapshot A", names, key=f"{prefix}_a")
     b_name = pick[1].selectbox("Snapshot B", names, key=f"{prefix}_b", index=len(names) - 1)
-    a, b = store.load(a_name), store.load(b_name)
-    st.caption(f"A = {code(a['config_name'])} frozen {md(a['time'])}"
+    try:
+        a, b = store.load(a_name), store.load(b_name)
+    except ValueError as error:  # a damaged or foreign stored snapshot: one notice, the rest of the page
+        st.error(md(error))
+        return
+    st.caption(f"A = {code(a.get('config_name') or '?')} frozen {md(a.get('time') or '?')}"
                + (f" ({md(a['notes'])})" if a.get("notes") else "")
-               + f" · B = {code(b['config_name'])} frozen {md(b['time'])}"
+               + f" · B = {code(b.get('config_name') or '?')} frozen {md(b.get('time') or '?')}"
                + (f" ({md(b['notes'])})" if b.get("notes") else ""))
     names = changed(a.get("inputs"), b.get("inputs"))
     if names:
         st.warning(f"A and B differ in their inputs — {md(describe_changes(names))}: part of a delta may come "
                    "from them.")
-    elif a["judgments"] != b["judgments"]:  # snapshots frozen before inputs were recorded
+    elif a.get("judgments") != b.get("judgments"):  # snapshots frozen before inputs were recorded
         st.warning("A and B were scored with different judgments: part of a delta may come from "
                    "the grades.")
-    elif a["fingerprint"] != b["fingerprint"]:
+    elif a.get("fingerprint") != b.get("fingerprint"):
         st.warning("A and B were frozen on different versions of the dataset.")
     if "queries" in names and not st.toggle("Compare the queries both hold", key=f"{prefix}_other_queries",
                                             help="A and B were frozen on different query sets."):
@@ -166,6 +177,10 @@ def check_history(ws) -> None:
         return
     st.subheader("Checks over time")
     metrics = list(dict.fromkeys(m for e in entries for m in (e.get("metrics") or {})))
+    if not metrics:  # entries without a metric (damaged or foreign): one notice, the rest of the page
+        st.info(f"The check history of {md(ws.dataset.name)} holds {len(entries)} entries, none with a metric "
+                "value: nothing to chart.")
+        return
     metric = st.selectbox("Metric", metrics, key="reports_history_metric") if len(metrics) > 1 else metrics[0]
     st.plotly_chart(history_figure(entries, metric), config=ch.CONFIG, key="reports_history")
     st.caption(f"{len(entries)} `rwb check` runs on {md(ws.dataset.name)}; the latest: "

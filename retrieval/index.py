@@ -236,9 +236,11 @@ def _check(build: Path, manifest: dict) -> None:
                 raise IndexCorrupt("the LanceDB table returns nothing")
     except IndexCorrupt:
         raise
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as error:  # pyo3 panics derive from BaseException
+    except Exception as error:
+        raise IndexCorrupt(f"{type(error).__name__}: {str(error)[:200]}") from error
+    except BaseException as error:  # a pyo3 panic (a BaseException) is damage; a signal never is
+        if type(error).__name__ != "PanicException":
+            raise
         raise IndexCorrupt(f"{type(error).__name__}: {str(error)[:200]}") from error
 
 

@@ -296,16 +296,56 @@ def bucket_of(home: S3Home) -> Bucket:
 
 # ---- files of the local mirror and their objects ---------------------------------------------
 
+NAME_MAX = 255  # bytes of one file name on the local file systems the mirror lives on
+
+
+def local_name_ok(name: str) -> bool:
+    """Whether an object's name (one level of a folder's listing) can be a file of the mirror:
+    one plain component, no control character, at most ``NAME_MAX`` bytes. Names from the bucket
+    are checked before they become paths: one foreign object cannot break every listing."""
+    return (bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
+            and not any(ord(ch) < 32 or ord(ch) == 127 for ch in name)
+            and len(name.encode("utf-8", "surrogatepass")) <= NAME_MAX)
+
+
+def _check_mirror(home: S3Home, mirror: Path, path: Path) -> None:
+    """Refuse a mirror that is not this user's own folder: a symbolic link (the mirror itself or
+    a folder inside it on the way to ``path``) or a folder owned by another user. Writes through
+    it would land elsewhere, and never reach the bucket."""
+    relative = path.relative_to(mirror)
+    for folder in [mirror, *(mirror.joinpath(*relative.parts[:i]) for i in range(1, len(relative.parts)))]:
+        if folder.is_symlink():
+            raise ObjectStoreError(f"the local mirror of {home.url} holds a symbolic link ({folder}); what is "
+                                   "written there would not reach the bucket — remove the link (or set RWB_CACHE)")
+    try:
+        owner = mirror.stat().st_uid
+    except FileNotFoundError:
+        return
+    if owner != os.getuid():
+        raise ObjectStoreError(f"the local mirror {mirror} of {home.url} belongs to another user "
+                               f"(uid {owner}); set RWB_CACHE to a folder of your own")
+
+
 def remote_of(path: Path) -> tuple[Bucket, str] | None:
     """The bucket and relative key of a file under the mirror of an s3:// ``$RWB_HOME``; None
-    for a local home (or a path outside the mirror)."""
+    for a local home (or a path outside the mirror). A mirror that is a symbolic link or another
+    user's folder is refused (``_check_mirror``)."""
     home = configured_home()
     if home is None:
         return None
-    try:
-        relative = Path(path).resolve().relative_to(mirror_of(home))
-    except ValueError:
-        return None
+    mirror = mirror_of(home)
+    absolute = Path(os.path.abspath(path))
+    if absolute.is_relative_to(mirror):
+        _check_mirror(home, mirror, absolute)
+        relative = absolute.relative_to(mirror)
+    else:
+        resolved = Path(path).resolve()
+        if mirror.is_symlink() and resolved.is_relative_to(mirror.resolve()):  # reached through the link
+            _check_mirror(home, mirror, mirror)
+        try:
+            relative = resolved.relative_to(mirror)
+        except ValueError:
+            return None
     return bucket_of(home), PurePosixPath(*relative.parts).as_posix()
 
 
@@ -368,7 +408,7 @@ def refresh_folder(folder: Path, suffix: str) -> None:
         return
     bucket, key = remote
     relative = key.rsplit("/", 1)[0] if "/" in key else ""
-    tags = {n: t for n, t in bucket.etags(relative).items() if n.endswith(suffix)}
+    tags = {n: t for n, t in bucket.etags(relative).items() if n.endswith(suffix) and local_name_ok(n)}
     for name, tag in tags.items():
         path = Path(folder) / name
         if _fetched.get(path.resolve()) != tag or not path.is_file():

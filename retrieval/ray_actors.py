@@ -13,6 +13,10 @@ actors, so one stage's workers never wait for CPUs that another stage's idle wor
 
 from __future__ import annotations
 
+import logging
+import signal
+import threading
+import warnings
 from collections import deque
 from typing import Callable
 
@@ -31,14 +35,38 @@ def start_actors(cls: type, args: tuple, workers: int | None) -> list:
 
     for stop in list(_IDLE.values()):  # their CPUs for these
         stop()
-    if not ray.is_initialized():
-        ray.init(include_dashboard=False)
+    start_ray()
     cpus = int(ray.cluster_resources().get("CPU", 0))
     workers = workers or max(1, cpus)
     if workers > cpus:  # an actor of one CPU more than the cluster has would wait forever
         raise ValueError(f"--workers {workers} exceeds the Ray cluster's {cpus} CPUs")
     remote = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)(cls)
     return [remote.remote(*args) for _ in range(workers)]
+
+
+def start_ray(**options) -> None:
+    """Start Ray with its defaults (and ``options`` for ``ray.init``; its own log lines below
+    ERROR kept quiet) when it is not running. ``ray.init`` replaces the process's
+    SIGTERM handler with its own (``sys.exit(15)``: a silent exit 15): the handlers in force
+    before are put back, so the command's own (``eval.cli.interrupts``) still end it with 143 and
+    one line. Ray's Python warnings are held until it has started: a failed start is its one
+    error line alone."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    ours = threading.current_thread() is threading.main_thread()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if ours else {}
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ray.init(**{"include_dashboard": False, "logging_level": logging.ERROR, **options})
+    finally:
+        for signum, handler in handlers.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+    for warning in caught:
+        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def idle(owner: object, stop: Callable[[], None] | None) -> None:

@@ -38,7 +38,7 @@ from typing import Callable
 
 from retrieval.dataset import Dataset
 from retrieval.files import atomic_write_text, fsync_dir, fsync_tree, safe_component
-from retrieval.object_store import Bucket, bucket_of, configured_home
+from retrieval.object_store import Bucket, bucket_of, configured_home, local_name_ok
 
 POINTER = "current.json"
 ORPHAN_SECONDS = 3600   # a build folder not named by the pointer is removed once this old
@@ -69,7 +69,7 @@ def shared_index(dataset: Dataset, embedder_name: str, analyzer_name: str,
 def _relative_ok(relative: str) -> bool:
     pure = PurePosixPath(relative)
     return bool(relative) and not pure.is_absolute() and "\\" not in relative and "\x00" not in relative \
-        and all(part not in ("", ".", "..") for part in pure.parts)
+        and all(part not in ("", ".", "..") and local_name_ok(part) for part in pure.parts)
 
 
 class SharedIndex:

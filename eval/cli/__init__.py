@@ -39,9 +39,12 @@ if os.path.basename(sys.argv[0]) == "rwb" or sys.argv[0] == "-m":
 
 import argparse  # noqa: E402
 import threading  # noqa: E402
+import warnings  # noqa: E402
 
 from eval import progress  # noqa: E402
 from eval.cli import interrupts  # noqa: E402
+from eval.cli._errors import dataset_error as _dataset_error  # noqa: E402
+from eval.cli._errors import one_line as _one_line  # noqa: E402
 from eval.cli.interrupts import Terminated  # noqa: E402
 from retrieval.dataset import DatasetError  # noqa: E402
 
@@ -79,26 +82,17 @@ def build_parser() -> Parser:
 
     parser = Parser(prog="rwb", description="Retrieval Workbench: index, search, evaluate and tune retrieval "
                                             "fusion on a labelled dataset.")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars, no warnings (errors still print)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in (engine, experiment, sweep, learn, holes, importing, judging, export, check):
         group.register(sub)
     return parser
 
 
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return lines[0] if lines else ""
-
-
-def _dataset_error(error: DatasetError) -> str:
-    first = _one_line(error.problems[0]) if error.problems else "invalid dataset"
-    more = len(error.problems) - 1
-    return f"invalid dataset: {first}" + (f" (and {more} more; `rwb validate` lists them all)" if more > 0 else "")
-
-
 def fail(message: str, status: int = 2) -> int:
-    print(f"rwb: error: {message}", file=sys.stderr)
+    from eval.reports.markup import printable  # a name in the message cannot drive the terminal
+
+    print(f"rwb: error: {printable(message)}", file=sys.stderr)
     return status
 
 
@@ -193,9 +187,13 @@ def _main(argv: list[str] | None, standalone: bool) -> int:
     try:
         _first_step(argv)
         args = build_parser().parse_args(argv)
-        progress.set_quiet(getattr(args, "quiet", False))
-        status = args.func(args)
-        _flush_warnings(status in (0, 1))  # after the figures they are about; never beside an error
+        quiet = bool(getattr(args, "quiet", False))
+        progress.set_quiet(quiet)
+        with warnings.catch_warnings():
+            if quiet:  # --quiet: no warning of ours or of a library; errors still print
+                warnings.simplefilter("ignore")
+            status = args.func(args)
+        _flush_warnings(status in (0, 1) and not quiet)  # after the figures they are about; never beside an error
         if _swallowed:  # interrupted inside a finaliser, and the command ended before it was felt
             raise (Terminated() if _swallowed[-1] == signal.SIGTERM else KeyboardInterrupt())
         return status

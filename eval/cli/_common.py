@@ -9,6 +9,7 @@ from pathlib import Path
 
 from eval.stores.judgments import SOURCES, Judgments, effective_qrels
 from eval.stores.pool import load_pool
+from eval import progress
 from eval.progress import Progress, step
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates
@@ -28,12 +29,16 @@ def bounded(name: str, value: int, lo: int = 1, hi: int = MAX_DEPTH) -> int:
 
 
 def note(text: str) -> None:
+    """``rwb: TEXT`` on stderr; a ``warning: …`` is left out under ``--quiet``."""
+    if text.startswith("warning:") and progress.quiet():
+        return
     print(f"rwb: {text}", file=sys.stderr)
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:
     # SUPPRESS: when not given here, `rwb --quiet COMMAND` (the top-level flag) still holds
-    p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress bars")
+    p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
+                   help="no progress bars, no warnings (errors still print)")
 
 
 EMBEDDER_HELP = ("minilm, use-multilingual, a model path, or precomputed (the dataset's own vectors/: no "

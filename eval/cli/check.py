@@ -9,27 +9,37 @@ index, so a changed index shows), compares it query by query with a snapshot
 2 on bad input; it prints one line, writes a Markdown summary and a JUnit XML report when asked
 (``eval.reports.gate``), and appends the check to the dataset's history
 (``eval.stores.history.CheckHistory``), all under the dataset's run lock (safe from cron).
+
+The gate fails closed: it never creates its baseline (a missing snapshot is exit 2); an exit 2
+still writes the JUnit report (one ``error`` test case) and the summary, unless the output's own
+path is the problem (a folder, or the path of an input: ``--json snap.json --against
+snap.json`` is refused before anything is read); nothing is written before the check knows it
+can finish (the history is read first); a reader of stdout that has gone (``| true``) changes
+no exit status: the status is the verdict.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 
 from eval.cli._common import add_pool_options, check_depth, judgments, load_with_pool, write_file, write_json
+from eval.cli._errors import error_line
 from eval.experiments.gate import TESTS, check_against, parse_threshold
 from eval.experiments.live import evaluate_config
 from eval.learning.router import learned_routes
 from eval.metrics.measure import DEFAULT_METRICS, judge, parse_metric
 from eval.progress import step
-from eval.reports.gate import junit_xml, markdown_summary, one_line
+from eval.reports.gate import error_junit_xml, error_summary, junit_xml, markdown_summary, one_line, shown
+from eval.reports.markup import printable
 from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS
 from eval.stores.configs import resolve_config
 from eval.stores.files import check_name
 from eval.stores.history import DEFAULT_WAIT, CheckHistory, dataset_lock
 from eval.stores.inputs import inputs_of
-from eval.stores.snapshots import SnapshotStore, read_snapshot, snapshot_record, write_snapshot
+from eval.stores.snapshots import MAX_NAME, SnapshotStore, read_snapshot, snapshot_record, write_snapshot
 from retrieval.dataset import load_dataset
 
 MAX_PERMUTATIONS = 1_000_000
@@ -47,6 +57,9 @@ def _metrics(text: str | None) -> tuple[str, ...]:
 def _run(args, metrics: tuple[str, ...], refresh: bool):
     """The dataset, its pool, the judgments in effect and the pipeline's ``LiveRun``."""
     config = resolve_config(args.pipeline)  # an unknown pipeline fails before the pool loads
+    if len(config.name) > MAX_NAME:
+        raise ValueError(f"--pipeline {args.pipeline[:80]}: its name has {len(config.name):,} characters; "
+                         f"at most {MAX_NAME}")
     dataset, pool = load_with_pool(args, refresh=refresh)
     check_depth({config.name: config}, pool.pool_depth)
     used = judgments(args, dataset, say=False)
@@ -63,6 +76,8 @@ def cmd_snapshot(args) -> int:
     if args.name:
         check_name(args.name)
     name = args.name or Path(args.out).stem
+    if args.out:
+        _apart({"--out": args.out}, args)
     dataset, pool, used, ev = _run(args, _metrics(args.metrics), refresh=True)
     inputs = inputs_of(dataset, used.qrels, ev.config, pool.embedder, pool.analyzer)
     record = snapshot_record(name, ev, pool, used.qrels, inputs, args.notes)
@@ -73,7 +88,8 @@ def cmd_snapshot(args) -> int:
         SnapshotStore(dataset).save(record)
         where = f"snapshot {args.name!r} of {dataset.name}"
     means = ", ".join(f"{m} {v:.4f}" for m, v in record["metrics"].items())
-    print(f"froze {ev.config.name} on {dataset.name} ({len(record['queries'])} queries; {means}) into {where}")
+    print(f"froze {shown(ev.config.name)} on {shown(dataset.name)} ({len(record['queries'])} queries; {means}) "
+          f"into {printable(where)}")
     return 0
 
 
@@ -93,7 +109,52 @@ def _snapshot(root: str, against: str) -> dict:
     return store.load(against)
 
 
-def cmd_check(args) -> int:
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except (OSError, RuntimeError):
+        return False
+
+
+def _apart(outputs: dict[str, str | None], args) -> None:
+    """Refuse an output that is a folder, the path of an input (the snapshot, the pipeline's
+    file, a file of the dataset) or the path of another output: writing it would destroy what
+    the command reads, or one report the other."""
+    given = [(flag, Path(value)) for flag, value in outputs.items() if value]
+    inputs = [(f"--{k.replace('_', '-')}", Path(v)) for k, v in (("against", getattr(args, "against", None)),
+                                                                  ("pipeline", args.pipeline))
+              if v and Path(v).is_file()]
+    root = Path(args.dataset)
+    for i, (flag, path) in enumerate(given):
+        if path.is_dir():
+            raise ValueError(f"{flag} {path} is a folder; give a file name")
+        for other, source in inputs + given[:i]:
+            if _same(path, source):
+                raise ValueError(f"{flag} {path} is the file {other} names; give another file name")
+        try:
+            inside = root.is_dir() and path.resolve().is_relative_to(root.resolve()) and path.exists()
+        except (OSError, RuntimeError):
+            inside = False
+        if inside:
+            raise ValueError(f"{flag} {path} is a file of the dataset {root}; give a file outside it")
+
+
+def _error_reports(args, error: Exception, start: float) -> None:
+    """The JUnit report and the summary of a check that ends in exit 2, with the error line the
+    command prints (best effort: an unwritable target leaves that file out)."""
+    message = error_line(error)
+    dataset, seconds = Path(args.dataset).resolve().name, time.perf_counter() - start
+    reports = ((args.junit, lambda: error_junit_xml(message, dataset, args.pipeline, seconds), "--junit"),
+               (args.summary, lambda: error_summary(message, dataset, args.pipeline), "--summary"))
+    for value, text, flag in reports:
+        if value:
+            try:
+                write_file(value, text(), flag)
+            except (OSError, ValueError):
+                pass
+
+
+def _check_flags(args) -> list:
     thresholds = [parse_threshold(t) for t in (args.fail_if or ["ndcg@5:0"])]
     if args.test not in TESTS:
         raise ValueError(f"--test must be one of {list(TESTS)}, got {args.test!r}")
@@ -103,16 +164,30 @@ def cmd_check(args) -> int:
         raise ValueError(f"--alpha must be between 0 and 1, got {args.alpha}")
     if not 1 <= args.permutations <= MAX_PERMUTATIONS:
         raise ValueError(f"--permutations must be 1…{MAX_PERMUTATIONS:,}, got {args.permutations}")
-    for flag, value in (("--junit", args.junit), ("--summary", args.summary), ("--json", args.json)):
-        if value and Path(value).is_dir():
-            raise ValueError(f"{flag} {value} is a folder; give a file name")
+    return thresholds
+
+
+def cmd_check(args) -> int:
     start = time.perf_counter()
+    _apart({"--junit": args.junit, "--summary": args.summary, "--json": args.json}, args)
+    try:
+        return _check(args, start)
+    except (ValueError, OSError) as error:  # exit 2: the CI still sees a (broken) test result
+        _error_reports(args, error, start)
+        raise
+
+
+def _check(args, start: float) -> int:
+    thresholds = _check_flags(args)
     if not Path(args.dataset).is_dir():  # its one-line error, and no lock file for a mistyped path
         load_dataset(args.dataset)
     with dataset_lock(args.dataset, args.lock_wait):
         snapshot = _snapshot(args.dataset, args.against)
         metrics = tuple(dict.fromkeys([*DEFAULT_METRICS, *(t.metric for t in thresholds)]))
         dataset, pool, used, ev = _run(args, metrics, refresh=True)
+        history = None if args.no_history else CheckHistory(dataset)
+        if history is not None:
+            history.entries()  # a damaged history fails the check before any report is written
         inputs = inputs_of(dataset, used.qrels, ev.config, pool.embedder, pool.analyzer)
         result = check_against(snapshot, ev, pool.query_ids, inputs, thresholds, args.test, args.correction,
                                args.alpha, args.permutations, args.seed, args.allow_different_queries)
@@ -123,16 +198,23 @@ def cmd_check(args) -> int:
             write_file(args.summary, markdown_summary(result, dataset.name), "--summary")
         if args.json:
             write_json(args.json, result.to_json())
-        if not args.no_history:
-            CheckHistory(dataset).add({
+        if history is not None:
+            history.add({
                 "pipeline": result.pipeline, "snapshot": result.snapshot, "passed": result.passed,
                 "metrics": {c.metric: c.current for c in result.checks},
                 "frozen": {c.metric: c.frozen for c in result.checks},
                 "failed": [c.metric for c in result.failed], "changed_inputs": list(result.changed),
                 "inputs": inputs.to_json(), "queries": result.compared_queries})
-    print(one_line(result, dataset.name))
-    sys.stdout.flush()
-    return 1 if result.failed else 0
+    status = 1 if result.failed else 0
+    try:
+        print(one_line(result, dataset.name))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `rwb check … | true`: the reader left; the status is still the verdict
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+    return status
 
 
 def _add_common(p) -> None:
@@ -144,8 +226,9 @@ def _add_common(p) -> None:
 def register(sub) -> None:
     p = sub.add_parser("snapshot", help="freeze a pipeline's per-query results (for rwb check and the Reports page)",
                        description="Freeze a pipeline's results: per query its metric values and top 10, with "
-                                   "the content hashes of its inputs (corpus, queries, judgments, pipeline, "
-                                   "embedder, index). The same snapshot the Reports page freezes.")
+                                   "the content hashes of its inputs (corpus, queries, the dataset card, judgments, "
+                                   "pipeline and its model files, embedder, analyzer, index). The same snapshot the "
+                                   "Reports page freezes.")
     _add_common(p)
     p.add_argument("--out", metavar="FILE", help="write the snapshot to this JSON file")
     p.add_argument("--name", help="keep it in the dataset's snapshot store (shown on the Reports page)")

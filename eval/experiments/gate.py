@@ -13,7 +13,9 @@ run has no difference at all.
 
 Inputs (``eval.stores.inputs``): the ones that changed since the snapshot are named in the
 result. Different query sets are refused unless asked (``allow_different_queries``): then the
-queries both hold are compared.
+queries both hold are compared; none in common is refused (a comparison of nothing passes
+nothing). A snapshot query without a gated metric's value (null, where it was undefined, is a
+value) is refused as damaged; non-finite values never reach here (``check_record``).
 """
 
 from __future__ import annotations
@@ -180,23 +182,31 @@ def check_against(snapshot: dict, ev: LiveRun, query_ids: tuple[str, ...], input
         today = ev.values[metric]
         rows = []
         for qid, held_query in frozen_queries.items():
-            then = held_query["values"].get(metric)
-            if qid not in position or then is None:
+            if qid in position and metric not in held_query["values"]:
+                raise ValueError(f"the snapshot {str(snapshot.get('name'))[:80]!r} holds no {metric} for query "
+                                 f"{qid[:80]!r} (a frozen snapshot holds every metric for every query, null "
+                                 "where undefined): damaged or edited")
+            then = held_query["values"][metric] if qid in position else None
+            if then is None:
                 continue
             now = frozen_value(today[position[qid]])
             if now is not None:
                 rows.append((qid, float(then), now))
         a = np.array([r[1] for r in rows], dtype=np.float64)
         b = np.array([r[2] for r in rows], dtype=np.float64)
+        if not rows:
+            raise ValueError(f"--fail-if {metric}: the snapshot and today's run share no query with a value of "
+                             f"{metric} ({len(frozen_queries)} queries then, {len(current_ids)} now, "
+                             f"{len(set(frozen_queries) & current_ids)} in both): nothing to compare")
         pairs.append((rows, a, b))
-        p_values.append(_p(test, a, b, permutations, seed) if len(rows) else 1.0)
+        p_values.append(_p(test, a, b, permutations, seed))
     adjusted = CORRECTIONS[correction](p_values)
     checks = []
     for threshold, (rows, a, b), p, p_adj in zip(thresholds, pairs, p_values, adjusted):
-        frozen_mean = round(float(a.mean()), 6) if len(a) else 0.0
-        current_mean = round(float(b.mean()), 6) if len(b) else 0.0
+        frozen_mean = round(float(a.mean()), 6)
+        current_mean = round(float(b.mean()), 6)
         delta = current_mean - frozen_mean
-        failed = bool(len(rows)) and delta < 0 and delta < threshold.delta - 1e-12 and p_adj <= alpha
+        failed = delta < 0 and delta < threshold.delta - 1e-12 and p_adj <= alpha
         worse = sorted((QueryChange(q, f, c) for q, f, c in rows if c < f), key=lambda w: (w.delta, w.query))
         checks.append(MetricCheck(threshold, len(rows), frozen_mean, current_mean, float(p), float(p_adj),
                                   failed, tuple(worse[:WORST])))

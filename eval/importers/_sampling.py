@@ -28,6 +28,9 @@ from collections import Counter
 import numpy as np
 
 SAMPLERS = ("random", "topn", "pptss")
+MAX_SAMPLE = 100_000
+"""The largest query set drawn (``--sample``): checked before anything is allocated for the
+draws (``pptss`` draws one number per asked query)."""
 
 
 def java_trim(text: str) -> str:
@@ -75,6 +78,8 @@ def sample_queries(texts: list[str], n: int, sampler: str, seed: int) -> dict[st
     """``{user_query: frequency}`` of ``n`` texts drawn from the logged searches' ``texts``."""
     if sampler not in SAMPLERS:
         raise ValueError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    if not 1 <= n <= MAX_SAMPLE:
+        raise ValueError(f"--sample must be a whole number in 1…{MAX_SAMPLE:,}, got {n:,}")
     rng = np.random.default_rng(seed)
     if sampler == "topn":
         return top_n(texts, n)

@@ -25,7 +25,8 @@ The grades are written to ``qrels/implicit.tsv`` and the click model's values to
 them. Both are files inside the dataset folder and are written only there: one that leads
 outside it through a symlink is refused (``retrieval.files.inside_for_write``) before
 anything is written. A ``user_query`` is matched to the dataset's queries by exact text;
-searches of other texts still count in the CTR by position.
+searches of other texts still count in the CTR by position. An event whose ``query_id`` is not
+in the queries log is counted and reported with the import's summary.
 
 ``--sample N`` (``--sampler random|topn|pptss``, ``--seed S``; ``eval/importers/_sampling.py``)
 draws a query set from the logged searches by SRW's samplers: the sampled texts that are no
@@ -55,7 +56,7 @@ from eval.importers._coec import (
     rwb_coec,
     srw_coec,
 )
-from eval.importers._sampling import SAMPLERS, sample_queries
+from eval.importers._sampling import MAX_SAMPLE, SAMPLERS, sample_queries
 from retrieval.dataset import (
     IMPLICIT_QRELS,
     MAX_TEXT_CHARS,
@@ -158,6 +159,9 @@ def read_logs(
         if object_id is None or not (isinstance(query_id, str) or own_text is not None):
             # as in SRW, such an event still counts in the CTR by position, for no pair
             skipped["events without an object id or a search (counted in the CTR only)"] += 1
+        if isinstance(query_id, str) and query_id not in searches:
+            # its search is not in the queries log: it counts in the CTR by position only
+            skipped["events whose query_id is not in the queries log"] += 1
         if own_text is None and isinstance(query_id, str) and query_id in searches:
             own_text = searches[query_id][0]
         search = query_id if isinstance(query_id, str) else None
@@ -186,14 +190,16 @@ def agreement(explicit: dict[str, dict[str, int]], implicit: dict[str, dict[str,
     return out
 
 
-def _whole(label: str, value, low: int) -> int:
+def _whole(label: str, value, low: int, high: int | None = None) -> int:
     if isinstance(value, str):
         try:
             value = int(value)
         except ValueError:
-            raise ValueError(f"{label} must be a whole number, got {value!r}") from None
+            raise ValueError(f"{label} must be a whole number, got {value[:40]!r}") from None
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValueError(f"{label} must be a whole number ≥ {low}, got {value!r}")
+    if high is not None and value > high:
+        raise ValueError(f"{label} must be a whole number in {low}…{high:,}, got {value:,}")
     return value
 
 
@@ -245,7 +251,7 @@ def import_ubi(
     if model not in MODELS:
         raise ValueError(f"--model must be one of {', '.join(MODELS)}, got {model!r}")
     if sample is not None:
-        sample = _whole("--sample", sample, 1)
+        sample = _whole("--sample", sample, 1, MAX_SAMPLE)
         seed = _whole("--seed", seed, 0)
         if sampler not in SAMPLERS:
             raise ValueError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")

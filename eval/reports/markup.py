@@ -8,12 +8,33 @@ renders), Markdown turns ``![x](http://…)`` into an image beacon and
 ``st.html`` goes through ``html`` (``markupsafe``-style escaping, nothing else); every one a
 plotly chart shows (trace names, category labels, titles) through ``plain``: plotly reads
 ``<b>``, ``<br>``, ``<a href>``… there as markup and decodes ``&lt;`` back to ``<`` on screen.
+Control characters (a terminal's escape sequences, characters XML refuses, bidirectional
+overrides) are shown as ``\\xNN`` / ``\\uNNNN`` by every one of them (``printable``), and by
+the command line's outputs (its one-line results and errors, JUnit XML).
 """
 
 from __future__ import annotations
 
 import html as _html
 import re
+
+# C0/C1 controls, DEL, lone surrogates, XML's non-characters, bidirectional embeddings/overrides/isolates
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff\u202a-\u202e\u2066-\u2069]")
+_CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff"
+                                "\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match) -> str:
+    code_point = ord(match.group(0))
+    return f"\\x{code_point:02x}" if code_point < 0x100 else f"\\u{code_point:04x}"
+
+
+def printable(text: object, lines: bool = False) -> str:
+    """``text`` with every control character written out as ``\\xNN`` / ``\\uNNNN`` (``ESC``
+    → ``\\x1b``, so a name cannot clear a terminal or break an XML file); ``lines`` keeps tab,
+    newline and carriage return."""
+    return (_CONTROL_BUT_LINES if lines else _CONTROL).sub(_escaped, str(text))
+
 
 # every character Markdown (CommonMark + GFM + Streamlit's :colour[...] / :material/...: directives
 # and $math$) may read as syntax
@@ -23,7 +44,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
 def md(text: object) -> str:
     """``text`` shown literally inside Markdown: every syntax character backslash-escaped,
     newlines folded to spaces (a caption is one line)."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    return _MD_SPECIAL.sub(r"\\\1", printable(" ".join(str(text).split())))
 
 
 _MD_INLINE = re.compile(r"([\\`*_{}\[\]<>!|~$&])")
@@ -35,18 +56,18 @@ def md_inline(text: object) -> str:
     only what opens markup mid-line is escaped — images and links (``[``, ``]``, ``!``), HTML and
     autolinks (``<``, ``&``, ``://``, ``www.``), code, emphasis, tables, math — not ``.``, ``-``
     or ``(``, which matter only at the start of a line; newlines are folded to spaces."""
-    escaped = _MD_INLINE.sub(r"\\\1", " ".join(str(text).split()))
+    escaped = _MD_INLINE.sub(r"\\\1", printable(" ".join(str(text).split())))
     return _AUTOLINK.sub(lambda m: m.group(1).replace("/", "\\/").replace(".", "\\."), escaped)
 
 
 def html(text: object) -> str:
     """``text`` shown literally inside HTML (quotes included, for attributes)."""
-    return _html.escape(str(text), quote=True)
+    return _html.escape(printable(text, lines=True), quote=True)
 
 
 def plain(text: object) -> str:
     """``text`` as a plotly label shows it literally: ``&``, ``<`` and ``>`` escaped."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return printable(text, lines=True).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def plain_figure(fig):
@@ -73,7 +94,7 @@ def plain_figure(fig):
 
 def code(text: object) -> str:
     """``text`` as inline code in Markdown; backticks inside cannot close it."""
-    body = " ".join(str(text).split()).replace("`", "ˋ")
+    body = printable(" ".join(str(text).split())).replace("`", "ˋ")
     return f"`{body}`" if body else ""
 
 

@@ -40,6 +40,7 @@ from eval.metrics.measure import Judged
 from eval.metrics.measure import config_values
 from retrieval.candidates import Candidates
 from retrieval.pipeline import PipelineConfig
+from retrieval.ray_actors import start_ray
 
 EXECUTORS = ("local", "ray")
 MAX_WORKERS = 1024
@@ -206,9 +207,9 @@ class RayExecutor:
             address = cluster_address(self.address)
             if address:
                 check_reachable(address)
-                ray.init(address=address, **options)
+                start_ray(address=address, **options)
             else:
-                ray.init(num_cpus=self.workers or os.cpu_count() or 1, **options)
+                start_ray(num_cpus=self.workers or os.cpu_count() or 1, **options)
             self._owns = True
         cpus = int(ray.cluster_resources().get("CPU", 0))
         self.workers = self.workers or max(1, cpus)

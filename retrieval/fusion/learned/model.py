@@ -197,7 +197,8 @@ def booster_digest(booster: str) -> str:
 
 def model_from_json(data: dict, where: str) -> TreeModel | MoEModel:
     """A model from its JSON form; ``ValueError`` naming ``where`` when it is not one. A tree
-    model's booster text is checked against the sha256 written at save time and by
+    model's booster text is checked against the sha256 written at save time (a model without
+    it is refused) and by
     ``retrieval.lightgbm_text.check_booster`` before LightGBM ever parses it (LightGBM's reader
     trusts its input: damaged text could crash the process)."""
     try:
@@ -220,7 +221,10 @@ def model_from_json(data: dict, where: str) -> TreeModel | MoEModel:
             if not isinstance(booster, str) or not booster.startswith("tree"):
                 raise ValueError("booster must be LightGBM model text")
             recorded = data.get("booster_sha256")
-            if recorded is not None and recorded != booster_digest(booster):
+            if recorded is None:  # never used unchecked: an edited booster may drop its checksum too
+                raise ValueError("the booster has no booster_sha256 (rwb learn writes it beside the "
+                                 "booster); the model cannot be checked — rerun rwb learn")
+            if recorded != booster_digest(booster):
                 raise ValueError("booster text damaged (its sha256 differs from the one rwb "
                                  "learn wrote beside it); rerun rwb learn")
             try:

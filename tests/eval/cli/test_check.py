@@ -218,26 +218,40 @@ def test_a_second_run_on_the_same_dataset_waits_for_the_lock_then_gives_up(froze
     assert err.startswith("rwb: error: another rwb check or report is running on dataset 'devmem'")
 
 
-def readme_shell_job() -> str:
+def readme_block(marker: str = "ci-shell") -> str:
     text = (ROOT / "README.md").read_text("utf-8")
-    block = text.split("<!-- ci-shell:start -->", 1)[1].split("<!-- ci-shell:end -->", 1)[0].strip()
+    block = text.split(f"<!-- {marker}:start -->", 1)[1].split(f"<!-- {marker}:end -->", 1)[0].strip()
     assert block.startswith("```bash\n") and block.endswith("\n```")
     return block[len("```bash\n"):-len("\n```")] + "\n"
 
 
 def test_the_readme_shell_job_runs_as_written(frozen, home, tmp_path):
-    """The README's CI shell job, extracted verbatim: its first run freezes the snapshot and
-    passes; a worse pipeline fails it with status 1 and a summary naming the metric."""
+    """The README's CI shell job, extracted verbatim: without its snapshot it fails (status 2,
+    a JUnit error and a summary saying so) and freezes nothing; after the README's explicit
+    freeze step it passes; a worse pipeline fails it with status 1 and a summary naming the metric."""
     import os
     import subprocess
     import sys
 
+    from junitparser import Error, JUnitXml
+
     root, _ = frozen
     script = tmp_path / "rwb-gate.sh"
-    script.write_text(readme_shell_job(), "utf-8")
+    script.write_text(readme_block(), "utf-8")
+    snapshot, out = tmp_path / "ci" / "rrf-snapshot.json", tmp_path / "rwb-check"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "PYTHONPATH": str(ROOT), "RWB_HOME": str(home), "DATASET": str(root),
-           "SNAPSHOT": str(tmp_path / "ci" / "rrf-snapshot.json"), "OUT": str(tmp_path / "rwb-check")}
+           "SNAPSHOT": str(snapshot), "OUT": str(out)}
+    missing = subprocess.run(["bash", str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2 and not snapshot.exists(), missing.stdout + missing.stderr
+    assert missing.stdout.splitlines()[-1] == "rwb-gate: rwb check could not run (status 2)"
+    cases = [case for suite in JUnitXml.fromfile(str(out / "junit.xml")) for case in suite]
+    assert len(cases) == 1 and isinstance(cases[0].result[0], Error)
+    assert cases[0].result[0].message == f"--against {snapshot}: no such file"
+    assert "could not be run" in (out / "summary.md").read_text("utf-8")
+    freeze = subprocess.run(["bash", "-c", readme_block("ci-freeze")], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert freeze.returncode == 0 and snapshot.is_file(), freeze.stderr
     first = subprocess.run(["bash", str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stdout + first.stderr
     assert first.stdout.splitlines()[-2].startswith("PASS devmem rrf vs snapshot 'rrf-snapshot'")

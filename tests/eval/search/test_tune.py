@@ -132,7 +132,7 @@ def test_the_exported_toml_round_trips_with_its_tuning_record(result, tmp_path, 
 def test_eval_warns_in_sample_on_the_tuning_dataset_only(result, tmp_path, tiny, tiny_copy, rwb_home, capsys):
     path = tmp_path / "best.toml"
     path.write_text(result.to_toml(), "utf-8")
-    assert rwb_main(["eval", str(TINY), "--pipeline", str(path), "--metrics", "ndcg@5", "--quiet"]) == 0
+    assert rwb_main(["eval", str(TINY), "--pipeline", str(path), "--metrics", "ndcg@5"]) == 0  # no --quiet: it silences warnings
     err = capsys.readouterr().err
     warnings = [line for line in err.splitlines() if "was tuned on this dataset" in line]
     assert len(warnings) == 1 and "in-sample" in warnings[0] and warnings[0].startswith("rwb: warning:")
