@@ -85,12 +85,13 @@ def cmd_eval(args) -> int:
     used = judgments(args, dataset, say=args.replay)  # else the method lines say it
     if args.replay:
         return _replay(args, dataset, pool, options, used)
-    for text in dict.fromkeys(filter(None, (in_sample_warning(p, dataset.fingerprint)
-                                            for p in [args.baseline, *args.pipeline]))):
-        note(text)
+    in_sample = list(dict.fromkeys(filter(None, (in_sample_warning(p, dataset.fingerprint)
+                                                 for p in [args.baseline, *args.pipeline]))))
     experiment = _experiment(args, dataset, pool, options, used)
     print(f"{dataset.name}: {experiment.evaluation.n_queries} judged queries · model {pool.embedder} · analyzer "
           f"{pool.analyzer} · pool depth {pool.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
+    for text in in_sample:   # provenance, not noise: on stdout beside the figures, --quiet or not
+        print(text.replace("warning: ", "in-sample: ", 1))
     return _print_experiment(args, options, experiment)
 
 

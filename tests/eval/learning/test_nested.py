@@ -235,7 +235,7 @@ def test_cli_learn_writes_a_pipeline_eval_and_search_use(tmp_path, rwb_home, cap
         rwb_main(["eval", str(TINY), "--pipeline", str(out), "--metrics", "ndcg@5", "--quiet"]) == 0
     )
     printed = capsys.readouterr()
-    assert "learned" in printed.out and "judged@5" in printed.out and "in-sample" in printed.err
+    assert "learned" in printed.out and "judged@5" in printed.out and "in-sample" in printed.out
     assert (
         rwb_main(["search", str(TINY), "ERR_CONN_REFUSED", "--pipeline", str(out), "--json"]) == 0
     )

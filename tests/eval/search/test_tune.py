@@ -132,10 +132,11 @@ def test_the_exported_toml_round_trips_with_its_tuning_record(result, tmp_path, 
 def test_eval_warns_in_sample_on_the_tuning_dataset_only(result, tmp_path, tiny, tiny_copy, rwb_home, capsys):
     path = tmp_path / "best.toml"
     path.write_text(result.to_toml(), "utf-8")
-    assert rwb_main(["eval", str(TINY), "--pipeline", str(path), "--metrics", "ndcg@5"]) == 0  # no --quiet: it silences warnings
-    err = capsys.readouterr().err
-    warnings = [line for line in err.splitlines() if "was tuned on this dataset" in line]
-    assert len(warnings) == 1 and "in-sample" in warnings[0] and warnings[0].startswith("rwb: warning:")
+    # provenance is printed beside the figures, --quiet or not (issue 40)
+    assert rwb_main(["eval", str(TINY), "--pipeline", str(path), "--metrics", "ndcg@5", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "was tuned on this dataset" in line]
+    assert len(lines) == 1 and lines[0].startswith("in-sample: ") and "held-out Δ" in lines[0]
 
     # another dataset: the same corpus with one more judgment has another fingerprint
     with open(tiny_copy / "qrels" / "test.tsv", "a", encoding="utf-8") as f:
@@ -144,7 +145,7 @@ def test_eval_warns_in_sample_on_the_tuning_dataset_only(result, tmp_path, tiny,
     assert other.fingerprint != tiny.fingerprint
     assert in_sample_warning(str(path), other.fingerprint) is None
     assert rwb_main(["eval", str(tiny_copy), "--pipeline", str(path), "--metrics", "ndcg@5", "--quiet"]) == 0
-    assert "was tuned on this dataset" not in capsys.readouterr().err
+    assert "was tuned on this dataset" not in capsys.readouterr().out
 
 
 def test_cli_tune_writes_the_toml_and_refuses_bad_sizes(tmp_path, rwb_home, pool, capsys):
