@@ -14,9 +14,9 @@ from pathlib import Path
 
 from eval.stores.files import locked, read_json
 from retrieval.dataset import IMPLICIT_QRELS, MAX_GRADE, Dataset, read_qrels_file
-from retrieval.files import atomic_write_text, safe_component
+from eval.stores.identity import claim, store_path
+from retrieval.files import atomic_write_text
 from retrieval.limits import clip
-from retrieval.index import rwb_home
 
 
 class JudgmentStore:
@@ -27,10 +27,8 @@ class JudgmentStore:
     """
 
     def __init__(self, dataset: Dataset, home: Path | None = None):
-        self.dataset = dataset
-        name = safe_component(dataset.name)
-        where = hashlib.sha1(str(dataset.root.resolve()).encode()).hexdigest()[:8]
-        self.path = (home or rwb_home()) / "judgments" / f"{name}-{where}.json"
+        self.dataset, self.home = dataset, home
+        self.path = store_path(dataset, home, "judgments", ".json", merge_states)
 
     def _load(self) -> dict:
         state = read_json(self.path, {"dataset": self.dataset.name, "overlay": {}, "history": []})
@@ -50,6 +48,7 @@ class JudgmentStore:
             raise ValueError(f"unknown document {clip(doc_id)}")
         if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
             raise ValueError(f"grade must be an integer 0–3, got {clip(grade)}")
+        claim(self.dataset, self.home, register=True)
         with locked(self.path):
             state = self._load()
             before = self._current(state, query_id, doc_id)
@@ -95,6 +94,27 @@ class JudgmentStore:
                     continue
                 merged.setdefault(query_id, {})[doc_id] = grade
         return {q: d for q, d in merged.items() if d}
+
+
+def merge_states(new: dict, old: dict) -> dict:
+    """One judgment store of two (the earlier layout's ``old`` into ``new``): both histories in
+    time order, and per judged pair the grade of the store that changed it last."""
+    if not new:
+        return dict(old)
+    def last_change(state: dict) -> dict:
+        return {(e.get("query"), e.get("doc")): e.get("time", 0) for e in state.get("history", [])}
+    when_new, when_old = last_change(new), last_change(old)
+    overlay = {q: dict(d) for q, d in old.get("overlay", {}).items()}
+    for query_id, docs in new.get("overlay", {}).items():
+        for doc_id, grade in docs.items():
+            if (query_id in overlay and doc_id in overlay[query_id]
+                    and when_old.get((query_id, doc_id), 0) > when_new.get((query_id, doc_id), 0)):
+                continue
+            overlay.setdefault(query_id, {})[doc_id] = grade
+    history = list(new.get("history", []))
+    history += [e for e in old.get("history", []) if e not in history]
+    history.sort(key=lambda e: e.get("time", 0))
+    return {**new, "overlay": overlay, "history": history}
 
 
 SOURCES = ("explicit", "implicit", "both")

@@ -4,7 +4,7 @@ A snapshot keeps, per query, the metric values and the ranked document ids, toge
 configuration (TOML), the dataset fingerprint, the judgments' version (a hash of the qrels it
 was scored with) and the content hashes of all its inputs (``eval.stores.inputs``), so comparing
 two later shows what each returned then, whatever changed since, and which input changed.
-One JSON file per snapshot under ``$RWB_HOME/snapshots/<dataset>/``, written atomically; the
+One JSON file per snapshot under ``$RWB_HOME/snapshots/<identity>/`` (``eval.stores.identity``), written atomically; the
 same record is what ``rwb snapshot --out FILE`` writes and ``rwb check --against`` reads
 (``snapshot_record``, ``read_snapshot``, ``write_snapshot``), so a snapshot frozen on the pages
 gates a CI run and one frozen by the command line shows on the pages.
@@ -12,7 +12,6 @@ gates a CI run and one frozen by the command line shows on the pages.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -23,7 +22,8 @@ from eval.stores.files import check_name, locked, read_json
 from eval.stores.inputs import Inputs, inputs_of, judgments_hash
 from retrieval.candidates import Candidates
 from retrieval.dataset import Dataset
-from retrieval.files import atomic_write_text, safe_component
+from eval.stores.identity import claim, migrate_folder, old_key
+from retrieval.files import atomic_write_text
 from retrieval.index import rwb_home
 from retrieval.object_store import refresh_folder
 from retrieval.pipeline import to_toml
@@ -99,9 +99,11 @@ def write_snapshot(path: str | Path, record: dict) -> None:
 
 class SnapshotStore:
     def __init__(self, dataset: Dataset, home: Path | None = None):
-        where = hashlib.sha1(str(dataset.root.resolve()).encode()).hexdigest()[:8]
-        self.dataset = dataset
-        self.folder = (home or rwb_home()) / "snapshots" / f"{safe_component(dataset.name)}-{where}"
+        self.dataset, self.home = dataset, home
+        base = (home or rwb_home()) / "snapshots"
+        self.folder = base / claim(dataset, home)
+        migrate_folder(base / old_key(dataset.name, dataset.root), self.folder, ".json",
+                       lambda: claim(dataset, home, register=True))
 
     def _path(self, name: str) -> Path:
         return self.folder / f"{check_name(name)}.json"
@@ -120,6 +122,7 @@ class SnapshotStore:
         """Keep a snapshot record (``snapshot_record``) under its name; refused when it is taken."""
         path = self._path(record.get("name"))
         check_record(record, f"snapshot {record.get('name')!r}")
+        claim(self.dataset, self.home, register=True)
         with locked(path):
             if path.exists():
                 raise ValueError(f"a snapshot named {record['name']!r} exists; choose another name")
