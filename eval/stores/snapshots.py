@@ -12,6 +12,7 @@ gates a CI run and one frozen by the command line shows on the pages.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -41,24 +42,32 @@ def frozen_value(value) -> float | None:
     return None if math.isnan(value) else round(value, DIGITS)
 
 
+def query_text_hash(text: str) -> str:
+    """The short hash of a query's text a snapshot keeps per query (``query_texts``)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
 def snapshot_record(name: str, ev: LiveRun, pool: Candidates, qrels: dict, inputs: Inputs,
-                    notes: str = "") -> dict:
+                    notes: str = "", queries=()) -> dict:
     """The frozen record of ``ev``'s results on ``pool``: per query the metric values and the
-    top ``KEEP`` document ids, the configuration, the judgments' version and the inputs."""
+    top ``KEEP`` document ids, the configuration, the judgments' version and the inputs; and
+    what ``rwb check --explain`` re-scores with (``eval.experiments.explain``): the judgments
+    themselves (``qrels``) and, given the dataset's ``queries``, each one's text hash."""
     ranking = ev.run.ranking
-    queries = {}
+    frozen = {}
     for qi, qid in enumerate(pool.query_ids):
         rows = ranking.for_query(qi)[:KEEP]
         values = {m: frozen_value(v[qi]) for m, v in ev.values.items()}
         ranked = [pool.doc_ids[int(pool.doc_idx[r])] for r in rows]
-        queries[qid] = {"values": values, "ranking": ranked}
+        frozen[qid] = {"values": values, "ranking": ranked}
     return {"name": name, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "notes": notes,
             "dataset": pool.dataset, "config_name": ev.config.name, "config": to_toml(ev.config),
             "fingerprint": inputs.dataset_fingerprint, "judgments": judgments_hash(qrels),
             "inputs": inputs.to_json(), "embedder": pool.embedder, "analyzer": pool.analyzer,
             "pool_depth": pool.pool_depth,
             "metrics": {k: round(float(v), DIGITS) for k, v in ev.means.items()},
-            "queries": queries}
+            "queries": frozen, "qrels": {q: dict(d) for q, d in qrels.items()},
+            **({"query_texts": {q.id: query_text_hash(q.text) for q in queries}} if queries else {})}
 
 
 def check_record(record, where: str) -> dict:
@@ -116,7 +125,7 @@ class SnapshotStore:
                notes: str = "") -> dict:
         """Keep ``ev``'s results on ``pool`` under ``name`` (refused when the name is taken)."""
         inputs = inputs_of(self.dataset, qrels, ev.config, pool.embedder, pool.analyzer)
-        return self.save(snapshot_record(name, ev, pool, qrels, inputs, notes))
+        return self.save(snapshot_record(name, ev, pool, qrels, inputs, notes, self.dataset.queries))
 
     def save(self, record: dict) -> dict:
         """Keep a snapshot record (``snapshot_record``) under its name; refused when it is taken."""
