@@ -235,6 +235,19 @@ def _cell(state: frozenset, snapshot: dict, metric: str, k: int, qids: list[str]
     return _pool_values(pool, config, judgments, metric, routes_for(config), qids)
 
 
+def explain_rows(entries: list[dict], metric: str) -> list[dict]:
+    """Check-history entries (``eval.stores.history.CheckHistory``) that hold an explanation as
+    table rows: when, against which snapshot, the change and each part's share of it."""
+    rows = []
+    for entry in entries:
+        parts = (entry.get("explain") or {}).get(metric) or {}
+        row = {"time": entry.get("time", ""), "snapshot": entry.get("snapshot", ""),
+               "Δ": round(sum(parts.values()), 4)}
+        row.update({" + ".join(WORDS.get(x, x) for x in n.split("+")): round(v, 4) for n, v in parts.items()})
+        rows.append(row)
+    return rows
+
+
 def explain_line(explanation: Explanation) -> str:
     """``explain ndcg@5 -0.0210: judgments -0.0150, pipeline -0.0060`` (the parts that moved)."""
     return "; ".join(f"explain {m.metric} {m.total:+.4f}: " + (", ".join(
