@@ -108,7 +108,7 @@ def cmd_judge(args) -> int:
         rater = check_rater(args.rater or default_rater())
         before = effective_qrels(dataset).qrels.get(args.query_id, {}).get(args.doc_id)
         store.grade(args.query_id, args.doc_id, grade, author=args.author, rater=rater)
-        print(f"{args.query_id} {args.doc_id}: {'-' if before is None else before} → {grade} (rater {rater})")
+        print(f"{args.query_id} {args.doc_id}: {'-' if before is None else before} → {grade}")
     elif args.undo:
         last = store.undo()
         if last is None:
