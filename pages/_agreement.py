@@ -12,8 +12,10 @@ from eval.experiments.live import evaluate_config
 from eval.metrics.measure import judge
 from eval.statistics.agreement import GRADES, agreement, with_impact
 from eval.stores.judgments import rater_tables
+from eval.stores.pool import pool_path
 from pages._markup import md
 from pages._state import PRIMARY
+from retrieval.candidates import DEFAULT_POOL_DEPTH
 
 
 def _fmt(value: float) -> str:
@@ -21,6 +23,9 @@ def _fmt(value: float) -> str:
 
 
 def agreement_panel(ws) -> None:
+    if not st.toggle("Compare two raters", key="data_agree_on",
+                     help="agreement on the pairs both graded; the per-query impact re-scores the baseline"):
+        return
     try:
         tables = rater_tables(ws.dataset)
     except (OSError, ValueError) as error:
@@ -33,6 +38,8 @@ def agreement_panel(ws) -> None:
                             index=names.index("implicit") if "implicit" in names else names.index("dataset"))
     found = agreement(first, tables[first], second, tables[second])
     try:
+        if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH).is_file():
+            raise ValueError("the candidate pool is not built yet (open Tune or Evaluate once)")
         pool, config = ws.pool(), ws.baseline
         def values_of(qrels: dict) -> dict[str, float]:
             ev = evaluate_config(pool, judge(pool, qrels), config, (PRIMARY,))
