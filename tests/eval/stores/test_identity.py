@@ -156,3 +156,21 @@ def test_stores_of_the_path_keyed_layout_migrate_losing_nothing(home, copies):
         {"query": "q003", "doc": "m0002", "before": None, "after": 3, "author": "a", "time": 5.0}]}))
     identity._moved.clear()
     assert len(JudgmentStore(a).history()) == 3 and not old.exists()
+
+
+def test_the_pages_refuse_another_dataset_of_a_kept_name_with_one_notice(home, copies, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    a, _ = copies
+    JudgmentStore(a).grade("q001", "m0300", 3)
+    other = tmp_path / "other" / "devmem"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "tiny", other)   # a corpus of 10 other memories
+    (other / "dataset.toml").write_text('name = "devmem"\n', "utf-8")
+    monkeypatch.setenv("RWB_DATASET", str(other))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/data.py").run()
+    assert not at.exception
+    [notice] = [e.value.replace("\\", "") for e in at.error]
+    assert "is not the dataset 'devmem' this RWB_HOME keeps" in notice
