@@ -112,3 +112,26 @@ def test_judgments_and_pipeline_changed_at_once_are_both_named_and_sum_to_the_ch
     assert sum(row["n"] for row in intents.values()) == len(paired)
     for row in intents.values():
         assert abs(sum(row["parts"].values()) - row["total"]) < 1e-9
+
+
+def test_the_orders_are_those_whose_every_step_can_be_scored():
+    from eval.experiments.explain import _orders
+
+    parts = ["corpus_index", "judgments", "pipeline"]
+    # today's pipeline on the snapshot's corpus cannot be scored: the corpus goes before the pipeline
+    def scorable(state):
+        return not ("pipeline" in state and "corpus_index" not in state)
+    groups, orders = _orders(parts, scorable)
+    assert groups == [("corpus_index",), ("judgments",), ("pipeline",)]
+    assert sorted(tuple(g[0] for g in o) for o in orders) == [
+        ("corpus_index", "judgments", "pipeline"), ("corpus_index", "pipeline", "judgments"),
+        ("judgments", "corpus_index", "pipeline")]
+    # and without the snapshot's judgments, the snapshot's corpus with today's judgments is all
+    # that can be scored besides the two ends: the judgments first, then the corpus, the pipeline
+    def without_old_judgments(state):
+        return scorable(state) and "judgments" in state
+    _, orders = _orders(parts, without_old_judgments)
+    assert [tuple(g[0] for g in o) for o in orders] == [("judgments", "corpus_index", "pipeline")]
+    # nothing between the ends: the parts are reported together
+    groups, orders = _orders(["corpus_index", "judgments"], lambda state: False)
+    assert groups == [("corpus_index", "judgments")] and orders == [(("corpus_index", "judgments"),)]
