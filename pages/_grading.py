@@ -14,7 +14,7 @@ def on_grade(ws, qid: str, doc: str, key: str) -> None:
     if value is None:
         return
     try:
-        ws.judgments.grade(qid, doc, int(value), author="tune")
+        ws.judgments.grade(qid, doc, int(value), author="tune", rater=s.rater())
     except ValueError as error:  # a full or read-only RWB_HOME, a damaged judgments file
         st.session_state["tune_flash"] = f":red[{md(error)}]"
         return
@@ -29,7 +29,7 @@ def on_grade_all(ws, qid: str, docs: list[str]) -> None:
         value = st.session_state.get(f"tune_ga_{doc}")
         if value is not None:
             try:
-                ws.judgments.grade(qid, doc, int(value), author="tune")
+                ws.judgments.grade(qid, doc, int(value), author="tune", rater=s.rater())
             except ValueError as error:
                 st.session_state["tune_flash"] = f":red[{saved} grade(s) saved, then: {md(error)}]"
                 return

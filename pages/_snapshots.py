@@ -10,6 +10,7 @@ import time
 import streamlit as st
 
 from eval.experiments import views
+from eval.experiments.explain import explain_rows
 from eval.reports.history_chart import history_figure
 from eval.stores import configs as cfg
 from eval.stores.history import CheckHistory
@@ -185,3 +186,7 @@ def check_history(ws) -> None:
     st.plotly_chart(history_figure(entries, metric), config=ch.CONFIG, key="reports_history")
     st.caption(f"{len(entries)} `rwb check` runs on {md(ws.dataset.name)}; the latest: "
                f"{md(entries[-1].get('time', ''))}, {'passed' if entries[-1].get('passed') else 'FAILED'}.")
+    explained = [e for e in entries if (e.get("explain") or {}).get(metric)]
+    if explained:  # `rwb check --explain`: each changed input's share of the change
+        st.caption(f"Where {md(metric)}'s change came from (`rwb check --explain`, latest first):")
+        st.dataframe(explain_rows(explained[::-1][:20], metric), hide_index=True)

@@ -28,7 +28,7 @@ from eval.experiments.views import display_label as format_label  # noqa: F401
 from eval.stores.pool import STEP_NAMES, load_pool, pool_path, prepare
 from eval.stores.experiments import ExperimentStore
 from eval.stores.inputs import inputs_of, pipeline_hash
-from eval.stores.judgments import (Judgments, JudgmentStore, effective_qrels, judgment_sources,  # noqa: F401
+from eval.stores.judgments import (Judgments, JudgmentStore, default_rater, effective_qrels, judgment_sources,  # noqa: F401
                                    judgments_version)
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates, doc_quality  # noqa: F401
 from retrieval.dataset import Dataset, DatasetError, Query, folder_stamp, load_dataset
@@ -55,6 +55,7 @@ K_EMBEDDER_FOR = "rwb_embedder_for"      # the dataset path K_EMBEDDER is the ch
 K_BASELINE = "rwb_baseline"
 K_JUDGMENTS = "rwb_judgments"     # explicit | implicit | both (eval.stores.judgments.SOURCES)
 K_RUN_STARTED = "rwb_run_started"
+K_RATER = "rwb_rater"             # who grades on the pages: each grade's rater (default the OS user)
 TUNE_KNOB_PREFIX = "tune_k_"
 TUNE_KNOBS_DRAWN = "tune_knobs_drawn"     # knob paths the last run drew (pages/_knobs.render)
 
@@ -95,6 +96,12 @@ def init_shared_state() -> None:
     st.session_state.setdefault(K_EMBEDDER, EMBEDDERS[0])
     st.session_state.setdefault(K_BASELINE, "vector")
     st.session_state.setdefault(K_JUDGMENTS, "explicit")
+    st.session_state.setdefault(K_RATER, default_rater())
+
+
+def rater() -> str | None:
+    """The rater the pages grade as (the Data page's picker; the OS user until one is typed)."""
+    return (st.session_state.get(K_RATER) or "").strip() or None
 
 
 def sync_embedder(path: str) -> None:

@@ -15,6 +15,7 @@ from typing import Sequence
 import pandas as pd
 
 from eval.reports.report import detail_header, detail_rows, intent_rows, means_rows
+from eval.stores.judgments import rater_of
 from pages._markup import html as h
 from pages._state import METRICS, PRIMARY, Workspace, metric_label
 from retrieval.pipeline import ABSENT, PipelineConfig, Response, diff_params, knobs, to_toml
@@ -363,8 +364,8 @@ def judgments_frame(ws: Workspace, query_id: str) -> pd.DataFrame:
 def history_frame(ws: Workspace) -> pd.DataFrame:
     rows = [{"time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(x.get("time", 0))), "query": x["query"],
              "doc": x["doc"], "before": "—" if x["before"] is None else str(x["before"]), "after": str(x["after"]),
-             "author": x.get("author", "")} for x in ws.judgments.history()]
-    return pd.DataFrame(rows[::-1], columns=["time", "query", "doc", "before", "after", "author"])
+             "rater": rater_of(x), "author": x.get("author", "")} for x in ws.judgments.history()]
+    return pd.DataFrame(rows[::-1], columns=["time", "query", "doc", "before", "after", "rater", "author"])
 
 
 def merged_qrels_tsv(qrels: dict[str, dict[str, int]]) -> str:

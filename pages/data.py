@@ -7,6 +7,7 @@ import streamlit as st
 from pages import _harness as hx
 from pages import _state as sh
 from pages import _tables as tb
+from pages._agreement import agreement_panel
 from pages._markup import code, md
 
 
@@ -83,7 +84,7 @@ def on_grade() -> None:
         st.session_state["data_flash"] = ":red[Pick a grade first.]"
         return
     try:
-        ws.judgments.grade(qid, doc, int(grade), author="data")
+        ws.judgments.grade(qid, doc, int(grade), author="data", rater=sh.rater())
         st.session_state["data_flash"] = f"Judged **{md(doc)}** = {grade} for **{md(qid)}**."
     except ValueError as error:
         st.session_state["data_flash"] = f":red[{md(error)}]"
@@ -131,6 +132,8 @@ with qrels_tab:
                 doc = st.selectbox("Document", judged_first, key="data_doc",
                                    format_func=lambda d: f"{d} — {text_of_d[d][:60]}")
                 current = ws.qrels().get(qid, {}).get(doc)
+                st.text_input("Rater", key=sh.K_RATER, help="who gives the grade, kept with it "
+                              "(default: the OS user); Tune's grading uses the same")
                 st.segmented_control("Grade", sh.GRADES, key="data_grade", default=current,
                                      help=" · ".join(sh.GRADE_LABELS.values()))
                 b = st.columns(2)
@@ -144,6 +147,8 @@ with qrels_tab:
                     "the dataset's own qrels file is never modified")
         if not history.empty:
             st.dataframe(history, hide_index=True, height=min(320, 38 + 35 * len(history)), key="data_history")
+        with st.expander("Agreement between raters", icon=":material/groups:"):
+            agreement_panel(ws)
         st.download_button("Download merged qrels (TSV)", tb.merged_qrels_tsv(ws.qrels()),
                            file_name=f"{ds.name}-qrels-merged.tsv", mime="text/tab-separated-values",
                            icon=":material/download:")

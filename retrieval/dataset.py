@@ -95,6 +95,9 @@ class Dataset:
     languages: tuple[str, ...] = ()
     license: str = ""
     fingerprint: str = ""
+    identity: str = ""
+    """What the workbench's stores key this dataset by (``eval.stores.identity``): ``dataset.toml``'s
+    ``id``, else its ``name``, else the folder's name — never the folder's path."""
     prepared: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     """What is computed from the loaded documents alone, kept with them (the document table,
     ``retrieval.candidates.doc_table``); a changed copy (``dataclasses.replace``) starts empty."""
@@ -415,13 +418,16 @@ def _load_card(path: Path, problems: _Problems, data: bytes | None = None) -> di
     def line_of(key: str) -> int:
         return next((n for n, row in enumerate(text.splitlines(), start=1) if row.lstrip().startswith(key)), 1)
 
-    for key in ("name", "description", "license"):
+    for key in ("id", "name", "description", "license"):
         if key in card and not isinstance(card[key], str):
             problems.add("dataset.toml", line_of(key), key, f"expected a string, got {type(card[key]).__name__}")
             del card[key]
     if "name" in card and (not card["name"].strip() or any(ord(ch) < 32 for ch in card["name"])):
         problems.add("dataset.toml", line_of("name"), "name", "must be a non-empty name without control characters")
         del card["name"]
+    if "id" in card and (not card["id"].strip() or any(ord(ch) < 32 for ch in card["id"])):
+        problems.add("dataset.toml", line_of("id"), "id", "must be a non-empty name without control characters")
+        del card["id"]
     languages = card.get("languages", [])
     if not isinstance(languages, list) or not all(isinstance(x, str) for x in languages):
         problems.add("dataset.toml", line_of("languages"), "languages", "expected a list of strings")
@@ -542,4 +548,5 @@ def load_dataset(root: str | Path) -> Dataset:
         languages=tuple(card.get("languages", ())),
         license=str(card.get("license", "")),
         fingerprint=_fingerprint_of(files),
+        identity=str(card.get("id") or card.get("name") or root.name),
     )

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from eval.stores.judgments import SOURCES, Judgments, effective_qrels
+from eval.stores.judgments import SOURCES, Judgments, effective_qrels, parse_raters
 from eval.stores.pool import load_pool
 from eval import progress
 from eval.progress import Progress, step
@@ -103,6 +103,8 @@ def add_pool_options(p: argparse.ArgumentParser, several_embedders: bool = False
                    help="explicit (default): the dataset's qrels with the grades given in the "
                         "workbench or by `rwb judge`; implicit: qrels/implicit.tsv "
                         "(click-derived); both")
+    p.add_argument("--raters", default=None, metavar="NAME[,NAME…]",
+                   help="use only these raters' grades (default: every rater's, merged: a pair's last grade)")
     add_quiet(p)
 
 
@@ -129,7 +131,8 @@ def judgments(args, dataset: Dataset, say: bool = True) -> Judgments:
     """The judgments a command's figures use (``eval.stores.judgments.effective_qrels``), announced
     in one line on stdout (unless the command's method lines say it): ``judgments: dataset
     qrels`` or ``judgments: dataset qrels + N edits (history head H)``."""
-    found = effective_qrels(dataset, source=getattr(args, "judgments", "explicit"))
+    found = effective_qrels(dataset, source=getattr(args, "judgments", "explicit"),
+                            raters=parse_raters(getattr(args, "raters", None)))
     if say:
         print(f"judgments: {found.label}")
     return found

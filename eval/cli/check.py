@@ -27,6 +27,8 @@ from pathlib import Path
 
 from eval.cli._common import add_pool_options, check_depth, judgments, load_with_pool, write_file, write_json
 from eval.cli._errors import error_line
+from eval.experiments.explain import explain_check, explain_line
+from eval.experiments.explain import markdown as explain_markdown
 from eval.experiments.gate import TESTS, check_against, parse_threshold
 from eval.experiments.live import evaluate_config
 from eval.learning.router import learned_routes
@@ -80,7 +82,7 @@ def cmd_snapshot(args) -> int:
         _apart({"--out": args.out}, args)
     dataset, pool, used, ev = _run(args, _metrics(args.metrics), refresh=True)
     inputs = inputs_of(dataset, used.qrels, ev.config, pool.embedder, pool.analyzer)
-    record = snapshot_record(name, ev, pool, used.qrels, inputs, args.notes)
+    record = snapshot_record(name, ev, pool, used.qrels, inputs, args.notes, dataset.queries)
     if args.out:
         write_snapshot(args.out, record)
         where = args.out
@@ -191,23 +193,30 @@ def _check(args, start: float) -> int:
         inputs = inputs_of(dataset, used.qrels, ev.config, pool.embedder, pool.analyzer)
         result = check_against(snapshot, ev, pool.query_ids, inputs, thresholds, args.test, args.correction,
                                args.alpha, args.permutations, args.seed, args.allow_different_queries)
+        explained = (explain_check(snapshot, result.changed, [c.metric for c in result.checks], dataset, pool,
+                                   used.qrels, ev, lambda c: learned_routes(pool, dataset.queries, [c]), args.test,
+                                   args.permutations, args.seed) if args.explain else None)
         seconds = time.perf_counter() - start
         if args.junit:
             write_file(args.junit, junit_xml(result, dataset.name, seconds), "--junit")
         if args.summary:
-            write_file(args.summary, markdown_summary(result, dataset.name), "--summary")
+            write_file(args.summary, markdown_summary(result, dataset.name)
+                       + (explain_markdown(explained) if explained else ""), "--summary")
         if args.json:
-            write_json(args.json, result.to_json())
+            write_json(args.json, {**result.to_json(), **({"explain": explained.to_json()} if explained else {})})
         if history is not None:
             history.add({
                 "pipeline": result.pipeline, "snapshot": result.snapshot, "passed": result.passed,
                 "metrics": {c.metric: c.current for c in result.checks},
                 "frozen": {c.metric: c.frozen for c in result.checks},
                 "failed": [c.metric for c in result.failed], "changed_inputs": list(result.changed),
-                "inputs": inputs.to_json(), "queries": result.compared_queries})
+                "inputs": inputs.to_json(), "queries": result.compared_queries,
+                **({"explain": {m.metric: m.parts for m in explained.metrics}} if explained else {})})
     status = 1 if result.failed else 0
     try:
         print(one_line(result, dataset.name))
+        if explained:
+            print(explain_line(explained))
         sys.stdout.flush()
     except BrokenPipeError:  # `rwb check … | true`: the reader left; the status is still the verdict
         try:
@@ -264,4 +273,7 @@ def register(sub) -> None:
     p.add_argument("--lock-wait", type=float, default=DEFAULT_WAIT,
                    help=f"seconds to wait for another check or report on the dataset (default {DEFAULT_WAIT:g})")
     p.add_argument("--no-history", action="store_true", help="do not append this check to the dataset's history")
+    p.add_argument("--explain", action="store_true",
+                   help="split each metric's change into the parts of the changed inputs (corpus and index, "
+                        "judgments, query set, pipeline) by re-scoring the snapshot's and today's cross combinations")
     p.set_defaults(func=cmd_check)

@@ -1,7 +1,8 @@
 """Seed 000's access-count write-back (§4 访问频率: "每次搜索结果返回时自动 +1"), kept under
 ``$RWB_HOME``.
 
-Where it is written: one JSON document per dataset folder, ``$RWB_HOME/access/<name>-<where>.json``
+Where it is written: one JSON document per dataset, ``$RWB_HOME/access/<identity>.json``
+(``eval.stores.identity``)
 (``{"added": {doc id: increments}, "writes": searches written back}``), beside the judgments and
 never in the dataset folder: the corpus file is what the dataset's fingerprint, its indexes and
 its candidate pools are keyed by, so rewriting it on every search would rebuild them all. A
@@ -15,22 +16,20 @@ under the store's lock, written atomically and durably (``retrieval.files.atomic
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from pathlib import Path
 from typing import Iterable
 
 from eval.stores.files import locked, read_json
 from retrieval.dataset import Dataset
-from retrieval.files import atomic_write_text, safe_component
-from retrieval.index import rwb_home
+from eval.stores.identity import claim, store_path
+from retrieval.files import atomic_write_text
 
 
 class AccessStore:
     def __init__(self, dataset: Dataset, home: Path | None = None):
-        self.dataset = dataset
-        where = hashlib.sha1(str(dataset.root.resolve()).encode()).hexdigest()[:8]
-        self.path = (home or rwb_home()) / "access" / f"{safe_component(dataset.name)}-{where}.json"
+        self.dataset, self.home = dataset, home
+        self.path = store_path(dataset, home, "access", ".json", merge_states)
 
     def _load(self) -> dict:
         state = read_json(self.path, {"dataset": self.dataset.name, "added": {}, "writes": 0})
@@ -49,6 +48,7 @@ class AccessStore:
         ids = list(dict.fromkeys(d for d in doc_ids if d in known))
         if not ids:
             return 0
+        claim(self.dataset, self.home, register=True)
         with locked(self.path):
             state = self._load()
             for doc_id in ids:
@@ -56,6 +56,17 @@ class AccessStore:
             state["writes"] = int(state.get("writes", 0)) + 1
             atomic_write_text(self.path, json.dumps(state, ensure_ascii=False, indent=1))
         return len(ids)
+
+
+def merge_states(new: dict, old: dict) -> dict:
+    """One access-count file of two (the earlier layout's ``old`` into ``new``): increments and
+    write-backs added up."""
+    if not new:
+        return dict(old)
+    added = dict(new.get("added", {}))
+    for doc_id, count in old.get("added", {}).items():
+        added[doc_id] = added.get(doc_id, 0) + count
+    return {**new, "added": added, "writes": int(new.get("writes", 0)) + int(old.get("writes", 0))}
 
 
 def with_access_counts(dataset: Dataset, added: dict[str, int]) -> Dataset:

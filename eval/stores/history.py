@@ -1,6 +1,6 @@
 """Scheduled runs: the per-dataset lock and the history of checks (``CheckHistory``).
 
-``dataset_lock``: one ``fcntl`` lock file per dataset under ``$RWB_HOME/locks/``, held by
+``dataset_lock``: one ``fcntl`` lock file per dataset identity (``eval.stores.identity``) under ``$RWB_HOME/locks/``, held by
 ``rwb check`` and ``rwb report`` for their whole run, so two runs started by cron (or by cron and
 a person) on the same dataset never interleave; a run that cannot get it within ``wait`` seconds
 fails with one line naming the dataset.
@@ -14,7 +14,6 @@ the snapshot's and today's mean, and the inputs' hashes) in one JSON document un
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import time
 from contextlib import contextmanager
@@ -22,16 +21,12 @@ from pathlib import Path
 
 from eval.stores.files import locked, read_json
 from retrieval.dataset import Dataset
-from retrieval.files import atomic_write_text, safe_component
+from eval.stores.identity import claim, identity_at, key_of, store_path
+from retrieval.files import atomic_write_text
 from retrieval.index import rwb_home
 
 MAX_ENTRIES = 10_000     # oldest entries are dropped beyond this
 DEFAULT_WAIT = 600.0     # seconds a scheduled run waits for another on the same dataset
-
-
-def _key(name: str, root: Path) -> str:
-    where = hashlib.sha1(str(Path(root).resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{safe_component(name)}-{where}"
 
 
 @contextmanager
@@ -41,7 +36,7 @@ def dataset_lock(root: str | Path, wait: float = DEFAULT_WAIT, home: Path | None
     if not wait >= 0:
         raise ValueError(f"--lock-wait must be ≥ 0 seconds, got {wait}")
     root = Path(root)
-    path = (home or rwb_home()) / "locks" / f"{_key(root.resolve().name, root)}.lock"
+    path = (home or rwb_home()) / "locks" / f"{key_of(identity_at(root))}.lock"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(path, "a")
@@ -65,12 +60,22 @@ def dataset_lock(root: str | Path, wait: float = DEFAULT_WAIT, home: Path | None
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def merge_states(new: dict, old: dict) -> dict:
+    """One check history of two (the earlier layout's ``old`` into ``new``): both in time order."""
+    if not new:
+        return dict(old)
+    checks = list(new.get("checks", []))
+    checks += [c for c in old.get("checks", []) if c not in checks]
+    checks.sort(key=lambda c: str(c.get("time", "")))
+    return {**new, "checks": checks[-MAX_ENTRIES:]}
+
+
 class CheckHistory:
     """The checks of one dataset, oldest first."""
 
     def __init__(self, dataset: Dataset, home: Path | None = None):
-        self.dataset = dataset
-        self.path = (home or rwb_home()) / "history" / f"{_key(dataset.name, dataset.root)}.json"
+        self.dataset, self.home = dataset, home
+        self.path = store_path(dataset, home, "history", ".json", merge_states)
 
     def entries(self) -> list[dict]:
         state = read_json(self.path, {"dataset": self.dataset.name, "checks": []})
@@ -83,6 +88,7 @@ class CheckHistory:
         """Append one check (``time`` is set here); returns it as stored."""
         entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **entry}
         json.dumps(entry)  # refuse what cannot be stored before touching the file
+        claim(self.dataset, self.home, register=True)
         with locked(self.path):
             checks = self.entries()
             checks.append(entry)

@@ -4,7 +4,7 @@ A snapshot keeps, per query, the metric values and the ranked document ids, toge
 configuration (TOML), the dataset fingerprint, the judgments' version (a hash of the qrels it
 was scored with) and the content hashes of all its inputs (``eval.stores.inputs``), so comparing
 two later shows what each returned then, whatever changed since, and which input changed.
-One JSON file per snapshot under ``$RWB_HOME/snapshots/<dataset>/``, written atomically; the
+One JSON file per snapshot under ``$RWB_HOME/snapshots/<identity>/`` (``eval.stores.identity``), written atomically; the
 same record is what ``rwb snapshot --out FILE`` writes and ``rwb check --against`` reads
 (``snapshot_record``, ``read_snapshot``, ``write_snapshot``), so a snapshot frozen on the pages
 gates a CI run and one frozen by the command line shows on the pages.
@@ -23,7 +23,8 @@ from eval.stores.files import check_name, locked, read_json
 from eval.stores.inputs import Inputs, inputs_of, judgments_hash
 from retrieval.candidates import Candidates
 from retrieval.dataset import Dataset
-from retrieval.files import atomic_write_text, safe_component
+from eval.stores.identity import claim, migrate_folder, old_key
+from retrieval.files import atomic_write_text
 from retrieval.index import rwb_home
 from retrieval.object_store import refresh_folder
 from retrieval.pipeline import to_toml
@@ -41,24 +42,32 @@ def frozen_value(value) -> float | None:
     return None if math.isnan(value) else round(value, DIGITS)
 
 
+def query_text_hash(text: str) -> str:
+    """The short hash of a query's text a snapshot keeps per query (``query_texts``)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
 def snapshot_record(name: str, ev: LiveRun, pool: Candidates, qrels: dict, inputs: Inputs,
-                    notes: str = "") -> dict:
+                    notes: str = "", queries=()) -> dict:
     """The frozen record of ``ev``'s results on ``pool``: per query the metric values and the
-    top ``KEEP`` document ids, the configuration, the judgments' version and the inputs."""
+    top ``KEEP`` document ids, the configuration, the judgments' version and the inputs; and
+    what ``rwb check --explain`` re-scores with (``eval.experiments.explain``): the judgments
+    themselves (``qrels``) and, given the dataset's ``queries``, each one's text hash."""
     ranking = ev.run.ranking
-    queries = {}
+    frozen = {}
     for qi, qid in enumerate(pool.query_ids):
         rows = ranking.for_query(qi)[:KEEP]
         values = {m: frozen_value(v[qi]) for m, v in ev.values.items()}
         ranked = [pool.doc_ids[int(pool.doc_idx[r])] for r in rows]
-        queries[qid] = {"values": values, "ranking": ranked}
+        frozen[qid] = {"values": values, "ranking": ranked}
     return {"name": name, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "notes": notes,
             "dataset": pool.dataset, "config_name": ev.config.name, "config": to_toml(ev.config),
             "fingerprint": inputs.dataset_fingerprint, "judgments": judgments_hash(qrels),
             "inputs": inputs.to_json(), "embedder": pool.embedder, "analyzer": pool.analyzer,
             "pool_depth": pool.pool_depth,
             "metrics": {k: round(float(v), DIGITS) for k, v in ev.means.items()},
-            "queries": queries}
+            "queries": frozen, "qrels": {q: dict(d) for q, d in qrels.items()},
+            **({"query_texts": {q.id: query_text_hash(q.text) for q in queries}} if queries else {})}
 
 
 MAX_NAME = 256     # characters of a snapshot's (or its pipeline's) name read from a file
@@ -120,9 +129,11 @@ def write_snapshot(path: str | Path, record: dict) -> None:
 
 class SnapshotStore:
     def __init__(self, dataset: Dataset, home: Path | None = None):
-        where = hashlib.sha1(str(dataset.root.resolve()).encode()).hexdigest()[:8]
-        self.dataset = dataset
-        self.folder = (home or rwb_home()) / "snapshots" / f"{safe_component(dataset.name)}-{where}"
+        self.dataset, self.home = dataset, home
+        base = (home or rwb_home()) / "snapshots"
+        self.folder = base / claim(dataset, home)
+        migrate_folder(base / old_key(dataset.name, dataset.root), self.folder, ".json",
+                       lambda: claim(dataset, home, register=True))
 
     def _path(self, name: str) -> Path:
         return self.folder / f"{check_name(name)}.json"
@@ -135,12 +146,13 @@ class SnapshotStore:
                notes: str = "") -> dict:
         """Keep ``ev``'s results on ``pool`` under ``name`` (refused when the name is taken)."""
         inputs = inputs_of(self.dataset, qrels, ev.config, pool.embedder, pool.analyzer)
-        return self.save(snapshot_record(name, ev, pool, qrels, inputs, notes))
+        return self.save(snapshot_record(name, ev, pool, qrels, inputs, notes, self.dataset.queries))
 
     def save(self, record: dict) -> dict:
         """Keep a snapshot record (``snapshot_record``) under its name; refused when it is taken."""
         path = self._path(record.get("name"))
         check_record(record, f"snapshot {record.get('name')!r}")
+        claim(self.dataset, self.home, register=True)
         with locked(path):
             if path.exists():
                 raise ValueError(f"a snapshot named {record['name']!r} exists; choose another name")

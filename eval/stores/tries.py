@@ -8,15 +8,14 @@ under ``$RWB_HOME/tries/``, every change a read-modify-write under the stores' l
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
 
 from eval.stores.files import locked, read_json
 from retrieval.dataset import Dataset
-from retrieval.files import atomic_write_text, safe_component
-from retrieval.index import rwb_home
+from eval.stores.identity import claim, store_path
+from retrieval.files import atomic_write_text
 from retrieval.pipeline import PipelineConfig, from_toml, to_toml
 
 MAX_NOTE = 2000
@@ -24,9 +23,8 @@ MAX_NOTE = 2000
 
 class TryStore:
     def __init__(self, dataset: Dataset, home: Path | None = None):
-        name = safe_component(dataset.name)
-        where = hashlib.sha1(str(dataset.root.resolve()).encode()).hexdigest()[:8]
-        self.path = (home or rwb_home()) / "tries" / f"{name}-{where}.json"
+        self.dataset, self.home = dataset, home
+        self.path = store_path(dataset, home, "tries", ".json", merge_states)
 
     def _load(self) -> dict:
         state = read_json(self.path, {"tries": [], "query_notes": {}})
@@ -56,6 +54,7 @@ class TryStore:
         if inputs is not None:
             record["inputs"] = dict(inputs)
         json.dumps(record)              # refuse what cannot be stored before touching the file
+        claim(self.dataset, self.home, register=True)
         with locked(self.path):
             state = self._load()
             if state["tries"] and state["tries"][-1]["config"] == text:
@@ -77,6 +76,7 @@ class TryStore:
 
     def describe(self, try_id: int, name: str | None = None, notes: str | None = None) -> dict:
         """Name and/or annotate a try."""
+        claim(self.dataset, self.home, register=True)
         with locked(self.path):
             state = self._load()
             record = next((r for r in state["tries"] if r["id"] == try_id), None)
@@ -95,6 +95,7 @@ class TryStore:
     def note_query(self, query_id: str, text: str) -> None:
         """Set (or, with an empty text, remove) the note on a query."""
         text = _text(text, MAX_NOTE, "a query note")
+        claim(self.dataset, self.home, register=True)
         with locked(self.path):
             state = self._load()
             if text:
@@ -102,6 +103,21 @@ class TryStore:
             else:
                 state["query_notes"].pop(query_id, None)
             self._save(state)
+
+
+def merge_states(new: dict, old: dict) -> dict:
+    """One tries file of two (the earlier layout's ``old`` into ``new``): the tries of both in
+    time order, numbered again from 1; the query notes of both (two notes on one query joined)."""
+    if not new:
+        return dict(old)
+    tries = list(new.get("tries", []))
+    tries += [t for t in old.get("tries", []) if not any(
+        t.get("time") == u.get("time") and t.get("config") == u.get("config") for u in tries)]
+    tries = [{**t, "id": i} for i, t in enumerate(sorted(tries, key=lambda t: str(t.get("time", ""))), start=1)]
+    notes = dict(old.get("query_notes", {}))
+    for query_id, text in new.get("query_notes", {}).items():
+        notes[query_id] = text if notes.get(query_id) in (None, text) else f"{notes[query_id]}\n{text}"
+    return {**new, "tries": tries, "query_notes": notes}
 
 
 def _text(value: str, limit: int, what: str) -> str:

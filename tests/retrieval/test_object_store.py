@@ -320,6 +320,41 @@ def test_judgments_and_experiments_are_shared_through_the_bucket(s3, tmp_path, m
     assert "m0001" not in effective_qrels(dataset).qrels.get("q001", {})
 
 
+def test_two_checkouts_of_one_dataset_share_its_stores_through_the_bucket(s3, tmp_path, monkeypatch):
+    """devmem at two paths on two "machines" (two mirrors of one s3 home): one dataset — the
+    stores are keyed by its identity, not its folder; a different corpus named devmem is refused."""
+    import shutil
+
+    from eval.stores.history import CheckHistory
+    from eval.stores.judgments import JudgmentStore, effective_qrels
+    from eval.stores.snapshots import SnapshotStore
+    from retrieval.dataset import load_dataset
+
+    shutil.copytree(DEVMEM, tmp_path / "ci" / "devmem")
+    shutil.copytree(DEVMEM, tmp_path / "laptop" / "devmem")
+    home = f"s3://{BUCKET}/identity"
+    _use(monkeypatch, home, tmp_path / "runner")
+    ci = load_dataset(tmp_path / "ci" / "devmem")
+    JudgmentStore(ci).grade("q001", "m0300", 3, author="ci")
+    SnapshotStore(ci).save({"name": "release 1", "metrics": {"ndcg@5": 0.5},
+                            "queries": {"q001": {"values": {"ndcg@5": 0.5}, "ranking": ["m0001"]}}})
+    CheckHistory(ci).add({"pipeline": "rrf", "passed": True, "metrics": {"ndcg@5": 0.5}})
+    assert sorted(_keys(s3, "identity/")) == ["identity/datasets/devmem.json", "identity/history/devmem.json",
+                                              "identity/judgments/devmem.json",
+                                              "identity/snapshots/devmem/release 1.json"]
+    _use(monkeypatch, home, tmp_path / "laptop-cache")
+    laptop = load_dataset(tmp_path / "laptop" / "devmem")
+    assert effective_qrels(laptop).qrels["q001"]["m0300"] == 3
+    assert SnapshotStore(laptop).names() == ["release 1"]
+    assert [e["pipeline"] for e in CheckHistory(laptop).entries()] == ["rrf"]
+    other = tmp_path / "other" / "devmem"
+    other.mkdir(parents=True)
+    (other / "corpus.jsonl").write_text('{"_id": "x1", "text": "not devmem"}\n', "utf-8")
+    status, out, err = _rwb("judge", str(other))
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("rwb: error: dataset ") and "is not the dataset 'devmem'" in err
+
+
 def test_saved_profiles_are_listed_and_loaded_by_everyone(s3, tmp_path, monkeypatch):
     from eval.stores.configs import delete_profile, save_profile
     from eval.stores.profiles import ProfileStore

@@ -19,7 +19,7 @@ import pytest
 
 from eval.experiments.live import evaluate_config
 from eval.metrics.measure import judge
-from eval.stores.judgments import JudgmentStore, effective_qrels, judgments_version, trec_qrels
+from eval.stores.judgments import JudgmentStore, default_rater, effective_qrels, judgments_version, trec_qrels
 from eval.stores.pool import load_pool
 from retrieval.dataset import load_dataset
 from retrieval.pipeline import PIPELINES
@@ -69,9 +69,10 @@ def test_a_workbench_grade_moves_rwb_eval_by_the_same_amount_and_the_output_says
     assert after - before == pytest.approx(-DROP, abs=1e-4)
     head = effective_qrels(dataset, home).head
     assert len(head) == 8
-    assert f"Judgments: dataset qrels + 1 edit (history head {head})" in text
+    rater = default_rater()                # a grade's rater when none is given: the OS user
+    assert f"Judgments: dataset qrels + 1 edit (history head {head}; raters: {rater})" in text
     settings = json.loads((tmp_path / "b.json").read_text())["settings"]
-    assert settings["judgments"] == f"dataset qrels + 1 edit (history head {head})"
+    assert settings["judgments"] == f"dataset qrels + 1 edit (history head {head}; raters: {rater})"
 
 
 def test_rwb_judge_grades_undoes_and_exports_what_the_workbench_reads(home, tmp_path):
@@ -90,7 +91,7 @@ def test_rwb_judge_grades_undoes_and_exports_what_the_workbench_reads(home, tmp_
     assert out.read_text() == ("q1\t0\td03\t3\nq1\t0\td04\t3\nq2\t0\td01\t0\n"
                                "q3\t0\td08\t3\nq4\t0\td06\t3\n")
     last = proc.stdout.splitlines()[-1]
-    assert last == f"judgments: dataset qrels + 2 edits (history head {used.head})"
+    assert last == f"judgments: dataset qrels + 2 edits (history head {used.head}; raters: {default_rater()})"
 
     proc = rwb_here(home, "judge", str(TINY), "--undo")
     assert proc.stdout.splitlines()[0] == "undone: q2 d01: 0 → 3"
@@ -183,7 +184,8 @@ def test_a_grade_of_0_from_rwb_judge_is_stored_counted_exported_and_undone(home,
     used = effective_qrels(dataset, home)
     assert used.qrels["q2"] == {"d01": 3, "d02": 0}
     assert (used.edits, used.count) == (1, 5)                       # an edit, a fifth judgment
-    assert proc.stdout.splitlines()[-1] == f"judgments: dataset qrels + 1 edit (history head {used.head})"
+    assert proc.stdout.splitlines()[-1] == (f"judgments: dataset qrels + 1 edit (history head {used.head}; "
+                                            f"raters: {default_rater()})")
 
     after = eval_vector_bias(home, tmp_path / "b.json")
     assert after["judged@5"] == pytest.approx(4 / 20)

@@ -133,8 +133,10 @@ def test_reports_page_names_the_changed_input_and_plots_the_check_history(pool, 
     history = CheckHistory(dataset)
     base = {"corpus": "c", "queries": "q", "judgments": "j1", "pipeline": "p", "embedder": "e", "index": "i"}
     for day, judgments, value in ((1, "j1", 0.6), (2, "j2", 0.5)):
+        explain = {"explain": {"ndcg@5": {"corpus_index": 0.0, "judgments": -0.1, "queries": 0.0, "pipeline": 0.0}}}
         history.add({"pipeline": "rrf", "snapshot": "s", "passed": day == 1, "metrics": {"ndcg@5": value},
-                     "frozen": {"ndcg@5": 0.6}, "inputs": {**base, "judgments": judgments}})
+                     "frozen": {"ndcg@5": 0.6}, "inputs": {**base, "judgments": judgments},
+                     **(explain if day == 2 else {})})
     st.cache_data.clear()
     st.cache_resource.clear()
     at = AppTest.from_file(str(Path(__file__).resolve().parents[3] / "app.py"), default_timeout=120)
@@ -157,6 +159,8 @@ def test_reports_page_names_the_changed_input_and_plots_the_check_history(pool, 
     assert "Checks over time" in [h.value for h in at.subheader]
     chart = [c for c in at.get("plotly_chart")]
     assert chart and "judgments" in chart[-1].proto.spec
+    shares = [d.value for d in at.dataframe if "judgments" in d.value.columns]  # rwb check --explain's parts
+    assert shares and shares[0]["judgments"].tolist() == [-0.1] and shares[0]["Δ"].tolist() == [-0.1]
     st.cache_data.clear()
     st.cache_resource.clear()
 
