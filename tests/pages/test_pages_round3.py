@@ -1,0 +1,64 @@
+"""AppTest for issue 42 (the daily tool, round 3): what you act on is where you look, undo where
+you grade, no raw ``None`` in a table, a refusal in an error box.
+
+On tiny, Tune opens q1 under rrf against the baseline vector; q1's one judgment is d03 = 3."""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+
+from streamlit.testing.v1.element_tree import Column, Dataframe
+
+from tests.pages.test_app import frame_with, run, start, shown_docs
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("rwb-home-round3")
+
+
+@pytest.fixture
+def app(home, monkeypatch):
+    yield start(home, monkeypatch)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def walk(node, path=()):
+    """Every element of the tree in page order, with the blocks above it."""
+    children = getattr(node, "children", None)
+    if children is None:
+        yield node, path
+        return
+    for key in sorted(children):
+        yield from walk(children[key], path + (node,))
+
+
+def placed(at, wanted) -> tuple[int, tuple] | None:
+    """(page-order position, enclosing blocks) of the first element ``wanted`` accepts."""
+    for i, (element, path) in enumerate(walk(at.main)):
+        if wanted(element):
+            return i, path
+    return None
+
+
+def is_ranking(element) -> bool:
+    body = getattr(element.proto, "body", "") if element.type == "html" else ""
+    return 'class="rwb-t"' in body and "Δ</th>" in body
+
+
+def column_of(path) -> object:
+    return next(block for block in path if isinstance(block, Column))    # the outermost: left or right
+
+
+def test_query_list_and_queue_sit_above_the_ranking_in_its_column(app):
+    at = run(app.toggle(key="tune_query_list").set_value(True))
+    at = run(at.toggle(key="tune_queue").set_value(True))
+    ranking = placed(at, is_ranking)
+    table = placed(at, lambda e: isinstance(e, Dataframe) and "delta" in e.value.columns)
+    pills = {id(p) for p in at.get("pills") if p.key.startswith("tune_queue_")}
+    queue = placed(at, lambda e: id(e) in pills)
+    assert ranking and table and queue
+    assert table[0] < ranking[0] and queue[0] < ranking[0]          # above the ranking, not under it
+    assert column_of(table[1]) is column_of(ranking[1]) is column_of(queue[1])   # in the results column
