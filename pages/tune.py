@@ -292,6 +292,7 @@ def live() -> None:
     fisher = st.session_state["tune_fisher"] and ev is not None
     with right:
         if ev is not None:
+            gr.undo_last(ws)             # after a grade (a row, the queue): its undo, where one grades
             beside_ranking(pool, ev, base_ev, qrels, run_name)
         ps = None
         if fisher:
@@ -336,12 +337,13 @@ def live() -> None:
             grading = qi is not None and st.session_state["tune_rows"] == "Grade"
             if grading:
                 qid = c.query_ids[qi]
+                changed = gr.changed_docs(ws, qid)
                 st.markdown(f"**Current** · {code(run_name)}")
                 for r in response.results:
-                    gr.grade_row(ws, "c", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
+                    gr.grade_row(ws, "c", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9], r.id in changed)
                 st.markdown(f"**Baseline** · {code(ws.baseline.name)}")
                 for r in baseline.results:
-                    gr.grade_row(ws, "b", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
+                    gr.grade_row(ws, "b", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9], r.id in changed)
             else:
                 cur, base = st.columns([1.7, 1], gap="small")
                 cur.html(tb.ranking_html(response, judgments, baseline, title=f"Current · {run_name}"))

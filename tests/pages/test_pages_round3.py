@@ -62,3 +62,23 @@ def test_query_list_and_queue_sit_above_the_ranking_in_its_column(app):
     assert ranking and table and queue
     assert table[0] < ranking[0] and queue[0] < ranking[0]          # above the ranking, not under it
     assert column_of(table[1]) is column_of(ranking[1]) is column_of(queue[1])   # in the results column
+
+
+def test_a_grade_is_undone_where_it_was_given_any_row_not_only_the_last(app, home):
+    from eval.stores.judgments import JudgmentStore
+    from retrieval.dataset import load_dataset
+    from tests.pages.test_app import TINY
+
+    store = JudgmentStore(load_dataset(TINY), home)
+    at = run(app.segmented_control(key="tune_rows").set_value("Grade"))
+    at = run(at.pills(key="tune_g_c_q1_d05").set_value(0))
+    at = run(at.pills(key="tune_g_c_q1_d08").set_value(2))
+    assert store.qrels()["q1"] == {"d03": 3, "d05": 0, "d08": 2}
+    assert at.button(key="tune_undo_last").label == "Undo: d08 = 2 for q1"     # the latest grade's undo
+    at = run(at.button(key="tune_undo_c_q1_d05").click())      # the earlier one, from its own row
+    assert store.qrels()["q1"] == {"d03": 3, "d08": 2}
+    assert at.pills(key="tune_g_c_q1_d05").value is None
+    assert [(h["doc"], h["after"]) for h in store.history()] == [("d08", 2)]
+    at = run(at.button(key="tune_undo_last").click())
+    assert store.qrels()["q1"] == {"d03": 3}
+    assert not [b for b in at.button if (b.key or "").startswith("tune_undo_")]   # nothing left to undo
