@@ -82,3 +82,14 @@ def test_a_grade_is_undone_where_it_was_given_any_row_not_only_the_last(app, hom
     at = run(at.button(key="tune_undo_last").click())
     assert store.qrels()["q1"] == {"d03": 3}
     assert not [b for b in at.button if (b.key or "").startswith("tune_undo_")]   # nothing left to undo
+
+
+def test_data_judgments_table_shows_no_raw_none(app):
+    from tests.pages.test_app import goto
+
+    at = run(app.segmented_control(key="tune_rows").set_value("Grade"))
+    at = run(at.pills(key="tune_g_c_q1_d05").set_value(0))        # judged here only: no dataset grade
+    at = goto(at, "pages/data.py")
+    at = run(at.selectbox(key="data_query").set_value("q1"))
+    table = frame_with(at, "dataset", "in effect")
+    assert table.set_index("doc")["dataset"].to_dict() == {"d03": "3", "d05": "—"}
