@@ -93,3 +93,12 @@ def test_data_judgments_table_shows_no_raw_none(app):
     at = run(at.selectbox(key="data_query").set_value("q1"))
     table = frame_with(at, "dataset", "in effect")
     assert table.set_index("doc")["dataset"].to_dict() == {"d03": "3", "d05": "—"}
+
+
+def test_an_export_refusal_shows_in_an_error_box(app):
+    at = run(app.slider(key="tune_k_rrf.w_dense").set_value(0.0))
+    at = run(at.slider(key="tune_k_rrf.w_sparse").set_value(0.0))
+    at.session_state["tune_export_open"] = True
+    at = run(at)
+    refusals = [e.value for e in at.error if "both path weights 0" in e.value]
+    assert refusals and not [e.value for e in at.info if "both path weights 0" in e.value]
