@@ -31,4 +31,4 @@ def export_popover(column) -> None:
                                    file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",
                                    icon=":material/download:", on_click="ignore")
             except ValueError as error:  # what the engine cannot express, named (not a fault)
-                st.info(md(str(error)))
+                st.error(md(str(error)))

@@ -134,17 +134,18 @@ def show(r: LearnResult, v: LearnView, default_label: str, on_apply: Callable,
                    help="The procedure run on all queries, scored on the queries it was fitted "
                         "on: optimistic.")
     table = [{"pipeline": "learned (held out)", metric: v.held_out,
-              "judged@5": r.judged["held_out"], "Δ learned": None, "p Fisher": "",
+              "judged@5": r.judged["held_out"], "Δ learned": "—", "p Fisher": "",
               "p Holm": "", "W/T/L": ""}]
     table += [{"pipeline": c["name"], metric: c["mean"],
-               "judged@5": r.judged.get(c["pipeline"], float("nan")), "Δ learned": c["delta"],
+               "judged@5": r.judged.get(c["pipeline"], float("nan")), "Δ learned": f"{c['delta']:+.4f}",
                "p Fisher": hx.fmt_p(c["p"]), "p Holm": hx.fmt_p(c["p_holm"]),
                "W/T/L": c["wtl"]} for c in v.comparisons]
     st.dataframe(table, hide_index=True, key="learn_compare", width="stretch",
                  column_config={metric: st.column_config.NumberColumn(format="%.4f"),
                                 "judged@5": st.column_config.NumberColumn(
                                     format="%.3f", help="share of the top 5 with any judgment"),
-                                "Δ learned": st.column_config.NumberColumn(format="%+.4f")})
+                                "Δ learned": st.column_config.TextColumn(
+                                    help="the held-out difference; — on the learned row itself")})
     if v.stability:
         st.caption(md(v.stability))
     if v.per_kind:

@@ -355,7 +355,8 @@ def judgments_frame(ws: Workspace, query_id: str) -> pd.DataFrame:
     overlay_docs = {x["doc"] for x in ws.judgments.history() if x["query"] == query_id}
     rows = []
     for doc in sorted(set(original) | set(merged) | overlay_docs):
-        rows.append({"doc": doc, "dataset": original.get(doc), "in effect": merged.get(doc),
+        rows.append({"doc": doc, "dataset": "—" if doc not in original else str(original[doc]),
+                     "in effect": merged.get(doc),
                      "changed": "✎" if merged.get(doc) != original.get(doc) else "",
                      "text": text_of.get(doc, "")})
     return pd.DataFrame(rows, columns=["doc", "dataset", "in effect", "changed", "text"])

@@ -114,8 +114,8 @@ with qrels_tab:
             qid = st.selectbox("Query", ids, key="data_query", format_func=lambda q: f"{q} · {text_of_q[q][:80]}")
             frame = tb.judgments_frame(ws, qid)
             st.dataframe(frame, hide_index=True, key="data_judgments", column_config={
-                "dataset": st.column_config.NumberColumn("dataset", format="%d", width=70,
-                                                         help="grade in the dataset's own qrels"),
+                "dataset": st.column_config.TextColumn("dataset", width=70,
+                                                       help="grade in the dataset's own qrels (— none)"),
                 "in effect": st.column_config.NumberColumn("in effect", format="%d", width=70,
                                                            help="grade used by every page (workbench judgments applied)"),
                 "changed": st.column_config.TextColumn("", width=30, help="changed in the workbench"),

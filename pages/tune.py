@@ -231,6 +231,27 @@ def actions() -> None:
             tr.panel(store, s.PRIMARY, s.metric_label(s.PRIMARY))
 
 
+def beside_ranking(pool, ev, base_ev, qrels, run_name: str) -> None:
+    """The query list and the judging queue, when on, at the top of the results column: each in a
+    box of its own height, so the ranking the clicked query opens stays in view below them."""
+    if st.session_state.get("tune_query_list"):
+        label = s.metric_label(s.PRIMARY)
+        st.caption("Click a row to open its query here (its ranking is right below).")
+        st.dataframe(views.query_table(pool, ev, base_ev, qrels, s.PRIMARY), hide_index=True,
+                     width="stretch", height=245, key="tune_query_table", on_select=on_query_row,
+                     selection_mode="single-row", column_config={
+                         "query": st.column_config.TextColumn("query", width=70),
+                         "text": st.column_config.TextColumn("text", width=300),
+                         "score": st.column_config.NumberColumn(label, format="%.4f", width=80),
+                         "baseline": st.column_config.NumberColumn(f"base {label}", format="%.4f",
+                                                                   width=95),
+                         "delta": st.column_config.NumberColumn("Δ", format="%+.4f", width=70),
+                         "judged@5": st.column_config.NumberColumn(format="%d", width=75)})
+    if st.session_state.get("tune_queue"):
+        with st.container(height=330, border=False):
+            qu.panel(ws, pool, qrels, ev, base_ev, run_name, functools.partial(gr.on_grade, ws))
+
+
 @st.fragment
 def live() -> None:
     started = time.perf_counter()
@@ -270,6 +291,9 @@ def live() -> None:
 
     fisher = st.session_state["tune_fisher"] and ev is not None
     with right:
+        if ev is not None:
+            gr.undo_last(ws)             # after a grade (a row, the queue): its undo, where one grades
+            beside_ranking(pool, ev, base_ev, qrels, run_name)
         ps = None
         if fisher:
             with st.spinner("Fisher's randomization test: 10,000 permutations per metric…"):
@@ -313,12 +337,13 @@ def live() -> None:
             grading = qi is not None and st.session_state["tune_rows"] == "Grade"
             if grading:
                 qid = c.query_ids[qi]
+                changed = gr.changed_docs(ws, qid)
                 st.markdown(f"**Current** · {code(run_name)}")
                 for r in response.results:
-                    gr.grade_row(ws, "c", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
+                    gr.grade_row(ws, "c", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9], r.id in changed)
                 st.markdown(f"**Baseline** · {code(ws.baseline.name)}")
                 for r in baseline.results:
-                    gr.grade_row(ws, "b", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9])
+                    gr.grade_row(ws, "b", qid, r, judgments.get(r.id), [0.9, 4.2, 1.9], r.id in changed)
             else:
                 cur, base = st.columns([1.7, 1], gap="small")
                 cur.html(tb.ranking_html(response, judgments, baseline, title=f"Current · {run_name}"))
@@ -348,21 +373,6 @@ def live() -> None:
             st.caption(f"Server: this {'fragment ' if fragment_run else ''}rerun took **{total:.1f} ms** "
                        f"(engine: re-score + rank + metrics over {c.n_queries} queries {ev.seconds * 1000:.2f} ms); "
                        "the browser's own rendering comes on top.")
-    if ev is not None and st.session_state.get("tune_query_list"):      # full width: no column off-screen
-        label = s.metric_label(s.PRIMARY)
-        st.caption("Click a row to open its query here.")
-        st.dataframe(views.query_table(pool, ev, base_ev, qrels, s.PRIMARY), hide_index=True,
-                     width="stretch", key="tune_query_table", on_select=on_query_row,
-                     selection_mode="single-row", column_config={
-                         "query": st.column_config.TextColumn("query", width=70),
-                         "text": st.column_config.TextColumn("text", width=300),
-                         "score": st.column_config.NumberColumn(label, format="%.4f", width=80),
-                         "baseline": st.column_config.NumberColumn(f"base {label}", format="%.4f",
-                                                                   width=95),
-                         "delta": st.column_config.NumberColumn("Δ", format="%+.4f", width=70),
-                         "judged@5": st.column_config.NumberColumn(format="%d", width=75)})
-    if ev is not None and st.session_state.get("tune_queue"):    # full width, below both columns
-        qu.panel(ws, pool, qrels, ev, base_ev, run_name, functools.partial(gr.on_grade, ws))
 
 
 st.html(tb.CSS)           # once per page, outside the fragment: the live HTML below carries no styles

@@ -65,13 +65,16 @@ class JudgmentStore:
                                      "author": author, "rater": rater, "time": time.time()})
             atomic_write_text(self.path, json.dumps(state, ensure_ascii=False, indent=1))
 
-    def undo(self) -> dict | None:
-        """Revert the latest change; returns it, or None when there is nothing to undo."""
+    def undo(self, query_id: str | None = None, doc_id: str | None = None) -> dict | None:
+        """Revert the latest change — or, given a query and a document, the latest change of that
+        pair, wherever it is in the history; returns it, or None when there is nothing to undo."""
         with locked(self.path):
             state = self._load()
-            if not state["history"]:
+            found = [i for i, change in enumerate(state["history"])
+                     if query_id is None or (change["query"], change["doc"]) == (query_id, doc_id)]
+            if not found:
                 return None
-            last = state["history"].pop()
+            last = state["history"].pop(found[-1])
             overlay = state["overlay"].setdefault(last["query"], {})
             if last["before"] is None:
                 overlay.pop(last["doc"], None)
