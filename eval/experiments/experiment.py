@@ -27,7 +27,7 @@ from eval.learning.router import evaluate_learned_router, learned_routes, query_
 from eval.learning.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
 from eval.stores.configs import resolve_config
 from eval.stores.inputs import inputs_of, pipeline_hash
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.dataset import Dataset
 from retrieval.pipeline import PipelineConfig
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from eval.metrics.judgment_bias import judged_per_query
 from eval.metrics.measure import DEFAULT_METRICS, Judged, fused_matrix
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.pipeline import Fused, PipelineConfig, PipelineRun, fuse, ranked
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from eval.metrics.definitions import DEFAULT_METRICS, DEFINED, DEFINITIONS
 from eval.metrics.kernels import SUMS, batch_sums, cut_stats, finish_all, finish_many
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.pipeline import Fused, PipelineConfig, fuse
 from retrieval.limits import MAX_DEPTH
 from retrieval.ranking import Ranking

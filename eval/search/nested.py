@@ -41,7 +41,7 @@ import numpy as np
 
 from eval.search.sweep import group_count, make_folds
 from eval.statistics.significance import holm, randomization_test
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 
 SINGLE_PATHS = ("vector", "bm25")
 PERMUTATIONS = 10_000

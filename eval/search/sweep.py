@@ -33,7 +33,7 @@ import numpy as np
 
 from eval.metrics.measure import BATCH_BYTES, config_values, judge, parse_metric
 from eval.search.space import MAX_POINTS, Space, not_valid, point_values
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.pipeline import ParamError, PipelineConfig, to_toml, with_params
 
 if TYPE_CHECKING:

@@ -58,7 +58,7 @@ from eval.search.nested import SINGLE_PATHS, Choice, NestedResult, Plan, counted
 from eval.search.space import ParamSpec, knob_space, not_valid, parse_param, point_values, tunable
 from eval.search.sweep import group_count, group_labels
 from eval.stores.configs import resolve_config
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.pipeline import (ParamError, PipelineConfig, get_param, get_pipeline, sweepable_params, to_dict,
                                 with_params)
 
