@@ -89,6 +89,18 @@ class PipelineConfig(Params):
         return self.name
 
 
+def fits(config: PipelineConfig, pool_depth: int, what: str = "",
+         fix: str = "rerun with --pool-depth {depth}") -> PipelineConfig:
+    """``config`` when the candidates it takes per path (``path_depth``) are in a pool of depth
+    ``pool_depth``; otherwise ``ValueError`` naming both: ``what`` names the configuration
+    (default: the pipeline by name), ``fix`` says what to do (``{depth}``: the depth it needs).
+    The one check of a configuration against a pool, wherever one is checked."""
+    if config.path_depth > pool_depth:
+        raise ValueError(f"{what or f'pipeline {config.name!r}'} takes {config.path_depth} candidates per path "
+                         f"but the pool holds {pool_depth}; " + fix.format(depth=config.path_depth))
+    return config
+
+
 # ---- parameters by dotted path ---------------------------------------------------------
 
 def knobs(config: PipelineConfig) -> list[KnobRef]:
