@@ -50,7 +50,7 @@ import numpy as np
 from retrieval.bm25 import DEFAULT_ANALYZER, MATCH_MODES, Filters
 from retrieval.candidate_table import (  # noqa: F401 (the table's names, as importers knew them)
     MATCH_PARTS, NOT_RETURNED, POOL_MAGIC, ROW_COLUMNS, Candidates, PoolCorrupt, Visibility)
-from retrieval.dataset import Dataset, Query
+from retrieval.dataset import ROW_FEATURES, Dataset, Query
 from retrieval.index import IndexHandle
 from retrieval.limits import MAX_DEPTH, check_size
 from retrieval.routing import JOURNAL_PREFIX, TIMELINE_DAYS, fast_path_target, route_intent, triggers_timeline
@@ -164,8 +164,7 @@ def query_rows(table: "DocTable", qi: int, idx: np.ndarray, now: datetime,
         "created_age": np.maximum(0.0, (now.timestamp() - created) / 86400.0).astype(np.float32),
         "in_window": in_window,
         "graph": np.array([1.0 if i in linked else 0.0 for i in idx], dtype=np.float32),
-        **{name: f[name][idx] for name in ("confidence", "vitality", "reinforcement",
-                                           "access_count", "token_count", "tie_key", "line_start")},
+        **{name: f[name][idx] for name in (*ROW_FEATURES, "token_count", "tie_key")},
     }
 
 
@@ -381,12 +380,8 @@ def _build_doc_table(dataset: Dataset) -> DocTable:
         return moment.timestamp() if moment else np.nan
 
     features = {
-        "confidence": np.array([d.confidence for d in docs], dtype=np.float32),
-        "vitality": np.array([d.vitality for d in docs], dtype=np.float32),
-        "reinforcement": np.array([d.reinforcement for d in docs], dtype=np.float32),
-        "access_count": np.array([d.access_count for d in docs], dtype=np.float32),
+        **{name: np.array([getattr(d, name) for d in docs], dtype=dtype) for name, dtype in ROW_FEATURES.items()},
         "token_count": np.array([token_count(d.text) for d in docs], dtype=np.int32),
-        "line_start": np.array([d.line_start for d in docs], dtype=np.int32),
         "tie_key": tie,
         "updated_ts": np.array([ts(d.updated_at) for d in docs], dtype=np.float64),
         "created_ts": np.array([ts(d.created_at or d.updated_at) for d in docs], dtype=np.float64),
