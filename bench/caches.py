@@ -125,7 +125,7 @@ class _Keys:
     through."""
 
     def __init__(self):
-        from retrieval.candidates import Candidates
+        from retrieval.candidate_table import Candidates
 
         self.owner = Candidates
         self.original = Candidates.derived
@@ -176,7 +176,7 @@ def _depths(name: str, where: str) -> Memo:
     """The per-depth visibility a table keeps (``Candidates.at_depth``): off makes it afresh on
     every call (``Candidates.visibility``), so the mask is a new array and the values kept along
     it (normalised and weighted paths, the visible index) are made afresh as well."""
-    from retrieval.candidates import Candidates
+    from retrieval.candidate_table import Candidates
 
     kept = Candidates.at_depth
 

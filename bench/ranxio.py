@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from ranx import Qrels, Run
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 
 try:  # the harness's adapters decide which queries count; same rule, kept in one place
     from eval.metrics.ranx_io import judged_query_ids, to_qrels

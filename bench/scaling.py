@@ -35,7 +35,7 @@ from bench.context import Context, eval_datasets
 from bench.data import pool
 from eval.metrics.measure import judge, mean_metrics
 from eval.experiments.live import evaluate_config
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.pipeline import PIPELINES, run_pipeline, with_params
 
 METRICS = ("ndcg@5", "recall@5", "mrr@5", "precision@5", "hit_rate@5")

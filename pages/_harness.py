@@ -20,6 +20,7 @@ import streamlit as st
 from eval.statistics.significance import Significance, fmt_p
 from eval.metrics.ranx_eval import Evaluation
 from eval.experiments.experiment import Experiment, ExperimentOptions, run_experiment
+from eval.stores.history import CheckHistory
 from eval.stores.judgments import effective_qrels
 from eval.search.space import ParamSpec, Space, spaced
 from eval.search.sweep import SweepResult
@@ -130,7 +131,8 @@ def build_report(ws: Workspace, labelled: dict[str, PipelineConfig], sweep: Swee
     """The harness's offline report (report.html, .md, .json) of the chosen pipelines against the
     baseline, written under ``$RWB_HOME/reports/`` (``Experiment.write_report``, as ``rwb report``)."""
     out = rwb_home() / "reports" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', ws.dataset.name)}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return write_experiment_report(experiment_for(ws, labelled, options), out, sweep)
+    return write_experiment_report(experiment_for(ws, labelled, options), out, sweep,
+                                   history=CheckHistory(ws.dataset).entries())
 
 
 def import_kinds() -> dict:

@@ -62,13 +62,13 @@ from typing import Iterable
 import tantivy
 
 from retrieval.dataset import scrub_text
+from retrieval.keyword_names import DEFAULT_ANALYZER, MATCH_MODES  # noqa: F401 (named here too)
 from retrieval.limits import MAX_DEPTH, check_size
 
 WORDS_PATTERN = r"\p{Han}|[A-Za-z0-9]+"
 IDENTS_PATTERN = r"[A-Za-z0-9_]+(?:[./:\-][A-Za-z0-9_]+)*"
 HAN_RUN_PATTERN = r"\p{Han}+"
 MAX_QUERY_TERMS = 256
-MATCH_MODES = ("any", "all", "technical")
 HAN_FUNCTION = frozenset("的了是在我你他她它们这那么吗呢吧啊呀和与或及也都就还很个一不没怎什哪谁何")
 _TECHNICAL = re.compile(r"\d|[_./:\-]|.[A-Z]")
 
@@ -89,11 +89,6 @@ ANALYZERS: dict[str, Analyzer] = {a.name: a for a in (
     Analyzer("bigram", "bilingual-bigram-v1", True,
              "as unigram, plus every pair of adjacent Han characters (Chinese word order counts)"),
 )}
-DEFAULT_ANALYZER = "bigram"
-"""Chosen by measurement (BENCHMARKS.md, "Chinese BM25: unigrams vs unigrams + character
-bigrams"): bigrams gain on Chinese QA (CMRC2018) far more than they lose on mixed devmem, where
-Chinese questions about English memories match unrelated Chinese notes through common bigrams
-(我们/怎么/哪些); sets without Han text score the same under both."""
 ANALYZER_VERSION = ANALYZERS[DEFAULT_ANALYZER].version
 """The default analyzer's version (a pool or index records its own: ``Candidates.analyzer``)."""
 

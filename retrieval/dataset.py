@@ -12,6 +12,7 @@ query's ``reference_time``, else ``dataset.toml``'s, else the newest date in the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -23,17 +24,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from retrieval.files import resolve_inside
+from retrieval.params import integer, knob_of, number
 
 MAX_TEXT_CHARS = 100_000
 MIN_YEAR, MAX_YEAR = 1900, 2200  # every date (created_at, updated_at, reference_time) is in these
 MAX_GRADE = 100  # qrels grades are integers 0…100 (2^grade − 1, exponential gain, stays finite)
 MAX_INT = 2**31 - 1  # integer fields are stored as int32 in the candidate table
 SCOPES = ("global", "project")
-_DOC_FIELDS = {
-    "_id", "text", "title", "path", "line_start", "line_end", "scope", "project", "group",
-    "memory_type", "created_at", "updated_at", "confidence", "vitality", "reinforcement",
-    "access_count", "source", "related",
-}
 _QUERY_FIELDS = {"_id", "text", "intent", "lang", "scope", "group", "reference_time"}
 
 
@@ -54,21 +51,33 @@ class Document:
     text: str
     title: str = ""
     path: str = ""
-    line_start: int = 0
-    line_end: int = 0
+    line_start: int = integer(0, "first line", min=0, max=MAX_INT)
+    line_end: int = integer(0, "last line", min=0, max=MAX_INT)
     scope: str = "global"
     project: str = ""
     group: str = ""
     memory_type: str = "fact"
     created_at: datetime | None = None
     updated_at: datetime | None = None
-    confidence: float = 1.0
-    vitality: float = 50.0
-    reinforcement: int = 0
-    access_count: int = 0
+    confidence: float = number(1.0, "confidence", min=0.0, max=1.0)
+    vitality: float = number(50.0, "vitality", min=0.0, max=100.0)
+    reinforcement: int = integer(0, "reinforcement", min=0, max=MAX_INT)
+    access_count: int = integer(0, "access count", min=0, max=MAX_INT)
     source: str = ""
     related: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+DOC_FIELDS = frozenset({"_id", *(f.name for f in dataclasses.fields(Document) if f.name not in ("id", "extra"))})
+"""The fields a ``corpus.jsonl`` line may hold (``_id`` is ``Document.id``); any other goes to ``extra``."""
+DOC_NUMBERS = tuple((f.name, knob_of(f), f.default) for f in dataclasses.fields(Document) if knob_of(f) is not None)
+"""``(name, knob, default)`` of each numeric document field, declared once on ``Document`` with
+the ``retrieval.params`` declarations (bounds: ``knob.min`` / ``knob.max``): the loader checks
+these, and the candidate rows carry ``ROW_FEATURES`` of them as they are."""
+ROW_FEATURES = {"confidence": "float32", "vitality": "float32", "reinforcement": "float32",
+                "access_count": "float32", "line_start": "int32"}
+"""The document fields a candidate row carries unchanged, with the type the row holds them in
+(``retrieval.candidates``: the document table and the row builder)."""
 
 
 @dataclass(frozen=True)
@@ -299,21 +308,17 @@ def _load_documents(path: Path, problems: _Problems, seen: dict[str, int] | None
         created = _time(obj, "created_at", problems, file, line)
         updated = _time(obj, "updated_at", problems, file, line) or created
         title = _string(obj, "title", problems, file, line)
-        extra = {k: v for k, v in obj.items() if k not in _DOC_FIELDS}
+        extra = {k: v for k, v in obj.items() if k not in DOC_FIELDS}
         docs.append(Document(
             id=doc_id, text=text, title=title,
             path=_string(obj, "path", problems, file, line),
-            line_start=_number(obj, "line_start", 0, 0, MAX_INT, int, problems, file, line),
-            line_end=_number(obj, "line_end", 0, 0, MAX_INT, int, problems, file, line),
             scope=scope,
             project=_string(obj, "project", problems, file, line),
             group=_string(obj, "group", problems, file, line),
             memory_type=_string(obj, "memory_type", problems, file, line, "fact") or "fact",
             created_at=created, updated_at=updated,
-            confidence=_number(obj, "confidence", 1.0, 0.0, 1.0, float, problems, file, line),
-            vitality=_number(obj, "vitality", 50.0, 0.0, 100.0, float, problems, file, line),
-            reinforcement=_number(obj, "reinforcement", 0, 0, MAX_INT, int, problems, file, line),
-            access_count=_number(obj, "access_count", 0, 0, MAX_INT, int, problems, file, line),
+            **{name: _number(obj, name, default, knob.min, knob.max, int if knob.kind == "int" else float,
+                             problems, file, line) for name, knob, default in DOC_NUMBERS},
             source=_string(obj, "source", problems, file, line),
             related=tuple(related), extra=extra,
         ))

@@ -32,6 +32,15 @@ GROUPS = ("fusion", "weights", "confidence", "vitality", "limits")
 vitality factors (seed 001's F_conf, F_vit), or the limits applied after scoring."""
 
 
+ENGINE_WRITES = "every engine writes it"
+"""A knob's ``engine`` declaration: every engine an export targets takes any value as written
+(the result count, the per-path depth). The other declaration is a tuple of the values every
+engine's plain hybrid query runs (the "off" values: ``(None,)``, ``(False,)``, ``("any",)``);
+any other value is a stage an exporter runs only if it says so (``eval.export``: ``name`` for
+a number or flag, ``name=value`` for a choice). A knob without one (``None``) is refused by every
+exporter, so a stage added without saying how engines run it never exports silently."""
+
+
 @dataclass(frozen=True)
 class Knob:
     """How a parameter is shown, bounded and swept."""
@@ -50,6 +59,7 @@ class Knob:
     optional: bool = False         # None allowed (means "off")
     group: str = "fusion"          # where a page shows it (``GROUPS``), declared by its owner
     curve: bool = False            # the Sweep page offers its own curve over lo–hi by step
+    engine: tuple | str | None = None  # what an engine must support to run a value (``ENGINE_WRITES``)
 
     def __post_init__(self):
         if self.group not in GROUPS:
@@ -98,31 +108,37 @@ def _declare(default, knob: Knob):
 
 
 def number(default: float | None, label: str, help: str = "", *, lo=None, hi=None, step=None, min=None, max=None,
-           min_exclusive=False, sweepable=True, optional=False, group="fusion", curve=False):
+           min_exclusive=False, sweepable=True, optional=False, group="fusion", curve=False, engine=None):
     """A float parameter (finite; ``min``/``max`` enforced)."""
     return _declare(default, Knob("float", label, help, lo, hi, step, min, max, min_exclusive, (), sweepable,
-                                  optional or default is None, group, curve))
+                                  optional or default is None, group, curve, engine))
 
 
 def integer(default: int | None, label: str, help: str = "", *, lo=None, hi=None, step=1, min=None, max=None,
-            sweepable=True, optional=False, group="fusion"):
+            sweepable=True, optional=False, group="fusion", engine=None):
     """An integer parameter (a float with an integral value is accepted; booleans are not)."""
     return _declare(default, Knob("int", label, help, lo, hi, step, min, max, False, (), sweepable,
-                                  optional or default is None, group))
+                                  optional or default is None, group, engine=engine))
 
 
-def flag(default: bool, label: str, help: str = "", *, group="fusion"):
+def flag(default: bool, label: str, help: str = "", *, group="fusion", engine=None):
     """A boolean parameter (only ``true``/``false``: the string "false" is refused)."""
-    return _declare(default, Knob("bool", label, help, sweepable=False, group=group))
+    return _declare(default, Knob("bool", label, help, sweepable=False, group=group, engine=engine))
 
 
-def choice(default: str, options: tuple[str, ...], label: str, help: str = "", *, group="fusion"):
+def choice(default: str, options: tuple[str, ...], label: str, help: str = "", *, group="fusion", engine=None):
     """One of a fixed set of strings."""
-    return _declare(default, Knob("choice", label, help, options=tuple(options), sweepable=False, group=group))
+    return _declare(default, Knob("choice", label, help, options=tuple(options), sweepable=False, group=group,
+                                  engine=engine))
 
 
 def knob_of(f: dataclasses.Field) -> Knob | None:
     return f.metadata.get("knob")
+
+
+def declared(cls: type) -> tuple[tuple[str, "Knob"], ...]:
+    """``(name, knob)`` of each declared parameter of a ``Params`` class, in field order."""
+    return _declared(cls)
 
 
 @functools.lru_cache(maxsize=None)

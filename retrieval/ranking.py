@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval import kernels
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 
 
 @dataclass(frozen=True, eq=False)

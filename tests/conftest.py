@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.candidates import ROW_COLUMNS, Candidates
+from retrieval.candidate_table import ROW_COLUMNS, Candidates
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "fixtures" / "tiny"

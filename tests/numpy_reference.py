@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from eval.metrics.measure import parse_metric
 from retrieval.ranking import Ranking
 

@@ -17,6 +17,7 @@ from retrieval.dataset import Dataset, load_dataset
 from retrieval.embedders import default_embedder, language_warning
 from retrieval.files import atomic_write_text
 from retrieval.limits import MAX_DEPTH
+from retrieval.pipeline import fits
 
 
 def bounded(name: str, value: int, lo: int = 1, hi: int = MAX_DEPTH) -> int:
@@ -141,9 +142,7 @@ def judgments(args, dataset: Dataset, say: bool = True) -> Judgments:
 def check_depth(configs: dict, pool_depth: int) -> None:
     """Every pipeline must find the candidates it asks for in the pool."""
     for label, config in configs.items():
-        if config.path_depth > pool_depth:
-            raise ValueError(f"pipeline {label!r} takes {config.path_depth} candidates per path but the pool holds "
-                             f"{pool_depth}; rerun with --pool-depth {config.path_depth}")
+        fits(config, pool_depth, f"pipeline {label!r}")
 
 
 def write_file(path: str, text: str, flag: str) -> None:

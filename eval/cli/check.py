@@ -36,7 +36,7 @@ from eval.metrics.measure import DEFAULT_METRICS, judge, parse_metric
 from eval.progress import step
 from eval.reports.gate import error_junit_xml, error_summary, junit_xml, markdown_summary, one_line, shown
 from eval.reports.markup import printable
-from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS
+from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, check_settings
 from eval.stores.configs import resolve_config
 from eval.stores.files import check_name
 from eval.stores.history import DEFAULT_WAIT, CheckHistory, dataset_lock
@@ -158,12 +158,7 @@ def _error_reports(args, error: Exception, start: float) -> None:
 
 def _check_flags(args) -> list:
     thresholds = [parse_threshold(t) for t in (args.fail_if or ["ndcg@5:0"])]
-    if args.test not in TESTS:
-        raise ValueError(f"--test must be one of {list(TESTS)}, got {args.test!r}")
-    if args.correction not in CORRECTIONS:
-        raise ValueError(f"--correction must be one of {sorted(CORRECTIONS)}, got {args.correction!r}")
-    if not 0 < args.alpha < 1:
-        raise ValueError(f"--alpha must be between 0 and 1, got {args.alpha}")
+    check_settings(args.test, args.correction, args.alpha, "--")
     if not 1 <= args.permutations <= MAX_PERMUTATIONS:
         raise ValueError(f"--permutations must be 1…{MAX_PERMUTATIONS:,}, got {args.permutations}")
     return thresholds

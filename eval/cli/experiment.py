@@ -19,7 +19,7 @@ from eval.reports.report import (SHORT_NOTE, detail_header, detail_rows, intent_
                          short_notes, text_table, experiment_summary, write_experiment_report)
 from eval.learning.router_eval import router_lines
 from eval.cli.engine import add_context_options
-from eval.stores.history import DEFAULT_WAIT, dataset_lock
+from eval.stores.history import DEFAULT_WAIT, CheckHistory, dataset_lock
 from retrieval.dataset import load_dataset
 from eval.search.tune import in_sample_warning
 
@@ -203,7 +203,7 @@ def cmd_report(args) -> int:
         result = (run_sweep(args, dataset, pool, args.sweep, args.sweep_seed, qrels=used.qrels)
                   if args.sweep else None)
         step(f"writing the report into {args.out}")
-        paths = write_experiment_report(experiment, args.out, result)
+        paths = write_experiment_report(experiment, args.out, result, history=CheckHistory(dataset).entries())
     print(f"wrote {', '.join(p.name for p in paths.values())} into {args.out} "
           f"({experiment.evaluation.n_queries} judged queries; judgments: {used.label})")
     return 0

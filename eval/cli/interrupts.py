@@ -148,10 +148,3 @@ def close() -> int:
     _state["deferred"] = 0
     return late
 
-
-def restore_thread_start() -> None:
-    """Undo ``install``'s ``Thread.start`` (for a caller that keeps running Python)."""
-    if _state["start"] is not None:
-        threading.Thread.start = _state["start"]
-        _state["start"] = None
-

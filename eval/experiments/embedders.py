@@ -23,7 +23,7 @@ from eval.metrics.budget import budget_recall, document_tokens
 from eval.metrics.ranx_eval import Evaluation, evaluate_pipelines, intent_of
 from eval.statistics.bootstrap import bootstrap_intervals
 from eval.statistics.significance import compare_to_baseline
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.dataset import Dataset
 
 

@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 from eval.statistics.bootstrap import DEFAULT_RESAMPLES, LEVEL, Intervals, bootstrap_intervals
 from eval.metrics.budget import DEFAULT_BUDGET, BudgetScore, budget_recall, document_tokens
 from eval.metrics.definitions import DEFAULT_FAMILIES
-from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, Significance, compare_to_baseline
+from eval.statistics.significance import DEFAULT_PERMUTATIONS, Significance, check_settings, compare_to_baseline
 from eval.metrics.ranx_eval import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluation, evaluate_pipelines, intent_of,
                            parse_cutoffs, parse_metrics, resolve_pipelines, with_gain)
 from eval.statistics.judged_below import BiasRow, bias_table
@@ -29,7 +29,7 @@ from eval.learning.router import evaluate_learned_router, learned_routes, query_
 from eval.learning.router_eval import INTENT_TO_PROFILE, RouterEvaluation, evaluate_router
 from eval.stores.configs import resolve_config
 from eval.stores.inputs import inputs_of, pipeline_hash
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.dataset import Dataset
 from retrieval.pipeline import PipelineConfig
 
@@ -68,12 +68,7 @@ class ExperimentOptions:
         object.__setattr__(self, "cutoffs", parse_cutoffs(self.cutoffs))
         object.__setattr__(self, "metrics", with_gain(parse_metrics(self.metrics, self.cutoffs), self.gain))
         object.__setattr__(self, "router_metric", with_gain([self.router_metric], self.gain)[0])
-        if self.test not in TESTS:
-            raise ValueError(f"unknown test {self.test!r}; choose from {list(TESTS)}")
-        if self.correction not in CORRECTIONS:
-            raise ValueError(f"unknown correction {self.correction!r}; choose from {list(CORRECTIONS)}")
-        if not 0 < self.alpha < 1:
-            raise ValueError(f"alpha must lie in (0, 1), got {self.alpha}")
+        check_settings(self.test, self.correction, self.alpha)
         if self.permutations < 1:
             raise ValueError(f"permutations must be ≥ 1, got {self.permutations}")
         if self.bootstrap < 1:

@@ -28,7 +28,8 @@ import numpy as np
 
 from eval.experiments.live import LiveRun
 from eval.metrics.measure import parse_metric
-from eval.statistics.significance import CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, paired_t, randomization_test
+from eval.statistics.significance import (  # noqa: F401 (TESTS: the gate's tests, named here too)
+    CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, check_settings, paired_t, randomization_test)
 from eval.stores.inputs import NAMES, Inputs, changed
 from eval.stores.snapshots import frozen_value
 
@@ -145,12 +146,7 @@ def check_against(snapshot: dict, ev: LiveRun, query_ids: tuple[str, ...], input
                   allow_different_queries: bool = False) -> GateResult:
     """Compare ``ev`` (today's run of the pipeline over ``query_ids``, with ``inputs``) with the
     frozen ``snapshot``, metric by metric (see the module docstring)."""
-    if test not in TESTS:
-        raise ValueError(f"--test must be one of {list(TESTS)}, got {test!r}")
-    if correction not in CORRECTIONS:
-        raise ValueError(f"--correction must be one of {sorted(CORRECTIONS)}, got {correction!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"--alpha must be between 0 and 1, got {alpha}")
+    check_settings(test, correction, alpha, "--")
     if not thresholds:
         raise ValueError("nothing to check: give at least one --fail-if METRIC:DELTA")
     metrics = [t.metric for t in thresholds]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.ranking import Ranking
 
 

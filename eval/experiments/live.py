@@ -22,7 +22,7 @@ import numpy as np
 from eval.metrics.judgment_bias import judged_per_query
 from eval.metrics.measure import DEFAULT_METRICS, Judged, fused_matrix
 from eval.statistics.unjudged import Bounds, verdict_bounds
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.pipeline import Fused, PipelineConfig, PipelineRun, fuse, ranked
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from eval.metrics.measure import judge, mean_metrics
 from eval.stores.configs import resolve_config
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.dataset import Dataset
 from retrieval.fusion import Scored
 from retrieval.pipeline import PipelineConfig, PipelineRun, run_pipeline

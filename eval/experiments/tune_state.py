@@ -15,7 +15,7 @@ from typing import Callable
 
 from eval.statistics.provenance import Provenance
 from retrieval.candidates import DEFAULT_POOL_DEPTH
-from retrieval.pipeline import ABSENT, FUSION_PATH, PipelineConfig, diff_params, knobs, with_params
+from retrieval.pipeline import ABSENT, FUSION_PATH, PipelineConfig, diff_params, fits, knobs, with_params
 
 MODES = ("Query set", "Free text")
 
@@ -48,11 +48,7 @@ def has_knob(config: PipelineConfig, path: str) -> bool:
 
 def within_pool(config: PipelineConfig, pool_depth: int = DEFAULT_POOL_DEPTH) -> PipelineConfig:
     """``config`` when its per-path depth fits the candidate pool; ``ValueError`` otherwise."""
-    if config.path_depth > pool_depth:
-        raise ValueError(f"per-path depth {config.path_depth} exceeds the candidate pool "
-                         f"({pool_depth}); "
-                         "lower max results, the multiplier or the depth")
-    return config
+    return fits(config, pool_depth, "the pipeline", "lower max results, the multiplier or the depth")
 
 
 def changed_params(config: PipelineConfig, start: PipelineConfig) -> dict[str, object]:

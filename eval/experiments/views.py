@@ -22,7 +22,7 @@ from eval.experiments.live import LiveRun
 from eval.metrics.definitions import metric_label
 from eval.metrics.judgment_bias import label as bias_label
 from eval.statistics.significance import compare_pair, fmt_p
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion.learned.features import describe_feature
 from retrieval.pipeline import PipelineConfig, Response, response_for, run_pipeline
 

@@ -1,11 +1,21 @@
-"""What every exporter shares: the registry entry, the refusal, and the checks of the
-pipeline stages no supported engine has (routing paths, budgets, floors)."""
+"""What every exporter shares: the registry entry, the refusal, and the walk of the declarations
+of the configuration it is given.
+
+An exporter declares the stages it runs (``Exporter.stages``) and, per fusion it translates,
+the fusion parameters its translation reads (``Exporter.reads``). Before it writes anything,
+``check_declared`` walks the pipeline's declared knobs (``retrieval.params``: each says what an
+engine must support, ``Knob.engine``) and the fusion's declared parameters: a value that is not
+every engine's plain query and that the exporter does not declare, a fusion it does not
+translate, or a parameter its translation does not read is refused, all in one line. So a stage
+or a parameter added without an engine declaration is refused by every exporter until one says
+how it runs it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
+from retrieval.params import ENGINE_WRITES, declared
 from retrieval.pipeline import PipelineConfig
 
 
@@ -13,12 +23,28 @@ class NotExpressible(ValueError):
     """The engine has no stage that computes this part of the pipeline."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Exporter:
+    """One engine's export: ``write`` turns a configuration the walk accepted into the file.
+
+    ``supported``: the fusions it can express, in words (the refusal names them); ``reads``:
+    fusion name → the parameters its translation reads (every active one must be there);
+    ``stages``: the stages beyond every engine's plain query it runs (``"name"`` for a
+    number or flag, ``"name=value"`` for a choice)."""
+
     engine: str
     summary: str
-    export: Callable[[PipelineConfig], str]
+    write: Callable[[PipelineConfig], str]
     suffix: str
+    supported: str
+    reads: Mapping[str, frozenset[str]]
+    stages: frozenset[str] = field(default_factory=frozenset)
+
+    def export(self, config: PipelineConfig) -> str:
+        """The exported file of ``config``; ``NotExpressible`` (one line) for whatever of it
+        this engine does not run."""
+        check_declared(self, config)
+        return self.write(config)
 
 
 WHY = {  # what a fusion needs that a hybrid query of these engines does not have
@@ -43,25 +69,33 @@ def refuse_fusion(engine: str, config: PipelineConfig, supported: str) -> NotExp
     return refuse(engine, config, detail, f"{engine} can express: {supported}")
 
 
-def check_stages(engine: str, config: PipelineConfig, keyword_all: bool = False) -> None:
-    """Refuse the stages around the fusion that ``engine``'s hybrid query cannot run."""
+def check_declared(exporter: Exporter, config: PipelineConfig) -> None:
+    """Refuse, in one line, every stage of ``config`` and every parameter of its fusion that
+    ``exporter`` does not declare it runs (the module docstring says how)."""
+    engine = exporter.engine
     missing = []
-    if config.fast_path:
-        missing.append("the fast path (fast_path: a query naming a file reads it)")
-    if config.timeline_path:
-        missing.append("the timeline path (timeline_path: recent journal memories)")
-    if config.token_budget is not None:
-        missing.append(f"the token budget (token_budget = {config.token_budget})")
-    if config.min_score is not None:
-        missing.append(f"the score floor (min_score = {config.min_score})")
-    if config.min_similarity is not None:
-        missing.append(
-            f"the similarity floor over both paths (min_similarity = {config.min_similarity})"
-        )
-    if config.keyword_match == "all" and not keyword_all:
-        missing.append("keyword match 'all' (every query word required)")
+    for name, knob in declared(type(config)):
+        value = getattr(config, name)
+        if knob.engine == ENGINE_WRITES or (isinstance(knob.engine, tuple) and value in knob.engine):
+            continue
+        stage = f"{name}={value}" if knob.kind == "choice" else name
+        if stage not in exporter.stages:
+            missing.append(f"{knob.label} ({name} = {value!r})")
     if missing:
         raise refuse(engine, config, ", ".join(missing), "remove them to export the fusion alone")
+    reads = exporter.reads.get(config.fusion)
+    if reads is None:
+        raise refuse_fusion(engine, config, exporter.supported)
+    unread = [f"{config.fusion}.{name} = {getattr(config.params, name)!r}"
+              for name, _ in declared(type(config.params)) if config.params.active(name) and name not in reads]
+    if unread:
+        raise refuse(engine, config, ", ".join(unread) + " (a parameter this export does not translate)",
+                     f"{engine} can express: {exporter.supported}")
+    check_weights(engine, config)
+
+
+def check_weights(engine: str, config: PipelineConfig) -> None:
+    """Refuse path weights that are both 0 (every document would score 0)."""
     params = config.params
     if hasattr(params, "w_dense") and hasattr(params, "w_sparse") and not params.w_dense + params.w_sparse > 0:
         raise refuse(engine, config, f"both path weights 0 ({config.fusion}.w_dense = {config.fusion}.w_sparse = 0: "
@@ -105,4 +139,4 @@ def shares(engine: str, config: PipelineConfig, digits: int) -> tuple[float, flo
 
 
 def fusion_params(config: PipelineConfig) -> dict:
-    return {name: getattr(config.params, name) for name in config.params.__dataclass_fields__}
+    return {name: getattr(config.params, name) for name, _ in declared(type(config.params))}

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eval.export._base import Exporter, check_stages, fusion_params, refuse, refuse_fusion, rrf_multiplies, shares
+from eval.export._base import Exporter, fusion_params, refuse, refuse_fusion, rrf_multiplies, shares
 from retrieval.pipeline import PipelineConfig
 
 SUPPORTED = (
@@ -94,7 +94,6 @@ def reranker_of(config: PipelineConfig) -> tuple[str, str]:
 
 
 def export(config: PipelineConfig) -> str:
-    check_stages("lancedb", config)
     reranker_class, reranker = reranker_of(config)
     pipeline = {"name": config.name, "fusion": config.fusion, "params": fusion_params(config)}
     return TEMPLATE.format(
@@ -111,6 +110,9 @@ EXPORTER = Exporter(
     "a Python snippet: hybrid query + RRFReranker / LinearCombinationReranker",
     export,
     ".py",
+    SUPPORTED,
+    reads={"rrf": frozenset({"rrf_k", "w_dense", "w_sparse", "weighting"}), "relative_score": frozenset({"alpha"}),
+           "wsum": frozenset({"w_dense", "w_sparse", "norm"}), "combsum": frozenset({"norm"})},
 )
 
 

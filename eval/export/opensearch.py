@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 
-from eval.export._base import Exporter, check_stages, refuse, refuse_fusion, rrf_multiplies, shares
+from eval.export._base import Exporter, refuse, refuse_fusion, rrf_multiplies, shares
 from retrieval.pipeline import PipelineConfig
 
 SUPPORTED = "rrf (whole rrf_k from 1 to 10,000); mean with norm = minmax and semantics = opensearch"
@@ -80,7 +80,6 @@ def processor(config: PipelineConfig) -> dict:
 
 
 def export(config: PipelineConfig) -> str:
-    check_stages("opensearch", config, keyword_all=True)
     pipeline_id = "rwb-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in config.name)
     match = {"query": QUERY_TEXT}
     if config.keyword_match == "all":
@@ -122,4 +121,7 @@ EXPORTER = Exporter(
     "JSON: a search pipeline (normalization / score-ranker processor) and its hybrid query",
     export,
     ".json",
+    SUPPORTED,
+    reads={"rrf": frozenset({"rrf_k", "w_dense", "w_sparse", "weighting"}), "mean": frozenset({"w_dense", "w_sparse", "norm", "mean", "semantics"})},
+    stages=frozenset({"keyword_match=all"}),  # the match query's operator "and"
 )

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from eval.export._base import Exporter, check_stages, refuse, refuse_fusion
+from eval.export._base import Exporter, refuse, refuse_fusion
 from retrieval.pipeline import PipelineConfig
 
 SUPPORTED = "rrf (whole rrf_k; weights under rrf.weighting = 'qdrant'); combsum with norm = dbsf"
@@ -58,7 +58,6 @@ def fusion_query(config: PipelineConfig) -> dict:
 
 
 def export(config: PipelineConfig) -> str:
-    check_stages("qdrant", config)
     depth = config.path_depth
     body = {
         "request": "POST /collections/<collection>/points/query",
@@ -81,7 +80,8 @@ def export(config: PipelineConfig) -> str:
 
 
 EXPORTER = Exporter(
-    "qdrant", "JSON: a Query API request with prefetch + fusion (rrf / dbsf)", export, ".json"
+    "qdrant", "JSON: a Query API request with prefetch + fusion (rrf / dbsf)", export, ".json", SUPPORTED,
+    reads={"rrf": frozenset({"rrf_k", "w_dense", "w_sparse", "weighting"}), "combsum": frozenset({"norm"})},
 )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 
-from eval.export._base import Exporter, check_stages, refuse, refuse_fusion, rrf_multiplies, shares
+from eval.export._base import Exporter, refuse, refuse_fusion, rrf_multiplies, shares
 from retrieval.pipeline import PipelineConfig
 
 SUPPORTED = "relative_score; wsum and combsum with norm = minmax; rrf with rrf_k = 59"
@@ -55,7 +55,6 @@ def hybrid_arguments(config: PipelineConfig) -> tuple[float, str]:
 
 
 def export(config: PipelineConfig) -> str:
-    check_stages("weaviate", config)
     alpha, fusion_type = hybrid_arguments(config)
     depth = config.path_depth
     if depth < config.max_results:
@@ -91,5 +90,7 @@ def export(config: PipelineConfig) -> str:
 
 
 EXPORTER = Exporter(
-    "weaviate", "JSON: hybrid alpha + fusionType (and the Python client call)", export, ".json"
+    "weaviate", "JSON: hybrid alpha + fusionType (and the Python client call)", export, ".json", SUPPORTED,
+    reads={"rrf": frozenset({"rrf_k", "w_dense", "w_sparse", "weighting"}), "relative_score": frozenset({"alpha"}),
+           "wsum": frozenset({"w_dense", "w_sparse", "norm"}), "combsum": frozenset({"norm"})},
 )

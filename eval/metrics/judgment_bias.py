@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from eval.metrics.measure import discounts, ideal_dcg, judge
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.ranking import Ranking
 
 BIAS_METRICS = ("judged", "ndcg_cond", "bpref")

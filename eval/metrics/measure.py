@@ -30,7 +30,7 @@ import numpy as np
 
 from eval.metrics.definitions import DEFAULT_METRICS, DEFINED, DEFINITIONS
 from eval.metrics.kernels import SUMS, batch_sums, cut_stats, finish_all, finish_many
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.pipeline import Fused, PipelineConfig, fuse
 from retrieval.limits import MAX_DEPTH
 from retrieval.ranking import Ranking
@@ -169,15 +169,15 @@ def _judge(c: Candidates, qrels: dict[str, dict[str, int]]) -> Judged:
     return Judged(grade, ideal, n_relevant, n_relevant > 0, missing, found)
 
 
-_DISC = np.log2(np.arange(64) + 2.0)
+_DISC = np.log2(np.arange(MAX_DEPTH + 1) + 2.0)
+_DISC.flags.writeable = False
 
 
 def discounts(n: int) -> np.ndarray:
-    """``log2(rank + 2)`` for ranks ``0 … n − 1`` (the DCG discount), computed once."""
-    global _DISC
-    if n > len(_DISC):
-        _DISC = np.log2(np.arange(max(n, 2 * len(_DISC))) + 2.0)
-    return _DISC
+    """``log2(rank + 2)`` for ranks ``0 … n − 1`` at least (the DCG discount; read-only): the
+    module's one table, made at import for every rank a pipeline can return, computed afresh
+    beyond it."""
+    return _DISC if n <= len(_DISC) else np.log2(np.arange(n) + 2.0)
 
 
 def exp_gains(judged: Judged) -> np.ndarray:

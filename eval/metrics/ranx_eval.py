@@ -20,7 +20,7 @@ from eval.metrics.measure import (
     DEFAULT_METRICS, MAX_CUTOFF, METRICS, UNCUT, judge, mean_metrics, parse_metric,
 )
 from eval.metrics.ranx_io import judged_query_ids, ranx_per_query, to_qrels, to_run
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.pipeline import PipelineConfig, PipelineRun, get_pipeline, run_pipeline
 
 INTENT_ORDER = ("debug", "concept", "timeline", "brainstorm", "preference")

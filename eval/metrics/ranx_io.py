@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 from eval.metrics.definitions import WARM_METRICS
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.ranking import Ranking
 
 if TYPE_CHECKING:  # ranx (numba, scipy) takes seconds to import: only the functions that use it load it

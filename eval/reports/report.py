@@ -35,7 +35,10 @@ from eval.metrics.ranx_eval import Evaluation
 from eval.learning.router_eval import RouterEvaluation
 from eval.search.sweep import SweepResult
 from retrieval.bm25 import ANALYZERS
-from eval.reports.markup import code, fence, md_inline, plain_figure
+from eval.reports.history_chart import history_figure, history_points
+from eval.reports.markup import plain_figure
+from eval.reports.sections import Block, Bullets, Chart, Code, Para, Section, Table, to_html, to_markdown
+from eval.stores.inputs import NAMES as INPUT_NAMES
 from retrieval.files import atomic_write_files
 from retrieval.pipeline import to_toml
 
@@ -251,13 +254,6 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
-def md_table(header: list[str], rows: list[list[str]]) -> str:
-    esc = md_inline
-    out = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(esc(v) for v in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
 def legend(significance: Significance | None) -> str:
     if significance is None:
         return ""
@@ -462,39 +458,17 @@ code{background:#f2f2f2;padding:1px 4px;border-radius:3px}
 """
 
 
-def _esc(value) -> str:
-    return html.escape(str(value))
-
-
-def _html_table(header, rows, numeric_from: int = 1) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(
-            f"<td class=\"num\">{v}</td>" if i >= numeric_from else f"<td>{v}</td>" for i, v in enumerate(r)
-        ) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _marked(rows: list[list[str]]) -> list[list[str]]:
-    """Escaped cells, a trailing ▲/▼ coloured."""
-    def cell(value: str) -> str:
-        text = _esc(value)
-        for mark, css in ((UP, "up"), (DOWN, "down")):
-            if text.endswith(mark):
-                return f"{text[:-1]}<span class=\"{css}\">{mark}</span>"
-        return text
-    return [[cell(v) for v in row] for row in rows]
-
-
 def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Significance | None,
                  budget: dict[str, BudgetScore] | None = None, router: RouterEvaluation | None = None,
                  sweep: SweepResult | None = None, title: str | None = None, *,
                  intervals: Intervals | None = None, settings: dict | None = None,
-                 bias=()) -> dict[str, Path]:
+                 bias=(), inputs: dict | None = None, history=()) -> dict[str, Path]:
     """Write report.json, report.md and report.html into ``out_dir``; return their paths.
     ``settings``: ``Experiment.settings()`` (the method section and the primary metric); ``bias``:
-    ``eval.statistics.judged_below.bias_table``'s rows (judged@k, nDCG'@k, bpref)."""
-    from eval.statistics.judged_below import bias_lines
+    ``eval.statistics.judged_below.bias_table``'s rows (judged@k, nDCG'@k, bpref); ``inputs``: the
+    content hashes of the inputs (``Experiment.inputs``); ``history``: the dataset's ``rwb check``
+    entries (``eval.stores.history.CheckHistory``). The two documents are rendered from one list
+    of sections (``eval.reports.sections``)."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a folder")
@@ -507,131 +481,138 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
         data["sweep"] = _clean(sweep.to_json())
     if bias:
         data["judgment_bias"] = _clean([row.to_json() for row in bias])
-    bias_header, bias_rows, bias_notes = bias_lines(list(bias), (settings or {}).get("alpha", 0.05))
+    if inputs:
+        data["inputs"] = _clean(inputs)
+    if history:
+        data["check_history"] = _clean(list(history))
     primary = (settings or {}).get("primary_metric") or evaluation.metrics[0]
-    fp = data["fingerprint"]
-    means_header, means = means_rows(evaluation, significance)
-    stats_header = ["metric", *detail_header(significance, intervals)]
-    stats = [[m if i == 0 else "", *row] for m in evaluation.metrics
-             for i, row in enumerate(detail_rows(evaluation, significance, intervals, m))]
-    method = method_lines(settings, significance, intervals)
-    notes = short_notes(evaluation)
-    intent_header, intent_table = intent_rows(evaluation, primary)
-
-    # -- markdown
-    # every text from data (names, labels, intents) through md_inline/code/fence: report.md is
-    # also rendered by the Reports page, where a live image would fetch from the network
-    md = [f"# {md_inline(title)}", "",
-          f"{evaluation.n_queries} judged queries · dataset {code(evaluation.dataset)} · model "
-          f"{code(evaluation.embedder)} · analyzer {code(_analyzer(evaluation))} · pool depth "
-          f"{evaluation.pool_depth} · {created}", ""]
-    if method:
-        md += ["## Method", "", *(f"- {md_inline(line)}" for line in method), ""]
-    md += ["## Metrics", "", md_table(means_header, means), "", md_inline(legend(significance)), ""]
-    if notes:
-        md += [SHORT_NOTE, "", *(f"- {md_inline(n)}" for n in notes), ""]
-    against = significance.baseline if significance else "the baseline"
-    md += [f"## Statistics against {md_inline(against)}", "",
-           md_table(stats_header, stats), ""]
-    if bias_rows:
-        md += ["## Judgment bias", "", BIAS_NOTE, "", md_table(bias_header, bias_rows), "",
-               *(f"- note: {line}" for line in bias_notes), ""]
-    md += ["## Per intent", "", f"{primary} by labelled intent (judged queries in brackets):", "",
-           md_table(intent_header, intent_table), ""]
-    if significance:
-        md += [f"## Per query vs {md_inline(significance.baseline)} ({primary})", "",
-               md_table(["pipeline", "wins", "ties", "losses", f"Δ{primary}"],
-                        [[p, c[primary].wins, c[primary].ties, c[primary].losses, fmt_delta(c[primary].delta)]
-                         for p, c in significance.cells.items()]), ""]
-    if budget:
-        md += ["## Token budget", "", md_inline(_budget_note(budget)), "",
-               md_table(["pipeline", "budget recall", "ceiling", "mean tokens"],
-                        [[p, f"{b.mean:.4f}", f"{b.ceiling:.4f}", f"{b.mean_tokens:.0f}"] for p, b in budget.items()]),
-               ""]
-    if router:
-        md += ["## Intent router", "", md_inline(_router_note(router)), "",
-               md_table(["expected \\ routed", *router.profiles],
-                        [[e, *(router.confusion[e][r] for r in router.profiles)] for e in router.profiles]), ""]
-    if sweep is not None:
-        md += ["## Sweep", "", md_inline(_sweep_note(sweep)), "",
-               md_table(SWEEP_HEADER, sweep_rows(sweep)), "",
-               "Best configuration (usable as `--pipeline FILE`):", "",
-               fence(sweep.best_toml().rstrip(), "toml"), ""]
-    md += ["## Fingerprint", "",
-           f"- dataset: {code(fp['dataset'])} sha256 {code(fp['dataset_fingerprint'])}",
-           f"- model: {code(fp['model'])}", f"- analyzer: {code(fp['analyzer'])}",
-           f"- pool depth: {fp['pool_depth']}",
-           "- versions: " + ", ".join(f"{k} {v}" for k, v in fp["versions"].items()), ""]
-    for name, text in fp["configs"].items():
-        md += [f"### {md_inline(name)}", "", fence(text.rstrip(), "toml"), ""]
-
-    # -- html
-    figures = [_figure_html(_intent_figure(evaluation, primary), "fig-intents", 420)]
-    if significance:
-        figures.append(_figure_html(_wtl_figure(evaluation, significance, primary), "fig-wtl",
-                                    140 + 36 * len(significance.cells)))
-        figures.append(_figure_html(_delta_figure(evaluation, significance.baseline, primary), "fig-delta",
-                                    160 + 40 * len(significance.cells)))
-    parts = [f"<h1>{_esc(title)}</h1>",
-             f"<p class=\"muted\">{evaluation.n_queries} judged queries · dataset <code>{_esc(evaluation.dataset)}"
-             f"</code> · model <code>{_esc(evaluation.embedder)}</code> · analyzer <code>{_esc(_analyzer(evaluation))}"
-             f"</code> · pool depth {evaluation.pool_depth} · {_esc(created)}</p>",
-             *(["<h2>Method</h2>", "<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in method) + "</ul>"]
-               if method else []),
-             "<h2>Metrics</h2>", _html_table([_esc(h) for h in means_header], _marked(means), numeric_from=1),
-             f"<p class=\"muted\">{_esc(legend(significance))}</p>",
-             *([f"<p>{_esc(SHORT_NOTE)}</p><ul>{''.join(f'<li>{_esc(n)}</li>' for n in notes)}</ul>"]
-               if notes else []),
-             f"<h2>Statistics against {_esc(significance.baseline if significance else 'the baseline')}</h2>",
-             _html_table([_esc(h) for h in stats_header], _marked(stats), numeric_from=3),
-             *(["<h2>Judgment bias</h2>", f"<p>{_esc(BIAS_NOTE)}</p>",
-                 _html_table([_esc(h) for h in bias_header],
-                             [[_esc(v) for v in r] for r in bias_rows]),
-                 *(f"<p class=\"note\">{_esc(line)}</p>" for line in bias_notes)]
-               if bias_rows else []),
-             "<h2>Per intent</h2>",
-             f"<p>{_esc(primary)} by labelled intent (judged queries in brackets):</p>",
-             _html_table([_esc(h) for h in intent_header], [[_esc(v) for v in r] for r in intent_table]),
-             figures[0]]
-    if significance:
-        parts += [f"<h2>Per query vs {_esc(significance.baseline)}</h2>", figures[1], figures[2]]
-    if budget:
-        parts += ["<h2>Token budget</h2>", f"<p>{_esc(_budget_note(budget))}</p>",
-                  _html_table(["pipeline", "budget recall", "ceiling", "mean tokens"],
-                              [[_esc(p), f"{b.mean:.4f}", f"{b.ceiling:.4f}", f"{b.mean_tokens:.0f}"]
-                               for p, b in budget.items()])]
-    if router:
-        parts += ["<h2>Intent router</h2>", f"<p>{_esc(_router_note(router))}</p>",
-                  _figure_html(_confusion_figure(router), "fig-router", 420)]
-    if sweep is not None:
-        parts += ["<h2>Sweep</h2>", f"<p>{_esc(_sweep_note(sweep))}</p>",
-                  _figure_html(_sweep_figure(sweep), "fig-sweep", 460),
-                  _html_table(SWEEP_HEADER, [[_esc(v) for v in r] for r in sweep_rows(sweep)], numeric_from=4),
-                  f"<details><summary>Best configuration as TOML (usable as <code>--pipeline FILE</code>): "
-                  f"{_esc(', '.join(f'{k}={v:g}' for k, v in sweep.best_params.items()))}</summary>"
-                  f"<pre>{_esc(sweep.best_toml())}</pre></details>"]
-    parts += ["<h2>Fingerprint</h2>",
-              _html_table(["field", "value"], [
-                  ["dataset", f"<code>{_esc(fp['dataset'])}</code>"],
-                  ["dataset sha256", f"<code>{_esc(fp['dataset_fingerprint'])}</code>"],
-                  ["model", f"<code>{_esc(fp['model'])}</code>"], ["analyzer", f"<code>{_esc(fp['analyzer'])}</code>"],
-                  ["pool depth", str(fp["pool_depth"])],
-                  ["versions", _esc(", ".join(f"{k} {v}" for k, v in fp["versions"].items()))]], numeric_from=9)]
-    parts += ["<p>Pipeline configurations (TOML, each usable as <code>--pipeline FILE</code>):</p>"]
-    parts += [f"<details><summary>{_esc(name)}</summary><pre>{_esc(text)}</pre></details>"
-              for name, text in fp["configs"].items()]
+    sections = [Section(title, (Para((f"{evaluation.n_queries} judged queries · dataset ", Code(evaluation.dataset),
+                                      " · model ", Code(evaluation.embedder), " · analyzer ",
+                                      Code(_analyzer(evaluation)),
+                                      f" · pool depth {evaluation.pool_depth} · {created}"), muted=True),), 1),
+                *_result_sections(evaluation, significance, settings, intervals, bias, primary),
+                *_extra_sections(evaluation, significance, budget, router, sweep, primary),
+                *_input_sections(data["fingerprint"], inputs, history, primary)]
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{_esc(title)}</title><style>{_CSS}</style>"
+            f"<title>{html.escape(title)}</title><style>{_CSS}</style>"
             "</head>"
-            f"<body>{''.join(parts)}{_plotly_loader()}</body></html>\n")
+            f"<body>{to_html(sections)}{_plotly_loader()}</body></html>\n")
 
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
     # one output: all three files are complete before any replaces its predecessor
     summary = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     atomic_write_files({paths["json"]: summary.encode("utf-8"),
-                        paths["md"]: "\n".join(md).encode("utf-8"),
+                        paths["md"]: to_markdown(sections).encode("utf-8"),
                         paths["html"]: page.encode("utf-8")})
     return paths
+
+
+def _result_sections(evaluation: Evaluation, significance: Significance | None, settings: dict | None,
+                     intervals: Intervals | None, bias, primary: str) -> list[Section]:
+    """Method, metrics, statistics, judgment bias and the per-intent table."""
+    from eval.statistics.judged_below import bias_lines
+    sections = []
+    method = method_lines(settings, significance, intervals)
+    if method:
+        sections.append(Section("Method", (Bullets(tuple(method)),)))
+    means_header, means = means_rows(evaluation, significance)
+    notes = short_notes(evaluation)
+    sections.append(Section("Metrics", (Table(tuple(means_header), tuple(means), 1, marked=True),
+                                        Para(legend(significance), muted=True),
+                                        *((Para(SHORT_NOTE), Bullets(tuple(notes))) if notes else ()))))
+    stats = [[m if i == 0 else "", *row] for m in evaluation.metrics
+             for i, row in enumerate(detail_rows(evaluation, significance, intervals, m))]
+    against = significance.baseline if significance else "the baseline"
+    sections.append(Section(f"Statistics against {against}", (
+        Table(("metric", *detail_header(significance, intervals)), tuple(stats), 3, marked=True),)))
+    bias_header, bias_rows, bias_notes = bias_lines(list(bias), (settings or {}).get("alpha", 0.05))
+    if bias_rows:
+        sections.append(Section("Judgment bias", (Para(BIAS_NOTE), Table(tuple(bias_header), tuple(bias_rows)),
+                                                  *((Bullets(tuple(f"note: {line}" for line in bias_notes)),)
+                                                    if bias_notes else ()))))
+    intent_header, intent_table = intent_rows(evaluation, primary)
+    sections.append(Section("Per intent", (
+        Para(f"{primary} by labelled intent (judged queries in brackets):"),
+        Table(tuple(intent_header), tuple(intent_table)),
+        Chart(_figure_html(_intent_figure(evaluation, primary), "fig-intents", 420)))))
+    return sections
+
+
+def _extra_sections(evaluation: Evaluation, significance: Significance | None, budget, router, sweep,
+                    primary: str) -> list[Section]:
+    """Per query against the baseline, the token budget, the intent router and the sweep."""
+    sections = []
+    if significance:
+        wtl = Table(("pipeline", "wins", "ties", "losses", f"Δ{primary}"),
+                    tuple((p, c[primary].wins, c[primary].ties, c[primary].losses, fmt_delta(c[primary].delta))
+                          for p, c in significance.cells.items()))
+        sections.append(Section(f"Per query vs {significance.baseline} ({primary})", (
+            Chart(_figure_html(_wtl_figure(evaluation, significance, primary), "fig-wtl",
+                               140 + 36 * len(significance.cells)), wtl),
+            Chart(_figure_html(_delta_figure(evaluation, significance.baseline, primary), "fig-delta",
+                               160 + 40 * len(significance.cells))))))
+    if budget:
+        sections.append(Section("Token budget", (Para(_budget_note(budget)), Table(
+            ("pipeline", "budget recall", "ceiling", "mean tokens"),
+            tuple((p, f"{b.mean:.4f}", f"{b.ceiling:.4f}", f"{b.mean_tokens:.0f}") for p, b in budget.items())))))
+    if router:
+        confusion = Table(("expected \\ routed", *router.profiles),
+                          tuple((e, *(router.confusion[e][r] for r in router.profiles)) for e in router.profiles))
+        sections.append(Section("Intent router", (
+            Para(_router_note(router)), Chart(_figure_html(_confusion_figure(router), "fig-router", 420), confusion))))
+    if sweep is not None:
+        best = ", ".join(f"{k}={v:g}" for k, v in sweep.best_params.items())
+        sections.append(Section("Sweep", (
+            Para(_sweep_note(sweep)), Chart(_figure_html(_sweep_figure(sweep), "fig-sweep", 460)),
+            Table(tuple(SWEEP_HEADER), tuple(sweep_rows(sweep)), numeric_from=4),
+            Block(("Best configuration as TOML (usable as ", Code("--pipeline FILE"), f"): {best}"),
+                  sweep.best_toml()))))
+    return sections
+
+
+def _input_sections(fp: dict, inputs: dict | None, history, primary: str) -> list[Section]:
+    """The fingerprint and every pipeline's TOML, the inputs' content hashes and the check history."""
+    fingerprint = Table(("field", "value"), (
+        ("dataset", Code(fp["dataset"])), ("dataset sha256", Code(fp["dataset_fingerprint"])),
+        ("model", Code(fp["model"])), ("analyzer", Code(fp["analyzer"])), ("pool depth", str(fp["pool_depth"])),
+        ("versions", ", ".join(f"{k} {v}" for k, v in fp["versions"].items()))), numeric_from=9)
+    sections = [Section("Fingerprint", (
+        fingerprint, Para(("Pipeline configurations (TOML, each usable as ", Code("--pipeline FILE"), "):")),
+        *(Block((name,), text) for name, text in fp["configs"].items())))]
+    if inputs:
+        rows = []
+        for name in INPUT_NAMES:
+            value = inputs.get(name)
+            if isinstance(value, dict):  # the pipeline hash, per pipeline
+                rows += [(f"{name}: {label}", Code(digest)) for label, digest in value.items()]
+            elif value:
+                rows.append((name, Code(value)))
+        sections.append(Section("Inputs", (
+            Para("Content hashes of what these results were computed from (a document's or query's order "
+                 "in its file is not part of its hash): a check against a snapshot names the ones that differ."),
+            Table(("input", "sha256 (short)"), tuple(rows), numeric_from=9))))
+    if history:
+        sections.append(Section("Check history", _history_items(list(history), primary)))
+    return sections
+
+
+def _history_items(entries: list[dict], primary: str) -> tuple:
+    """The dataset's ``rwb check`` runs: a chart of one metric in HTML (``primary`` where the
+    checks gated it), a table of every check in Markdown."""
+    metrics = list(dict.fromkeys(m for e in entries for m in (e.get("metrics") or {})))
+    metric = primary if primary in metrics else (metrics[0] if metrics else primary)
+    rows = []
+    for point in history_points(entries, metric):
+        frozen = point["frozen"]
+        rows.append((point["time"], point["pipeline"], point["snapshot"], f"{point['value']:.4f}",
+                     f"{frozen:.4f}" if isinstance(frozen, (int, float)) else "",
+                     "passed" if point["passed"] else "FAILED",
+                     ", ".join(point["changed"]) or "—"))
+    table = Table(("time", "pipeline", "snapshot", metric, "snapshot's", "verdict", "changed inputs"),
+                  tuple(rows), numeric_from=3)
+    return (Para((f"{len(entries)} ", Code("rwb check"), f" runs on this dataset; {metric} at each (changed "
+                  "inputs: since the pipeline's previous check).")),
+            Chart(_figure_html(history_figure(entries, metric), "fig-history", 320), table))
 
 
 BIAS_NOTE = ("judged@k: share of the top k with any judgment (unjudged documents count as "
@@ -684,9 +665,11 @@ def experiment_summary(experiment) -> dict:
 
 
 def write_experiment_report(experiment, out_dir: str | Path, sweep: SweepResult | None = None,
-                            title: str | None = None) -> dict[str, Path]:
+                            title: str | None = None, history=()) -> dict[str, Path]:
     """report.json, report.md and report.html of an experiment in ``out_dir`` (``sweep``: an
-    optional ``eval.search.sweep.SweepResult`` to include); their paths by kind."""
+    optional ``eval.search.sweep.SweepResult`` to include; ``history``: the dataset's ``rwb
+    check`` entries); their paths by kind."""
     return write_report(out_dir, experiment.evaluation, experiment.significance, experiment.budget,
                         experiment.router, sweep, title, intervals=experiment.intervals,
-                        settings=experiment.settings(), bias=experiment.bias)
+                        settings=experiment.settings(), bias=experiment.bias, inputs=experiment.inputs,
+                        history=history)

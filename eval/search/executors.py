@@ -38,7 +38,7 @@ import numpy as np
 
 from eval.metrics.measure import Judged
 from eval.metrics.measure import config_values
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.pipeline import PipelineConfig
 from retrieval.ray_actors import start_ray
 

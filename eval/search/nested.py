@@ -41,7 +41,7 @@ import numpy as np
 
 from eval.search.sweep import group_count, make_folds
 from eval.statistics.significance import holm, randomization_test
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.pipeline import PIPELINES, PipelineConfig
 
 SINGLE_PATHS = ("vector", "bm25")

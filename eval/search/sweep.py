@@ -33,8 +33,8 @@ import numpy as np
 
 from eval.metrics.measure import BATCH_BYTES, config_values, judge, parse_metric
 from eval.search.space import MAX_POINTS, Space, not_valid, point_values
-from retrieval.candidates import Candidates
-from retrieval.pipeline import ParamError, PipelineConfig, to_toml, with_params
+from retrieval.candidate_table import Candidates
+from retrieval.pipeline import ParamError, PipelineConfig, fits, to_toml, with_params
 
 if TYPE_CHECKING:
     from eval.search.executors import Executor
@@ -244,11 +244,8 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
             config = with_params(base, point_values(space, point))
         except ParamError as error:
             raise not_valid(base, error) from None
-        if config.path_depth > c.pool_depth:
-            values = ", ".join(f"{k}={v:g}" for k, v in point_values(space, point).items())
-            raise ValueError(f"{values} takes "
-                             f"{config.path_depth} candidates per path but the pool holds {c.pool_depth}; "
-                             f"narrow the range or rerun with --pool-depth {config.path_depth}")
+        values = ", ".join(f"{k}={v:g}" for k, v in point_values(space, point).items())
+        fits(config, c.pool_depth, values, "narrow the range or rerun with --pool-depth {depth}")
     n_fold = np.bincount(fold_of, minlength=folds).astype(np.float64)
     best_train = np.full(folds, -np.inf)
     best_at = np.zeros(folds, dtype=np.int64)

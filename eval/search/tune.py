@@ -62,8 +62,8 @@ from eval.statistics.provenance import in_sample
 from eval.search.space import ParamSpec, knob_space, not_valid, parse_param, point_values, tunable
 from eval.search.sweep import group_count, group_labels
 from eval.stores.configs import resolve_config
-from retrieval.candidates import Candidates
-from retrieval.pipeline import (ParamError, PipelineConfig, get_param, get_pipeline, sweepable_params, to_dict,
+from retrieval.candidate_table import Candidates
+from retrieval.pipeline import (ParamError, PipelineConfig, fits, get_param, get_pipeline, sweepable_params, to_dict,
                                 with_params)
 
 if TYPE_CHECKING:
@@ -110,9 +110,8 @@ def check_space(base: PipelineConfig, space: tuple[ParamSpec, ...], sampler: str
             config = with_params(base, point_values(space, [getattr(p, end) for p in space]))
         except ParamError as error:
             raise not_valid(base, error) from None
-        if pool_depth is not None and config.path_depth > pool_depth:
-            raise ValueError(f"the range ends ({end}) take {config.path_depth} candidates per path but the pool "
-                             f"holds {pool_depth}; narrow the range or rerun with --pool-depth {config.path_depth}")
+        if pool_depth is not None:
+            fits(config, pool_depth, f"the range's end ({end})", "narrow the range or rerun with --pool-depth {depth}")
     if sampler == "grid":
         size = math.prod(p.count() for p in space)  # counted, not listed
         if size > MAX_GRID:
@@ -365,8 +364,7 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
     space = tuple(space) if space else default_space(base)
     check_space(base, space, sampler, c.pool_depth)
     for name in SINGLE_PATHS:
-        if get_pipeline(name).path_depth > c.pool_depth:
-            raise ValueError(f"pipeline {name!r} needs pool depth {get_pipeline(name).path_depth}")
+        fits(get_pipeline(name), c.pool_depth)
     scorer = _Scorer(c, qrels, base, metric, routes)
     n = scorer.judged.n_judged
     if n == 0:

@@ -14,7 +14,7 @@ import numpy as np
 from eval.metrics.judgment_bias import BIAS_METRICS, label, per_query_bias
 from eval.metrics.measure import judge
 from eval.statistics.significance import holm, randomization_test
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.ranking import Ranking
 
 

@@ -204,16 +204,23 @@ def _student_and_wtl(qrels, runs, metrics):
         return ranx_compare(qrels, runs, list(metrics), stat_test="student", max_p=1.0)
 
 
+def check_settings(test: str, correction: str, alpha: float, flag: str = "") -> None:
+    """Refuse a paired test, a multiple-comparison correction or a significance level out of
+    range: the one check of these settings, wherever they are given (``flag`` ``"--"``: named as
+    the command line's options)."""
+    if test not in TESTS:
+        raise ValueError(f"{flag}test must be one of {list(TESTS)}, got {test!r}")
+    if correction not in CORRECTIONS:
+        raise ValueError(f"{flag}correction must be one of {sorted(CORRECTIONS)}, got {correction!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"{flag}alpha must lie in (0, 1), got {alpha!r}")
+
+
 def compare_to_baseline(evaluation: Evaluation, qrels: dict[str, dict[str, int]], baseline: str,
                         test: str = "fisher", correction: str = "holm", alpha: float = 0.05,
                         n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = 42) -> Significance:
     """Test every pipeline of ``evaluation`` against ``baseline`` on each of its metrics."""
-    if test not in TESTS:
-        raise ValueError(f"unknown test {test!r}; choose from {list(TESTS)}")
-    if correction not in CORRECTIONS:
-        raise ValueError(f"unknown correction {correction!r}; choose from {sorted(CORRECTIONS)}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    check_settings(test, correction, alpha)
     if baseline not in evaluation.results:
         raise ValueError(f"baseline {baseline!r} was not evaluated; have {list(evaluation.results)}")
     metrics = list(evaluation.metrics)

@@ -18,13 +18,15 @@ Eight inputs, each a short sha256 of its content (never of a file's name or time
   version of the package that ships it), or the runs / vectors a dataset brings;
 - ``analyzer``: the BM25 analyzer the pool was retrieved with (its name and version);
 - ``index``: the index the pool was retrieved from — its manifest's model, analyzer, document
-  count and the checksums of the files that are deterministic in the content (``ids.json``,
-  ``vectors.npy``; Tantivy's and LanceDB's files carry random names), or the dataset's own
+  count and its ids with their vectors (``ids.json``, ``vectors.npy``: the files deterministic in
+  the content; Tantivy's and LanceDB's carry random names), or the dataset's own
   runs / vectors. Vectors computed on another machine may differ in the last bits, so a
   different index hash is a note, never a failure by itself.
 
 ``card`` and ``analyzer`` were added after the first six: a record stored before holds neither,
 and they are compared only where both records hold them (no false alarm on an old snapshot).
+Documents, queries and the index's rows are hashed in id order: reordering the lines of a file
+changes nothing a result depends on, so it is not reported as a change.
 
 The dataset fingerprint (``retrieval.dataset.fingerprint``: all files together) is kept beside
 them; the index manifest and ``judgments`` are reused, not recomputed.
@@ -37,6 +39,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
+
+import numpy as np
 
 from retrieval.bm25 import get_analyzer
 from retrieval.dataset import Dataset
@@ -66,11 +71,13 @@ def judgments_hash(qrels: dict) -> str:
 
 
 def corpus_hash(dataset: Dataset) -> str:
-    return _digest([dataclasses.asdict(d) for d in dataset.documents])
+    """The documents by id: their order in the corpus file is not part of the content."""
+    return _digest([dataclasses.asdict(d) for d in sorted(dataset.documents, key=lambda d: d.id)])
 
 
 def queries_hash(dataset: Dataset) -> str:
-    return _digest([dataclasses.asdict(q) for q in dataset.queries])
+    """The queries by id (their order in the file is not part of the content)."""
+    return _digest([dataclasses.asdict(q) for q in sorted(dataset.queries, key=lambda q: q.id)])
 
 
 def card_hash(dataset: Dataset) -> str:
@@ -141,9 +148,23 @@ def index_hash(dataset: Dataset, embedder: str, analyzer: str) -> str:
         manifest = None
     if not manifest:
         return ""
-    files = manifest.get("files") or {}
     return _digest([manifest.get(k) for k in ("model", "analyzer", "documents")]
-                   + [files.get("ids.json"), files.get("vectors.npy")])
+                   + [_rows_digest(index_dir(dataset, embedder, analyzer) / "current")])
+
+
+def _rows_digest(build: Path) -> str:
+    """The index's ids with their vectors, in id order (so the corpus file's line order is not
+    part of it); "" when the build cannot be read."""
+    try:
+        ids = json.loads((build / "ids.json").read_text("utf-8"))
+        vectors = np.load(build / "vectors.npy", mmap_mode="r")
+    except (OSError, ValueError):
+        return ""
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    digest = hashlib.sha256(json.dumps([ids[i] for i in order]).encode("utf-8", "surrogatepass"))
+    for start in range(0, len(order), 4096):  # a block of rows at a time: the vectors stay mapped
+        digest.update(np.ascontiguousarray(vectors[order[start:start + 4096]]).tobytes())
+    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)

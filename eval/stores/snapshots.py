@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from eval.stores.files import check_name, locked, read_json
 from eval.stores.inputs import Inputs, inputs_of, judgments_hash
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.dataset import Dataset
 from eval.stores.identity import claim, migrate_folder, old_key
 from retrieval.files import atomic_write_text

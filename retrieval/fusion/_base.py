@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.params import Params
 
 LN2 = math.log(2.0)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion._base import Fusion, Scored, finish, in_path, recency_decay, segment_max
 from retrieval.params import Params, choice, flag, number
 from retrieval.profiles import PRESETS, Profile, QualityFactors, preset

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion._base import Fusion, Scored, finish, normalise
 from retrieval.params import Params, number
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion._base import Fusion, LazyComponents, Scored, in_path, unseen, visible_index
 from retrieval.params import Params, choice, number
 

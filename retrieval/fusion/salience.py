@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion._base import Fusion, Scored, finish, recency_decay, segment_max
 from retrieval.fusion.rrf import RRFParams, rrf
 from retrieval.params import Params, number

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion._base import Fusion, NoParams, Scored, finish, in_path
 
 

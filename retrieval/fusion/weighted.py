@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion._base import Fusion, LazyComponents, Scored, in_path, linear_score, normalise
 from retrieval.params import Params, choice, flag, number
 

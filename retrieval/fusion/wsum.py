@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion._base import NORMS, Fusion, LazyComponents, Scored, linear_score, normalise, norm_help
 from retrieval.params import Params, choice, number
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from retrieval.bm25 import MATCH_MODES
 from retrieval.fusion import FUSIONS, get_fusion
 from retrieval.limits import MAX_DEPTH
-from retrieval.params import (KnobRef, Params, ParamWarning, _declared, choice, flag, integer, number, same,
+from retrieval.params import (ENGINE_WRITES, KnobRef, Params, ParamWarning, _declared, choice, flag, integer, number, same,
                               walk_knobs, walk_warnings)
 
 
@@ -32,33 +32,38 @@ class PipelineConfig(Params):
     fusion: str = "rrf"
     description: str = ""
     max_results: int = integer(10, "max results", "results returned per query",
-                               lo=1, hi=50, min=1, max=MAX_DEPTH, group="limits")
+                               lo=1, hi=50, min=1, max=MAX_DEPTH, group="limits",
+                               engine=ENGINE_WRITES)
     candidate_multiplier: float = number(2.0, "candidate multiplier",
                                          "per-path candidates = ⌈max_results × this⌉ (unless depth is set)",
-                                         lo=1.0, hi=10.0, step=0.5, min=1.0, max=1000.0, group="limits")
+                                         lo=1.0, hi=10.0, step=0.5, min=1.0, max=1000.0, group="limits",
+                                         engine=ENGINE_WRITES)
     depth: int | None = integer(None, "depth", "per-path candidates (overrides the multiplier)",
-                                lo=1, hi=200, min=1, max=MAX_DEPTH, group="limits")
+                                lo=1, hi=200, min=1, max=MAX_DEPTH, group="limits",
+                                engine=ENGINE_WRITES)
     min_score: float | None = number(None, "min score", "drop results scoring below this",
-                                     lo=0.0, hi=1.0, step=0.01, group="limits")
+                                     lo=0.0, hi=1.0, step=0.01, group="limits", engine=(None,))
     min_similarity: float | None = number(
         None, "min similarity",
         "relevance floor on the vector path: drop a candidate only the vector path found whose "
         "cosine to the query is below this, so an unrelated query gets an empty answer (Lingxi's "
         "0–3, seed 004); a keyword hit is never dropped (recall first); not applied when the "
-        "query has no vector (keyword-only)", lo=0.0, hi=1.0, step=0.01, min=-1.0, max=1.0, group="limits")
+        "query has no vector (keyword-only)", lo=0.0, hi=1.0, step=0.01, min=-1.0, max=1.0, group="limits",
+        engine=(None,))
     token_budget: int | None = integer(None, "token budget", "stop adding results past this many tokens",
-                                       lo=100, hi=8000, step=100, min=1, max=100_000_000, group="limits")
+                                       lo=100, hi=8000, step=100, min=1, max=100_000_000, group="limits",
+                                       engine=(None,))
     fast_path: bool = flag(False, "fast path", "a query naming a memory file reads that file (seed 000)",
-                           group="limits")
+                           group="limits", engine=(False,))
     timeline_path: bool = flag(False, "timeline path", "a 'what did we do lately' query reads the journal (seed 000)",
-                               group="limits")
+                               group="limits", engine=(False,))
     keyword_match: str = choice("any", MATCH_MODES, "keyword match",
                                 "BM25 path: any = a memory holding some query word (OR); all = every query word "
                                 "(AND, as OpenClaw's FTS query, seed 002); technical = some "
                                 "technical word of the query: error codes (weighted most), "
                                 "identifiers, paths, technical names in any language; Han bigrams "
                                 "only re-rank (Lingxi's grep, seed 004). All three "
-                                "lists are in the candidate pool.", group="limits")
+                                "lists are in the candidate pool.", group="limits", engine=("any",))
     params: Params | None = None
 
     def check(self) -> None:
@@ -82,6 +87,18 @@ class PipelineConfig(Params):
 
     def __str__(self) -> str:
         return self.name
+
+
+def fits(config: PipelineConfig, pool_depth: int, what: str = "",
+         fix: str = "rerun with --pool-depth {depth}") -> PipelineConfig:
+    """``config`` when the candidates it takes per path (``path_depth``) are in a pool of depth
+    ``pool_depth``; otherwise ``ValueError`` naming both: ``what`` names the configuration
+    (default: the pipeline by name), ``fix`` says what to do (``{depth}``: the depth it needs).
+    The one check of a configuration against a pool, wherever one is checked."""
+    if config.path_depth > pool_depth:
+        raise ValueError(f"{what or f'pipeline {config.name!r}'} takes {config.path_depth} candidates per path "
+                         f"but the pool holds {pool_depth}; " + fix.format(depth=config.path_depth))
+    return config
 
 
 # ---- parameters by dotted path ---------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion import FUSIONS, Scored
 from retrieval.fusion.learned.features import FIXED_FEATURES, FIXED_PIPELINES
 from retrieval.fusion._base import LazyComponents, recency_decay, segment_max, segment_min

@@ -260,7 +260,7 @@ def test_pool_save_fsyncs_file_and_folder(tmp_path, monkeypatch, tiny_index):
 _SAVER = """
 import sys
 from pathlib import Path
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 pool = Candidates.load(Path(sys.argv[1]))
 target = Path(sys.argv[2])
 errors = 0

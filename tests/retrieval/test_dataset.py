@@ -194,3 +194,16 @@ def test_trec_qrels_layout_is_accepted(tmp_path):
     root = write_dataset(tmp_path / "trec", [{"_id": "a", "text": "t"}], [{"_id": "q", "text": "x"}],
                          qrels="q 0 a 2\n")
     assert load_dataset(root).qrels == {"q": {"a": 2}}
+
+
+def test_document_fields_are_declared_once_and_the_rows_carry_them():
+    """The loader's field list, defaults and bounds come from ``Document``'s declarations, and
+    the candidate rows' document features are declared numbers of it (issue 43 item 5)."""
+    import dataclasses
+
+    from retrieval.dataset import DOC_FIELDS, DOC_NUMBERS, ROW_FEATURES, Document
+
+    assert DOC_FIELDS == {"_id"} | {f.name for f in dataclasses.fields(Document)} - {"id", "extra"}
+    bounds = {name: (knob.min, knob.max, default) for name, knob, default in DOC_NUMBERS}
+    assert bounds["vitality"] == (0.0, 100.0, 50.0) and bounds["confidence"] == (0.0, 1.0, 1.0)
+    assert set(ROW_FEATURES) <= set(bounds)

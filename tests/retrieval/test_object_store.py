@@ -166,7 +166,7 @@ print(json.dumps({"path": str(handle.path), "encoded": encoded, "stages": stages
 
 
 def _columns_equal(a, b) -> None:
-    from retrieval.candidates import Candidates
+    from retrieval.candidate_table import Candidates
     a, b = Candidates.load(a), Candidates.load(b)
     assert a.doc_ids == b.doc_ids and a.query_ids == b.query_ids
     assert np.array_equal(a.offsets, b.offsets)
@@ -202,7 +202,7 @@ def test_a_second_process_opens_the_shared_index_with_local_results(s3, publishe
     _columns_equal(Path(seen["pool"]), local_pool)
     # and so every pipeline's per-query metrics are the local ones
     from eval.metrics.measure import judge, per_query
-    from retrieval.candidates import Candidates
+    from retrieval.candidate_table import Candidates
     from retrieval.pipeline import PIPELINES, run_pipeline
     qrels = load_dataset(DEVMEM).qrels
     shared, own = Candidates.load(tmp_path / "fresh.npz"), Candidates.load(local_pool)

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from retrieval.candidates import NOT_RETURNED, POOL_MAGIC, Candidates
+from retrieval.candidate_table import NOT_RETURNED, POOL_MAGIC, Candidates
 from tests.conftest import make_candidates
 
 # query 0: d3 dense 0 · d1 keyword 2 · d2 dense 4 and keyword 1 · d0 neither (a fast-path row);

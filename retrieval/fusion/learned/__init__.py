@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion.learned import features as feats
 from retrieval.fusion._base import Fusion, LazyComponents, Scored, unseen
 from retrieval.fusion.learned.model import (

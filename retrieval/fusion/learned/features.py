@@ -48,7 +48,7 @@ import hashlib
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 from retrieval.fusion._base import in_path, normalise, recency_decay, segment_max
 from retrieval.learned_router import FEATURES as QUERY_TEXT_FEATURES
 from retrieval.learned_router import simple_features

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.candidates import Candidates
+from retrieval.candidate_table import Candidates
 import retrieval.fusion.learned.features as feats
 from retrieval.files import atomic_write_text, resolve_inside
 from retrieval.limits import clip

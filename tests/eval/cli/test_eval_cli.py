@@ -121,8 +121,8 @@ def test_bad_input_in_a_real_process_is_one_line_without_traceback(home):
 @pytest.mark.parametrize("args, reason", [
     (["eval", str(TINY), "--pipeline", "rrf", "--metrics", "ndcg@5,foo@3"], "unknown metric 'foo@3'"),
     (["eval", str(TINY), "--pipeline", "nope"], "unknown pipeline 'nope'"),
-    (["eval", str(TINY), "--pipeline", "rrf", "--test", "tukey"], "unknown test 'tukey'"),
-    (["eval", str(TINY), "--pipeline", "rrf", "--correction", "fdr"], "unknown correction 'fdr'"),
+    (["eval", str(TINY), "--pipeline", "rrf", "--test", "tukey"], "test must be one of ['fisher', 'student'], got 'tukey'"),
+    (["eval", str(TINY), "--pipeline", "rrf", "--correction", "fdr"], "correction must be one of ['bonferroni', 'holm', 'none'], got 'fdr'"),
     (["eval", str(TINY), "--pipeline", "rrf", "--gain", "cubic"], "unknown gain 'cubic'"),
     (["eval", str(TINY), "--pipeline", "rrf", "--cutoffs", "5,0"], "bad cutoff '0'"),
     (["eval", str(TINY), "--pipeline", "rrf", "--bootstrap", "0"], "--bootstrap must be ≥ 1"),

@@ -127,13 +127,14 @@ def test_weaviate_arguments():
         (
             "seed-salience",
             "lancedb",
-            ["the fast path", "the timeline path", "the token budget (token_budget = 1500)"],
+            ["fast path (fast_path = True)", "timeline path (timeline_path = True)",
+             "token budget (token_budget = 1500)"],
         ),
         ("adaptive", "opensearch", ["fusion 'adaptive'", "confidence/vitality multipliers"]),
-        ("openclaw", "qdrant", ["the score floor (min_score = 0.35)", "keyword match 'all'"]),
+        ("openclaw", "qdrant", ["min score (min_score = 0.35)", "keyword match (keyword_match = 'all')"]),
         ("rrf", "weaviate", ["rrf_k = 60", "set rrf.rrf_k = 59"]),
         ("combmnz", "lancedb", ["fusion 'combmnz'", "paths that found the document"]),
-        ("lingxi", "weaviate", ["similarity floor"]),
+        ("lingxi", "weaviate", ["min similarity (min_similarity = "]),
     ],
 )
 def test_refusals_name_what_cannot_be_expressed(capsys, label, engine, named):
@@ -142,6 +143,57 @@ def test_refusals_name_what_cannot_be_expressed(capsys, label, engine, named):
     assert err.startswith(f"rwb: error: {engine} cannot express") and err.count("\n") == 1
     for text in named:
         assert text in err, err
+
+
+@pytest.mark.parametrize("engine", ["lancedb", "opensearch", "qdrant", "weaviate"])
+def test_technical_keyword_match_is_refused_not_exported_as_a_plain_query(engine):
+    """Lingxi's keyword path (only the query's technical terms) is a stage no engine's hybrid
+    query runs: exporting it as the plain OR query would deploy another pipeline than the one
+    tuned, so every exporter refuses it and names it."""
+    config = with_params(resolve_config("rrf"), {"keyword_match": "technical", "rrf.rrf_k": 59.0})
+    with pytest.raises(ValueError, match=r"^%s cannot express keyword match \(keyword_match = 'technical'\)" % engine):
+        export_config(config, engine)
+
+
+def test_opensearch_exports_keyword_match_all_as_its_and_operator():
+    body = exported("rrf", "opensearch", keyword_match="all")
+    assert body["search"]["body"]["query"]["hybrid"]["queries"][0]["match"]["text"]["operator"] == "and"
+
+
+def test_every_pipeline_stage_declares_what_an_engine_must_support():
+    """Each knob of a pipeline says how engines run it (``Knob.engine``); one that does not is
+    refused by every exporter, so a stage added without a declaration never exports silently."""
+    from dataclasses import dataclass
+
+    from retrieval.params import declared, flag
+    from retrieval.pipeline import PipelineConfig
+
+    undeclared = [name for name, knob in declared(PipelineConfig) if knob.engine is None]
+    assert undeclared == []
+
+    @dataclass(frozen=True)
+    class WithRerank(PipelineConfig):  # a stage added with no engine declaration
+        rerank: bool = flag(False, "cross-encoder rerank", group="limits")
+
+    config = WithRerank(name="rrf")
+    for engine in ("lancedb", "opensearch", "qdrant", "weaviate"):
+        with pytest.raises(ValueError, match=r"cannot express cross-encoder rerank \(rerank = False\)"):
+            export_config(config, engine)
+
+
+def test_a_fusion_parameter_no_export_reads_is_refused():
+    """A parameter a fusion declares that an exporter's translation does not read is refused
+    (its value would be dropped from the file); the fusions' present parameters are all read."""
+    from retrieval.pipeline import PipelineConfig
+
+    from eval.export import EXPORTERS
+    from eval.export._base import Exporter
+
+    narrower = Exporter("qdrant", "", EXPORTERS["qdrant"].write, ".json", "rrf",
+                        reads={"rrf": frozenset({"rrf_k", "w_dense", "w_sparse"})})
+    with pytest.raises(ValueError, match=r"rrf.weighting = 'multiply' \(a parameter this export does not translate\)"):
+        narrower.export(PipelineConfig(name="rrf"))
+    assert EXPORTERS["qdrant"].export(PipelineConfig(name="rrf")).startswith("{")
 
 
 def test_rrf_weights_lancedb_cannot_express():

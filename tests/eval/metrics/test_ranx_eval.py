@@ -164,9 +164,9 @@ def test_randomization_test_is_seeded_and_exact_in_expectation():
 
 
 def test_bad_significance_options_are_refused(evaluation, tiny):
-    with pytest.raises(ValueError, match="unknown test"):
+    with pytest.raises(ValueError, match="test must be one of"):
         compare_to_baseline(evaluation, tiny.qrels, "vector", test="tukey")
-    with pytest.raises(ValueError, match="unknown correction"):
+    with pytest.raises(ValueError, match="correction must be one of"):
         compare_to_baseline(evaluation, tiny.qrels, "vector", correction="fdr")
     with pytest.raises(ValueError, match="baseline 'weighted' was not evaluated"):
         compare_to_baseline(evaluation, tiny.qrels, "weighted")

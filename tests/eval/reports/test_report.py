@@ -28,8 +28,17 @@ def written(tiny, rwb_home, tmp_path_factory):
     result = sweep(pool, tiny.qrels, base, Space((parse_param("rrf.rrf_k=10:60:10", base),
                                                   parse_param("rrf.w_dense=0:1:0.5", base))), folds=2)
     out = tmp_path_factory.mktemp("report")
-    paths = write_experiment_report(experiment, out, result)
+    paths = write_experiment_report(experiment, out, result, history=HISTORY)
     return paths, experiment.evaluation, tiny
+
+
+INPUTS = {"corpus": "c1", "queries": "q1", "judgments": "j1", "pipeline": "p1", "embedder": "e1", "index": "i1"}
+HISTORY = [  # two checks of rrf; the judgments changed in between, and the second failed
+    {"time": "2026-01-01T10:00:00+0000", "pipeline": "rrf", "snapshot": "base", "passed": True,
+     "metrics": {"ndcg@5": 0.5}, "frozen": {"ndcg@5": 0.5}, "inputs": INPUTS},
+    {"time": "2026-01-02T10:00:00+0000", "pipeline": "rrf", "snapshot": "base", "passed": False,
+     "metrics": {"ndcg@5": 0.45}, "frozen": {"ndcg@5": 0.5}, "inputs": {**INPUTS, "judgments": "j2"}},
+]
 
 
 def test_html_is_self_contained(written):
@@ -103,6 +112,22 @@ def test_markdown_has_the_tables(written):
     assert "## Per intent" in text and "| pipeline | debug (2) | timeline (1) | preference (1) |" in text
     assert "held-out mean" in text
     assert "```toml" in text
+
+
+def test_report_shows_the_inputs_and_the_check_history(written):
+    """``rwb report`` holds the inputs' content hashes and the dataset's check history: a table
+    in Markdown, a chart in HTML, both from one section (issue 41 item 5)."""
+    paths, evaluation, _ = written
+    md, page = paths["md"].read_text("utf-8"), paths["html"].read_text("utf-8")
+    data = json.loads(paths["json"].read_text("utf-8"))
+    assert "## Inputs" in md and f"| corpus | `{data['inputs']['corpus']}` |" in md
+    assert "| pipeline: rrf |" in md and "| pipeline: openclaw |" in md
+    assert "## Check history" in md
+    assert ("| 2026-01-01T10:00:00+0000 | rrf | base | 0.5000 | 0.5000 | passed | — |" in md)
+    assert ("| 2026-01-02T10:00:00+0000 | rrf | base | 0.4500 | 0.5000 | FAILED | judgments |" in md)
+    assert "<h2>Check history</h2>" in page and 'id="fig-history"' in page
+    assert "<h2>Inputs</h2>" in page
+    assert data["check_history"] == HISTORY
 
 
 def test_colour_range_spans_the_values_with_a_few_low_outliers_clipped():

@@ -191,7 +191,7 @@ def test_metric_names_cutoffs_and_gain():
     assert default.primary == "ndcg@5"
     with pytest.raises(ValueError, match="unknown gain"):
         ExperimentOptions(gain="quadratic")
-    with pytest.raises(ValueError, match="unknown correction"):
+    with pytest.raises(ValueError, match="correction must be one of"):
         ExperimentOptions(correction="fdr")
 
 

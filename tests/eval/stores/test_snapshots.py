@@ -194,3 +194,27 @@ def test_a_kept_try_and_a_logged_experiment_record_their_inputs(pool, monkeypatc
     assert logged["inputs"] == {**expected, "pipeline": pipeline_hash(resolve_config("weighted"))}
     st.cache_data.clear()
     st.cache_resource.clear()
+
+
+def test_reordered_corpus_and_query_lines_are_not_a_change(tmp_path, monkeypatch):
+    """The same documents and queries in another line order hash the same, index included (a
+    check used to name "the corpus, the index" as changed)."""
+    import shutil
+
+    from eval.stores.inputs import changed, inputs_of
+    from retrieval.index import open_index
+    from tests.conftest import TINY
+
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
+    shutil.copytree(TINY, tmp_path / "a")
+    shutil.copytree(TINY, tmp_path / "b")
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        lines = (tmp_path / "b" / name).read_text("utf-8").splitlines(keepends=True)
+        (tmp_path / "b" / name).write_text("".join(reversed(lines)), "utf-8")
+    a, b = load_dataset(tmp_path / "a"), load_dataset(tmp_path / "b")
+    assert [d.id for d in a.documents] == [d.id for d in reversed(b.documents)]
+    for dataset in (a, b):
+        open_index(dataset)
+    before = inputs_of(a, a.qrels, None, "minilm", "bigram")
+    after = inputs_of(b, b.qrels, None, "minilm", "bigram")
+    assert before.index and changed(before, after) == []

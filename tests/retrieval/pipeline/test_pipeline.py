@@ -311,7 +311,7 @@ def test_candidate_table_features(tiny, tiny_index):
 
 
 def test_candidate_table_survives_save_and_load(tiny, tiny_index, tmp_path):
-    from retrieval.candidates import Candidates
+    from retrieval.candidate_table import Candidates
     from retrieval.pipeline import run_pipeline
 
     c = build_candidates(tiny_index, tiny.queries, pool_depth=20)
