@@ -242,11 +242,17 @@ class PrecomputedEmbedder:
         )
 
     def encode_documents(self, ids: Sequence[str]) -> np.ndarray:
-        return (
-            np.stack([self.documents[i] for i in ids])
-            if ids
-            else np.empty((0, self.dim), np.float32)
-        )
+        """The documents' vectors in ``ids``' order: the loaded array itself when that is its
+        row order (no copy), else one gathered copy."""
+        if not ids:
+            return np.empty((0, self.dim), np.float32)
+        first = self.documents[ids[0]]
+        whole = first.base if first.base is not None and first.base.ndim == 2 else None
+        if whole is not None and len(ids) == whole.shape[0] and all(
+                self.documents[i].__array_interface__["data"][0] == whole[r].__array_interface__["data"][0]
+                for r, i in enumerate(ids)):
+            return whole
+        return np.stack([self.documents[i] for i in ids])
 
     def encode_queries(self, queries) -> np.ndarray:
         """The vectors of queries by id (a dataset's queries) or, for others, by exact text."""
