@@ -433,7 +433,7 @@ def _open_build(dataset, embedder_name, build, manifest, embedder, degraded) -> 
     bm25 = _open_bm25(build / "bm25", _manifest_analyzer(manifest))
     vectors = exact = store = None
     if manifest["model"]:
-        vectors = np.load(build / "vectors.npy")
+        vectors = np.load(build / "vectors.npy", mmap_mode="r")  # read-only, shared with the page cache: no second copy
         exact = ExactSearch(ids, vectors, doc_rows(dataset))
         try:
             store = VectorStore.open(build / "lance")

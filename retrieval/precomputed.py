@@ -39,6 +39,10 @@ from retrieval.limits import clip
 PRECOMPUTED = "precomputed"
 FOLDER = "vectors"
 FILES = ("corpus.npy", "corpus_ids.txt", "queries.npy", "queries_ids.txt", "model.txt")
+HASH_BLOCK = 1 << 24
+"""Bytes read at a time while hashing the sidecar (``vectors_label``)."""
+UNIT_ROWS = 1 << 16
+"""Rows normalised at a time by ``load_vectors`` (the float64 working copy is this big)."""
 
 
 def _file(root: str | Path, name: str) -> Path:
@@ -70,7 +74,11 @@ def vectors_label(root: str | Path) -> str:
     for name in FILES:
         path = _file(root, name)
         if path.is_file():
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+            digest.update(name.encode() + b"\0")
+            with open(path, "rb") as handle:  # streamed: a 1M × 384 corpus.npy is never held whole
+                for block in iter(lambda: handle.read(HASH_BLOCK), b""):
+                    digest.update(block)
+            digest.update(b"\0")
     return f"{PRECOMPUTED}:{digest.hexdigest()[:16]}"
 
 
@@ -96,7 +104,7 @@ def _read_npy(path: Path, shown: Path) -> np.ndarray:
             f"{shown}: its header claims shape {clip(shape)} of {dtype} ({needed} bytes) but the "
             f"file holds {data_bytes} bytes of data (damaged or cut short)"
         )
-    return np.load(path, allow_pickle=False)
+    return np.load(path, allow_pickle=False, mmap_mode="r")  # pages read as rows are used, not a copy
 
 
 def _read_ids(resolved: Path, path: Path) -> list[str]:
@@ -158,22 +166,34 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise ValueError(f"{ids_path}: no vector for {what} {clip(missing[0])}{more}")
-    finite = np.isfinite(array).all(axis=1)
+    unit = np.empty(array.shape, dtype=np.float32)  # the one copy kept
+    for start in range(0, array.shape[0], UNIT_ROWS):
+        _unit_rows(array, start, unit, array_path, ids)
+    return dict(zip(ids, unit))
+
+
+def _unit_rows(array: np.ndarray, start: int, unit: np.ndarray, array_path: Path, ids: list[str]) -> None:
+    """Rows ``start`` to ``start + UNIT_ROWS`` of ``array`` unit-normalised into ``unit``.
+
+    The norm and the division run in float64, as they always have, so a vector's float32 bits
+    do not depend on the chunking (nor changed when the chunking came): float64 also keeps a
+    float16/float32 input's tiny or huge components from under- or overflowing in the squares.
+    """
+    vectors = np.asarray(array[start:start + UNIT_ROWS], dtype=np.float64)
+    finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():
-        row = int(np.flatnonzero(~finite)[0])
+        row = start + int(np.flatnonzero(~finite)[0])
         raise ValueError(
             f"{array_path}: row {row} (id {clip(ids[row])}, 0-based) holds NaN or infinity"
         )
-    vectors = array.astype(np.float64)
     norms = np.linalg.norm(vectors, axis=1)
     if (norms == 0).any():
-        row = int(np.flatnonzero(norms == 0)[0])
+        row = start + int(np.flatnonzero(norms == 0)[0])
         raise ValueError(
             f"{array_path}: row {row} (id {clip(ids[row])}, 0-based) is a zero vector (no "
             "direction, so no cosine)"
         )
-    unit = (vectors / norms[:, None]).astype(np.float32)
-    return dict(zip(ids, unit))
+    unit[start:start + UNIT_ROWS] = vectors / norms[:, None]
 
 
 @dataclass
@@ -222,11 +242,17 @@ class PrecomputedEmbedder:
         )
 
     def encode_documents(self, ids: Sequence[str]) -> np.ndarray:
-        return (
-            np.stack([self.documents[i] for i in ids])
-            if ids
-            else np.empty((0, self.dim), np.float32)
-        )
+        """The documents' vectors in ``ids``' order: the loaded array itself when that is its
+        row order (no copy), else one gathered copy."""
+        if not ids:
+            return np.empty((0, self.dim), np.float32)
+        first = self.documents[ids[0]]
+        whole = first.base if first.base is not None and first.base.ndim == 2 else None
+        if whole is not None and len(ids) == whole.shape[0] and all(
+                self.documents[i].__array_interface__["data"][0] == whole[r].__array_interface__["data"][0]
+                for r, i in enumerate(ids)):
+            return whole
+        return np.stack([self.documents[i] for i in ids])
 
     def encode_queries(self, queries) -> np.ndarray:
         """The vectors of queries by id (a dataset's queries) or, for others, by exact text."""
