@@ -3,12 +3,17 @@
 ``score(d) = vector_weight · cos(q, d) + text_weight · text(d)``; a path that missed ``d``
 adds 0. ``text`` is ``1 / (1 + rank)`` (``rank``, OpenClaw ``bm25RankToScore``), per-query
 min-max (``minmax``) or Φ of the per-query z-score (``zscore``). When the vector path
-returned nothing for a query (keyword-only), the text score carries both weights. With
-``keyword_first`` (Lingxi), a document the keyword path found scores ``vector_weight +
-text_weight`` more, which puts every keyword hit above every memory only the vector path found
-(whose score is at most ``vector_weight``): seed 004 US-1, the note holding the message's error
-code "在其候选中被优先考虑" (prioritised among the candidates), recall first; the order within
-each group is the weighted score's.
+returned nothing for a query (keyword-only), the text score carries both weights. The
+``lingxi`` preset is this formula as seed 004 F2 states it (0.7 × semantic + 0.3 × keyword,
+the keyword rank mapped by 1/(1+rank), sorted, top 0–3).
+
+``keyword_first`` (off by default) departs from F2: a document the keyword path found scores
+``vector_weight + text_weight`` more, which puts every keyword hit above every memory only the
+vector path found (whose score is at most ``vector_weight``), a two-tier sort rather than the
+seed's weighted one; the order within each tier is the weighted score's. Its reason: with an
+embedder that cannot read the store's language (MiniLM on Chinese notes) the weighted sort
+lets notes of meaningless cosine outrank the note holding the message's error code, which US-1
+wants "在其候选中被优先考虑" (prioritised among the candidates).
 Source: seed 002 OpenClaw ``mergeHybridResults`` (0.7 / 0.3); seed 004 Lingxi F2."""
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ class WeightedParams(Params):
                             "rank: 1/(1+rank) as OpenClaw · minmax: per query · zscore: Φ(z) per query")
     keyword_first: bool = flag(False, "keyword hits first",
                                "a memory the keyword path found ranks above every memory only the "
-                               "vector path found (score + vector_weight + text_weight); Lingxi, seed 004 US-1")
+                               "vector path found (score + vector_weight + text_weight): a departure from seed "
+                               "004 F2's weighted sort, for an embedder that cannot read the store's language")
 
 
 def text_scores(c: Candidates, visible: np.ndarray, depth: int, norm: str) -> np.ndarray:
