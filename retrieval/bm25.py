@@ -6,8 +6,16 @@ Fields holding the same text:
 - ``idents``: identifiers kept whole (``user_id``, ``err_conn_refused``, ``utils/retry.py``);
 - ``bigrams`` (analyzer ``bigram`` only): every pair of adjacent Han characters within a run
   of Han text (``深色主题`` → ``深色 色主 主题``), so a query's word order counts in Chinese,
-  where there are no spaces to split words at. Latin text has no Han runs, so an English
-  corpus gets the same scores under either analyzer.
+  where there are no spaces to split words at;
+- ``segments`` (analyzer ``jieba`` only): the words of two or more characters that jieba's
+  dictionary segmentation finds in each run of Han text (``保存资料时报错`` → ``保存 资料 时报``),
+  segmented in Python and indexed as whitespace-separated text; a query's Han runs are segmented
+  the same way. Single characters are already in ``words``. jieba (its bundled dictionary,
+  nothing fetched) is imported and its dictionary built on first use, once per process, with its
+  log quiet; its own disk cache (a pickle-like file in the shared temp folder, trusted without a
+  check) is not used.
+
+Latin text has no Han runs, so an English corpus gets the same scores under every analyzer.
 
 The analyzer is part of an index's identity (``ANALYZERS``; recorded in the manifest, in the
 index folder's path and in the candidate pool's key): an index opened with an analyzer it was
@@ -42,8 +50,10 @@ the query's *technical terms* (``technical_terms``), each matched whole in ``ide
   backticks or quotes; English function words (scikit-learn's ``ENGLISH_STOP_WORDS``) never.
 
 A document must hold at least one of those terms to be a keyword hit. The query's Han bigrams
-(analyzer ``bigram``, free of the function characters ``HAN_FUNCTION``) then add to the score of
-those hits, weighted ``TERM_WEIGHTS["bigram"]``, but never make a hit alone: a note sharing
+(analyzer ``bigram``, free of the function characters ``HAN_FUNCTION``; weighted
+``TERM_WEIGHTS["bigram"]``) or its jieba words (analyzer ``jieba``, those not made of function
+characters only; ``TERM_WEIGHTS["word"]``) then add to the score of those hits, but never make
+a hit alone: a note sharing
 ``保存``/``资料``/``报错`` with the message is not "technical" for it, and the vector path covers
 wording. So a purely Chinese message without such a term has no keyword path (and with no
 vectors, no answer — Lingxi's silence). Chinese technical nouns cannot be told from other Chinese
@@ -54,6 +64,7 @@ agent ("由 Agent 自然语言理解后执行"); these rules are our choice.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,12 +93,15 @@ class Analyzer:
     version: str
     bigrams: bool
     summary: str
+    segments: bool = False
 
 
 ANALYZERS: dict[str, Analyzer] = {a.name: a for a in (
     Analyzer("unigram", "bilingual-v1", False, "Han characters one by one + Latin words + whole identifiers"),
     Analyzer("bigram", "bilingual-bigram-v1", True,
              "as unigram, plus every pair of adjacent Han characters (Chinese word order counts)"),
+    Analyzer("jieba", "bilingual-jieba0.42.1-v1", False,
+             "as unigram, plus the Chinese words jieba's dictionary segments each Han run into", segments=True),
 )}
 ANALYZER_VERSION = ANALYZERS[DEFAULT_ANALYZER].version
 """The default analyzer's version (a pool or index records its own: ``Candidates.analyzer``)."""
@@ -123,6 +137,29 @@ def han_bigrams(text: str) -> list[str]:
     return [run[i:i + 2] for run in HAN_RUNS.analyze(text) for i in range(len(run) - 1)]
 
 
+@functools.cache
+def _jieba():
+    """jieba's tokenizer with its bundled dictionary, built once per process (seconds). jieba
+    logs the build to stderr at DEBUG: its logger is set to WARNING first."""
+    import jieba  # on first use: only the jieba analyzer needs it
+
+    jieba.setLogLevel(logging.WARNING)
+    tokenizer = jieba.Tokenizer()
+    tokenizer.FREQ, tokenizer.total = tokenizer.gen_pfdict(tokenizer.get_dict_file())
+    tokenizer.initialized = True  # built here, bypassing jieba's cache file in the temp folder
+    return tokenizer
+
+
+def han_words(text: str) -> list[str]:
+    """jieba's words of two or more characters within each run of Han text, in order (repeats
+    kept); the same for a document and a query."""
+    runs = HAN_RUNS.analyze(text)
+    if not runs:
+        return []
+    cut = _jieba().lcut
+    return [w for run in runs for w in cut(run) if len(w) > 1]
+
+
 def _schema(analyzer: Analyzer) -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
@@ -130,6 +167,8 @@ def _schema(analyzer: Analyzer) -> tantivy.Schema:
     builder.add_text_field("idents", tokenizer_name="rwb_idents", index_option="freq")
     if analyzer.bigrams:
         builder.add_text_field("bigrams", tokenizer_name="rwb_bigrams", index_option="freq")
+    if analyzer.segments:
+        builder.add_text_field("segments", tokenizer_name="rwb_bigrams", index_option="freq")
     for name in ("scope", "project", "grp"):
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
     return builder.build()
@@ -169,16 +208,19 @@ class IndexedDoc:
 
 def query_terms(text: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[str, str]]:
     """(field, term) pairs for a user string, deduplicated, capped at MAX_QUERY_TERMS:
-    words first (the terms ``all`` requires), then identifiers, then Han bigrams."""
+    words first (the terms ``all`` requires), then identifiers, then Han bigrams or jieba words."""
     text = scrub_text(text)
+    spec = get_analyzer(analyzer)
     terms = [("words", t) for t in WORDS.analyze(text)]
     terms += [("idents", t) for t in IDENTS.analyze(text) if not t.isalnum() or len(t) > 1]
-    if get_analyzer(analyzer).bigrams:
+    if spec.bigrams:
         terms += [("bigrams", t) for t in han_bigrams(text)]
+    if spec.segments:
+        terms += [("segments", t) for t in han_words(text)]
     return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
 
 
-TERM_WEIGHTS = {"error-code": 4.0, "identifier": 1.0, "name": 1.0, "bigram": 0.5}
+TERM_WEIGHTS = {"error-code": 4.0, "identifier": 1.0, "name": 1.0, "bigram": 0.5, "word": 0.5}
 """Tantivy boost of each kind of technical term in the ``technical`` query: an error code
 outweighs everything else a message holds (seed 004: the strongest signal); bigrams only re-rank."""
 
@@ -213,8 +255,8 @@ def _is_error_code(token: str) -> bool:
 def technical_terms(text: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[str, str, str]]:
     """The ``(kind, field, term)`` triples mode ``technical`` searches for, kinds as in
     ``TERM_WEIGHTS``: error codes, identifiers and names (whole, in ``idents``), then Han bigrams
-    (analyzer ``bigram`` only); each term once, with the strongest kind it was found as; capped
-    at MAX_QUERY_TERMS (see the module docstring for the rules)."""
+    (analyzer ``bigram``) or jieba words (analyzer ``jieba``); each term once, with the strongest
+    kind it was found as; capped at MAX_QUERY_TERMS (see the module docstring for the rules)."""
     text = scrub_text(text)
     kinds: dict[str, str] = {}
 
@@ -244,9 +286,12 @@ def technical_terms(text: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[s
                 if token.lower() not in function_words:
                     add(token, "name")
     terms = [(kind, "idents", term) for term, kind in kinds.items()]
-    if terms and get_analyzer(analyzer).bigrams:
+    spec = get_analyzer(analyzer)
+    if terms and spec.bigrams:
         terms += [("bigram", "bigrams", t) for t in dict.fromkeys(han_bigrams(text))
                   if not HAN_FUNCTION.intersection(t)]
+    if terms and spec.segments:
+        terms += [("word", "segments", t) for t in dict.fromkeys(han_words(text)) if not HAN_FUNCTION.issuperset(t)]
     return terms[:MAX_QUERY_TERMS]
 
 
@@ -269,6 +314,8 @@ class BM25Index:
             fields = dict(id=doc.id, words=text, idents=text, scope=doc.scope, project=doc.project, grp=doc.group)
             if spec.bigrams:
                 fields["bigrams"] = " ".join(han_bigrams(scrub_text(text)))
+            if spec.segments:
+                fields["segments"] = " ".join(han_words(scrub_text(text)))
             writer.add_document(tantivy.Document(**fields))
         writer.commit()
         writer.wait_merging_threads()
@@ -280,7 +327,7 @@ class BM25Index:
         """Open an index built with ``analyzer``; ``ValueError`` when it was built with another."""
         spec = get_analyzer(analyzer)
         index = tantivy.Index.open(str(path))
-        if _has_field(index.schema, "bigrams") != spec.bigrams:
+        if _has_field(index.schema, "bigrams") != spec.bigrams or _has_field(index.schema, "segments") != spec.segments:
             raise ValueError(f"the BM25 index at {path} was not built with the {spec.name!r} analyzer")
         _register(index)
         index.reload()
@@ -311,15 +358,15 @@ class BM25Index:
 
     def _technical_clause(self, text: str) -> tantivy.Query | None:
         """Some error code, identifier or name is required (each boosted by its kind's weight);
-        the bigrams only add to a hit's score."""
+        the bigrams or jieba words only add to a hit's score."""
         def term(kind: str, field: str, value: str) -> tantivy.Query:
             return tantivy.Query.boost_query(tantivy.Query.term_query(self._schema, field, value), TERM_WEIGHTS[kind])
 
         terms = technical_terms(text, self.analyzer)
-        required = [(tantivy.Occur.Should, term(*t)) for t in terms if t[0] != "bigram"]
+        required = [(tantivy.Occur.Should, term(*t)) for t in terms if t[0] not in ("bigram", "word")]
         if not required:
             return None
-        extra = [(tantivy.Occur.Should, term(*t)) for t in terms if t[0] == "bigram"]
+        extra = [(tantivy.Occur.Should, term(*t)) for t in terms if t[0] in ("bigram", "word")]
         return tantivy.Query.boolean_query([(tantivy.Occur.Must, tantivy.Query.boolean_query(required)), *extra])
 
     def search(self, text: str, depth: int, filters: Filters = Filters(),

@@ -9,6 +9,9 @@ neuralsearch/processor/``, the snapshot read for issue 29):
   ``normalizeSingleScore`` / ``calculateNormalizedScore`` without lower/upper bounds: equal min,
   max and score give ``SINGLE_RESULT_SCORE`` 1.0, else ``(score − min) / (max − min)``, a result of
   exactly 0 becomes ``MIN_SCORE`` 0.001;
+- ``l2``: ``normalization/L2ScoreNormalizationTechnique.java`` ``getL2Norm`` (a float sum of
+  squares, then ``(float) Math.sqrt``) and ``normalizeSingleScore`` (``score / l2Norm``, 0 when the
+  norm is 0), one shard;
 - ``rrf_scores``: ``normalization/RRFNormalizationTechnique.java`` ``calculateNormalizedScore``:
   ``1 / (rank_constant + position + 1)`` rounded to 10 decimals (``BigDecimal`` HALF_UP), as float;
 - ``arithmetic_mean``, ``geometric_mean``, ``harmonic_mean``, ``rrf_sum``:
@@ -48,6 +51,18 @@ def min_max(scores: list[float]) -> list[float]:
         n = F(F(s - lo) / F(hi - lo))
         out.append(MIN_SCORE if n == F(0.0) else n)
     return out
+
+
+def l2(scores: list[float]) -> list[float]:
+    """One sub-query's scores normalised (``L2ScoreNormalizationTechnique``, one shard)."""
+    total = F(0.0)
+    for s in scores:
+        total = F(total + F(F(s) * F(s)))
+    norm = F(math.sqrt(float(total)))
+    return [F(0.0) if norm == 0 else F(F(s) / norm) for s in scores]
+
+
+NORMALIZE = {"min_max": min_max, "l2": l2}
 
 
 def rrf_scores(n: int, rank_constant: int) -> list[float]:
@@ -118,9 +133,10 @@ def hybrid(sub_queries: list[list[tuple[str, float]]], processor: dict) -> list[
                       for hits in sub_queries]
         technique = "rrf"
     else:
-        if body["normalization"]["technique"] != "min_max":
+        normalize = NORMALIZE.get(body["normalization"]["technique"])
+        if normalize is None:
             raise ValueError(f"not ported: {body['normalization']}")
-        normalised = [list(zip([d for d, _ in hits], min_max([s for _, s in hits]))) for hits in sub_queries]
+        normalised = [list(zip([d for d, _ in hits], normalize([s for _, s in hits]))) for hits in sub_queries]
         technique = combination["technique"]
     per_doc: dict[str, list] = {}
     for j, hits in enumerate(normalised):

@@ -86,18 +86,24 @@ def resolve_embedder(name: str | None, dataset: Dataset, query: str | None = Non
     return name
 
 
-def add_analyzer(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--analyzer", default=DEFAULT_ANALYZER, choices=sorted(ANALYZERS),
-                   help="BM25 analyzer: " + "; ".join(f"{a.name} = {a.summary}" for a in ANALYZERS.values())
-                        + f" (default {DEFAULT_ANALYZER}); each has its own index and candidate pool")
+ANALYZER_HELP = ("BM25 analyzer: " + "; ".join(f"{a.name} = {a.summary}" for a in ANALYZERS.values())
+                 + f" (default {DEFAULT_ANALYZER}); each has its own index and candidate pool")
+
+
+def add_analyzer(p: argparse.ArgumentParser, several: bool = False) -> None:
+    if several:  # None when not given: the command takes [DEFAULT_ANALYZER]
+        p.add_argument("--analyzer", action="append", default=None, choices=sorted(ANALYZERS),
+                       help=ANALYZER_HELP + "; repeat to compare analyzers side by side")
+    else:
+        p.add_argument("--analyzer", default=DEFAULT_ANALYZER, choices=sorted(ANALYZERS), help=ANALYZER_HELP)
 
 
 def add_pool_options(p: argparse.ArgumentParser, several_embedders: bool = False) -> None:
     """DATASET, --embedder, --analyzer, --judgments, --pool-depth, --quiet: what every pool-based
-    command takes."""
+    command takes (``several_embedders``: --embedder and --analyzer may be repeated)."""
     p.add_argument("dataset", help="dataset folder")
     add_embedder(p, several_embedders)
-    add_analyzer(p)
+    add_analyzer(p, several_embedders)
     p.add_argument("--pool-depth", type=int, default=DEFAULT_POOL_DEPTH,
                    help=f"candidates per path retrieved once per query (default {DEFAULT_POOL_DEPTH})")
     p.add_argument("--judgments", choices=SOURCES, default="explicit",

@@ -20,6 +20,7 @@ from eval.reports.report import (SHORT_NOTE, detail_header, detail_rows, intent_
 from eval.learning.router_eval import router_lines
 from eval.cli.engine import add_context_options
 from eval.stores.history import DEFAULT_WAIT, CheckHistory, dataset_lock
+from retrieval.bm25 import DEFAULT_ANALYZER
 from retrieval.dataset import load_dataset
 from eval.search.tune import in_sample_warning
 
@@ -70,9 +71,13 @@ def _experiment(args, dataset, pool, options: ExperimentOptions, used) -> Experi
 def cmd_eval(args) -> int:
     options = _options(args)
     embedders = list(dict.fromkeys(args.embedder or [None]))
-    if len(embedders) > 1 and (args.context or args.replay):
-        raise ValueError("several --embedder compare pipelines side by side; --context and --replay take one")
-    args.embedder = embedders[0]
+    analyzers = list(dict.fromkeys(args.analyzer or [DEFAULT_ANALYZER]))
+    if len(embedders) > 1 and len(analyzers) > 1:
+        raise ValueError("compare either embedders or analyzers side by side: repeat --embedder or --analyzer, not both")
+    for flag, named in (("--embedder", embedders), ("--analyzer", analyzers)):
+        if len(named) > 1 and (args.context or args.replay):
+            raise ValueError(f"several {flag} compare pipelines side by side; --context and --replay take one")
+    args.embedder, args.analyzer = embedders[0], analyzers[0]
     if args.context:
         from eval.cli.engine import _open, context_replay
 
@@ -81,6 +86,8 @@ def cmd_eval(args) -> int:
     experiment_configs(args.pipeline, args.baseline)  # unknown pipelines fail before the pool loads
     if len(embedders) > 1:
         return _compare_embedders(args, embedders, options)
+    if len(analyzers) > 1:
+        return _compare_analyzers(args, analyzers, options)
     dataset, pool = load_with_pool(args)
     used = judgments(args, dataset, say=args.replay)  # else the method lines say it
     if args.replay:
@@ -117,6 +124,31 @@ def _compare_embedders(args, embedders: list[str], options: ExperimentOptions) -
     first = next(iter(pools.values()))
     print(f"{dataset.name}: {experiment.evaluation.n_queries} judged queries · models {', '.join(pools)} "
           f"(each pipeline as <pipeline>@<model>; baseline {experiment.baseline}) · analyzer {first.analyzer} "
+          f"· pool depth {first.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
+    return _print_experiment(args, options, experiment)
+
+
+def _compare_analyzers(args, analyzers: list[str], options: ExperimentOptions) -> int:
+    """``rwb eval`` with several ``--analyzer``: each pipeline per BM25 analyzer (one embedder),
+    all paired-tested against the baseline with the first analyzer, as ``_compare_embedders``."""
+    from eval.experiments.embedders import compare_embedders
+
+    pools = {}
+    for name in analyzers:
+        args.analyzer = name
+        dataset, pool = load_with_pool(args)
+        pools[pool.analyzer] = pool
+    used = judgments(args, dataset, say=False)
+    configs = experiment_configs(args.pipeline, args.baseline)
+    for pool in pools.values():
+        check_depth(configs, pool.pool_depth)
+    with Progress("analyzer") as progress:
+        experiment = compare_embedders(pools, dataset, args.pipeline, args.baseline, options, qrels=used.qrels,
+                                       judgments=used.to_json(), progress=progress.stage("analyzers"),
+                                       side="analyzer")
+    first = next(iter(pools.values()))
+    print(f"{dataset.name}: {experiment.evaluation.n_queries} judged queries · analyzers {', '.join(pools)} "
+          f"(each pipeline as <pipeline>@<analyzer>; baseline {experiment.baseline}) · model {first.embedder} "
           f"· pool depth {first.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
     return _print_experiment(args, options, experiment)
 

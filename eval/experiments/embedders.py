@@ -10,6 +10,9 @@ with the other embedders included — is paired-tested against it on the same co
 per metric across all the runs), with bootstrap intervals and budget recall as ``rwb eval`` has
 them. The intent router's evaluation and the judgment-bias table belong to one pool and are not
 computed here (run ``rwb eval`` per embedder for them).
+
+``rwb eval DATASET --analyzer bigram --analyzer jieba`` is the same with one pool per BM25
+analyzer (``side="analyzer"``): runs ``<pipeline>@<analyzer>``, the baseline's first analyzer.
 """
 
 from __future__ import annotations
@@ -35,12 +38,13 @@ def run_label(pipeline: str, embedder: str) -> str:
 def compare_embedders(pools: Mapping[str, Candidates], dataset: Dataset, pipelines: Sequence[str],
                       baseline: str = "vector", options: ExperimentOptions | None = None, *,
                       qrels: dict[str, dict[str, int]] | None = None, judgments: dict | None = None,
-                      progress: Callable[[int, int], None] | None = None) -> Experiment:
-    """``pools``: embedder name → its candidate pool of ``dataset``'s queries, in the order
-    named (the first holds the baseline). Returns an ``Experiment`` over the
-    ``<pipeline>@<embedder>`` runs (no router, no bias table; see the module docstring)."""
+                      progress: Callable[[int, int], None] | None = None, side: str = "embedder") -> Experiment:
+    """``pools``: embedder name (or, with ``side="analyzer"``, analyzer name) → its candidate
+    pool of ``dataset``'s queries, in the order named (the first holds the baseline). Returns an
+    ``Experiment`` over the ``<pipeline>@<name>`` runs (no router, no bias table; see the
+    module docstring)."""
     if len(pools) < 2:
-        raise ValueError("comparing embedders needs at least two --embedder")
+        raise ValueError(f"comparing {side}s needs at least two --{side}")
     options = options or ExperimentOptions()
     if qrels is None:
         qrels, judgments = dataset.qrels, {"label": "dataset qrels"}
@@ -48,9 +52,9 @@ def compare_embedders(pools: Mapping[str, Candidates], dataset: Dataset, pipelin
     base_label = next(iter(configs))
     intents = intent_of(dataset.queries)
     parts: dict[str, Evaluation] = {}
-    for i, (embedder, pool) in enumerate(pools.items()):
-        routes = learned_routes(pool, dataset.queries, configs, embedder)
-        parts[embedder] = evaluate_pipelines(pool, qrels, configs, options.metrics, intents, routes=routes)
+    for i, (name, pool) in enumerate(pools.items()):
+        routes = learned_routes(pool, dataset.queries, configs, pool.embedder)
+        parts[name] = evaluate_pipelines(pool, qrels, configs, options.metrics, intents, routes=routes)
         if progress:
             progress(i + 1, len(pools))
     evaluation = _merged(parts)

@@ -12,7 +12,10 @@ Expressible, exactly as neural-search computes it:
   ``normalization-processor``: ``min_max`` (``MinMaxScoreNormalizationTechnique``: an exact 0
   becomes 0.001, equal scores 1.0) and the weighted ``arithmetic_mean`` / ``geometric_mean`` /
   ``harmonic_mean`` (``*MeanScoreCombinationTechnique.combine``: a missed sub-query scores 0,
-  counted in the arithmetic mean, left out of the other two). Under ``semantics = 'rwb'`` (every
+  counted in the arithmetic mean, left out of the other two); ``norm = l2`` →
+  ``l2`` (``L2ScoreNormalizationTechnique``: score / √Σ score² per sub-query, no floor; l2 is not
+  shift-invariant, so ours takes the vector leg's score as OpenSearch's ``cosinesimil`` k-NN
+  score (1 + cos) / 2, and the export says the vector field must use that space). Under ``semantics = 'rwb'`` (every
   hit floored at 0.001, a miss counted as 0.001) the export is refused, naming the difference.
 
 Weights are rounded to 6 decimals; a weight > 0 whose share rounds to 0 is refused.
@@ -30,7 +33,8 @@ import json
 from eval.export._base import Exporter, refuse, refuse_fusion, rrf_multiplies, shares
 from retrieval.pipeline import PipelineConfig
 
-SUPPORTED = "rrf (whole rrf_k from 1 to 10,000); mean with norm = minmax and semantics = opensearch"
+SUPPORTED = "rrf (whole rrf_k from 1 to 10,000); mean with norm = minmax or l2 and semantics = opensearch"
+TECHNIQUES = {"minmax": "min_max", "l2": "l2"}  # our norm → OpenSearch's normalization technique
 QUERY_TEXT, QUERY_VECTOR = "<query text>", "<query vector>"
 
 
@@ -57,7 +61,7 @@ def processor(config: PipelineConfig) -> dict:
         if params.w_dense != params.w_sparse:
             combination["parameters"] = {"weights": _weights(config)}
         return {"score-ranker-processor": {"combination": combination}}
-    if config.fusion == "mean" and params.norm == "minmax":
+    if config.fusion == "mean" and params.norm in TECHNIQUES:
         if params.semantics != "opensearch":
             raise refuse(
                 "opensearch",
@@ -69,7 +73,7 @@ def processor(config: PipelineConfig) -> dict:
             )
         return {
             "normalization-processor": {
-                "normalization": {"technique": "min_max"},
+                "normalization": {"technique": TECHNIQUES[params.norm]},
                 "combination": {
                     "technique": f"{params.mean}_mean",
                     "parameters": {"weights": _weights(config)},
@@ -113,6 +117,9 @@ def export(config: PipelineConfig) -> str:
             "pagination_depth needs OpenSearch 2.19 or later (the per-path depth)",
         ],
     }
+    if config.fusion == "mean" and config.params.norm == "l2":
+        body["notes"].append("l2 normalisation: the vector field's space_type must be cosinesimil "
+                             "(k-NN score (1 + cos) / 2, k-NN 2.19 or later), the score rwb's l2 normalises")
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -15,6 +15,10 @@ setting an environment variable of the server, 100 by default
 ``path depth`` candidates per path, so the export names ``QUERY_HYBRID_MAXIMUM_RESULTS = path
 depth``; a path depth below ``max_results`` (which Weaviate would exceed) is refused. The
 setting is server-wide: every hybrid query of that server then fetches legs that deep.
+With ``alpha`` 0 or 1 Weaviate runs one leg only (``hybrid/searcher.go`` ``Search``: the keyword
+search under ``alpha < 1``, the vector search under ``alpha > 0``): a document only the other
+path found is not returned at all, where ours ranks it with that path's weight 0; the export
+says so in its notes.
 Source: Weaviate ``usecases/traverser/hybrid/hybrid_fusion.go`` (``FusionRanked``,
 ``FusionRelativeScore``); documentation, "Hybrid search" (``alpha``, ``fusionType``).
 ``tests/weaviate_port.py`` ports these functions as the test oracle."""
@@ -86,6 +90,11 @@ def export(config: PipelineConfig) -> str:
             f"{DEPTH_SETTING}={depth} (server-wide)",
         ],
     }
+    one_leg = {0.0: "keyword", 1.0: "vector"}.get(float(alpha))
+    if one_leg:
+        body["notes"].append(f"alpha = {alpha:g}: Weaviate runs the {one_leg} leg only (hybrid/searcher.go), "
+                             f"so a document only the other path found is never returned (rwb ranks it "
+                             f"with weight 0)")
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
 

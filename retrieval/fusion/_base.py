@@ -165,7 +165,7 @@ def finish(score: np.ndarray, visible: np.ndarray, components: dict, multipliers
 
 # ---- per-path score normalisation (the score-fusion modules share it) -------------------
 
-NORM_TEXT = {"minmax": "(s−min)/(max−min)", "zscore": "(s−mean)/σ", "dbsf": "Qdrant, (s − (μ − 3σ)) / 6σ",
+NORM_TEXT = {"minmax": "(s−min)/(max−min)", "l2": "s/√Σs² as OpenSearch (vector s = (1+cos)/2)", "zscore": "(s−mean)/σ", "dbsf": "Qdrant, (s − (μ − 3σ)) / 6σ",
              "rank": "1/(1+rank) as OpenClaw", "rank_linear": "1 − rank/n as ranx"}
 NORMS = tuple(NORM_TEXT)
 
@@ -210,6 +210,13 @@ def _normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: 
                 the ``dbsf`` pipeline ranks as ``rwb export --to qdrant`` does. A hit more than 3σ
                 from its list's mean (possible from 11 hits on) lies outside [0, 1]; one more than
                 3σ below it scores under a miss (0), as in Qdrant.
+    ``l2``      s / √(Σ s²), the sum over the path's hits for the query (OpenSearch ``l2``:
+                neural-search ``processor/normalization/L2ScoreNormalizationTechnique.java``,
+                ``getL2Norm`` and ``normalizeSingleScore``; a norm of 0 gives 0, its
+                ``MIN_SCORE``). l2 is not shift-invariant, so ``s`` is the score OpenSearch
+                hands the processor: BM25 as it is, and on the vector path the k-NN score of
+                space ``cosinesimil``, (1 + cos) / 2 (every engine since k-NN 2.19; OpenSearch
+                documentation, "Spaces"); hence every value lies in [0, 1].
     ``rank``    1 / (1 + rank) (OpenClaw ``bm25RankToScore``), rank 0-based.
     ``rank_linear``  1 − rank / n, n the hits of that path for the query (ranx ``rank``;
                 Lee, SIGIR 1997: 1 − (rank − 1)/n with 1-based ranks).
@@ -243,6 +250,11 @@ def _normalise(c: Candidates, visible: np.ndarray, depth: int, path: str, norm: 
             miss = segment_min(c, out, hit)
         else:
             out = np.where(tied, 0.5, (dev + DBSF_SIGMAS * safe) / (2 * DBSF_SIGMAS * safe))
+    elif norm == "l2":
+        if path == "dense":
+            raw = (1.0 + raw) / 2.0  # OpenSearch's cosinesimil score
+        norm2 = np.sqrt(np.bincount(q[hit], weights=raw[hit] ** 2, minlength=c.n_queries))[q]
+        out = np.where(norm2 > 0, raw / np.where(norm2 > 0, norm2, 1.0), 0.0)
     elif norm == "rank":
         out = 1.0 / (1.0 + np.maximum(0, rank))
     elif norm == "rank_linear":

@@ -4,9 +4,12 @@ returned the document (ranx ``mnz``).
 ``score(d) = (norm(cos(q, d)) + norm(BM25(q, d))) × |{paths that returned d}|``, each path
 normalised per query over the documents it returned (edge cases in
 ``retrieval.fusion._base.normalise``); a path that missed the document adds 0. Only the
-norms whose values are ≥ 0 are offered (min-max, rank, rank_linear, and dbsf, which goes below
-0 only for a hit more than 3σ under its list's mean): with z-scores a negative sum would be
-pushed further down by the overlap multiplier, so being found by both paths would hurt.
+norms whose values are never below 0 are offered (min-max, OpenSearch's l2, rank,
+rank_linear): with a negative sum the overlap multiplier would push a document further down,
+so being found by both paths would hurt. z-scores and DBSF are refused with that reason: DBSF
+is not clipped (a hit more than 3σ under its list's mean scores below 0, as in Qdrant), and
+neither Qdrant (fusion ``rrf`` / ``dbsf``) nor OpenSearch (arithmetic / geometric / harmonic
+mean, ``rrf``) defines a CombMNZ whose choice could be followed.
 Source: Fox & Shaw, "Combination of multiple searches", TREC-2 1994; ranx
 ``fusion/comb_mnz.py``."""
 
@@ -20,12 +23,21 @@ from retrieval.candidate_table import Candidates
 from retrieval.fusion._base import NORMS, Fusion, Scored, finish, normalise, norm_help
 from retrieval.params import Params, choice
 
-MNZ_NORMS = tuple(n for n in NORMS if n != "zscore")
+SIGNED_NORMS = ("zscore", "dbsf")  # can go below 0
+MNZ_NORMS = tuple(n for n in NORMS if n not in SIGNED_NORMS)
 
 
 @dataclass(frozen=True)
 class CombMnzParams(Params):
     norm: str = choice("minmax", MNZ_NORMS, "normalisation", norm_help(MNZ_NORMS))
+
+    def __post_init__(self):
+        if self.norm in SIGNED_NORMS:  # the reason, before the choice's plain "must be one of"
+            raise ValueError(f"combmnz refuses norm = {self.norm!r}: its values go below 0, where × paths "
+                             "would rank a document both paths found lower (neither Qdrant nor OpenSearch "
+                             "defines CombMNZ); use combsum for it, or combmnz with "
+                             + ", ".join(MNZ_NORMS))
+        super().__post_init__()
 
 
 def combmnz(c: Candidates, visible: np.ndarray, depth: int, params: CombMnzParams = CombMnzParams()) -> Scored:

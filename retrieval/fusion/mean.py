@@ -17,7 +17,8 @@ returned, and ``W`` the sum of the weights counted:
   being found by one (the conformance property every fusion here keeps);
 - ``opensearch``: neural-search's processor exactly: a normalised score ≤ 0 becomes 0.001 and
   every other one is kept (``MinMaxScoreNormalizationTechnique.calculateNormalizedScore``
-  replaces only an exact 0; ``ZScoreNormalizationTechnique`` every z ≤ 0), and the geometric
+  replaces only an exact 0; ``ZScoreNormalizationTechnique`` every z ≤ 0;
+  ``L2ScoreNormalizationTechnique`` none), and the geometric
   and harmonic means leave a missed path out, weight included (``combine`` skips a score ≤ 0;
   ``ScoreCombiner.getNormalizedScoresPerDocument`` gives a missed sub-query 0). A document
   found by one path can then rank above one found by both. ``rwb export --to opensearch``
@@ -25,7 +26,7 @@ returned, and ``W`` the sum of the weights counted:
 
 Normalisation and its edge cases: ``retrieval.fusion._base.normalise`` (OpenSearch's z-score
 uses the sample σ and returns the raw max score for a single hit; here σ is the population's
-and a single hit has z = 0: the export writes ``min_max`` only).
+and a single hit has z = 0: the export writes ``min_max`` and ``l2`` only).
 Source: OpenSearch neural-search, ``processor/combination/`` ``ArithmeticMean``, ``GeometricMean`` and
 ``HarmonicMeanScoreCombinationTechnique.java`` (``combine``), ``ScoreCombiner.java``;
 ``processor/normalization/`` ``MinMax`` and ``ZScoreNormalizationTechnique.java``."""
@@ -71,7 +72,10 @@ def mean(c: Candidates, visible: np.ndarray, depth: int, params: MeanParams = Me
     s, hits = {}, {}
     for path in ("dense", "sparse"):
         value, hit = normalise(c, visible, depth, path, params.norm)
-        floored = np.where(value > 0, value, MIN_SCORE) if opensearch else np.maximum(value, MIN_SCORE)
+        if opensearch:  # min_max and z-score floor a score ≤ 0 at 0.001; OpenSearch's l2 keeps it
+            floored = value if params.norm == "l2" else np.where(value > 0, value, MIN_SCORE)
+        else:
+            floored = np.maximum(value, MIN_SCORE)
         s[path], hits[path] = np.where(hit, floored, missed), hit
     w = {"dense": params.w_dense, "sparse": params.w_sparse}
     terms = {p: w[p] * s[p] for p in s}
@@ -80,7 +84,7 @@ def mean(c: Candidates, visible: np.ndarray, depth: int, params: MeanParams = Me
         total_w = params.w_dense + params.w_sparse
         return finish(linear / total_w, visible, {p: t / total_w for p, t in terms.items()})
     # the weights counted: both paths', or (opensearch) those of the paths that returned the row
-    counted = {p: np.where(hits[p] | (not opensearch), w[p], 0.0) for p in s}
+    counted = {p: np.where((hits[p] & (s[p] > 0)) | (not opensearch), w[p], 0.0) for p in s}
     total_w = counted["dense"] + counted["sparse"]
     found = total_w > 0
     safe_w = np.where(found, total_w, 1.0)

@@ -2,13 +2,19 @@
 
 ``score(d) = vector_weight · cos(q, d) + text_weight · text(d)``; a path that missed ``d``
 adds 0. ``text`` is ``1 / (1 + rank)`` (``rank``, OpenClaw ``bm25RankToScore``), per-query
-min-max (``minmax``) or Φ of the per-query z-score (``zscore``). When the vector path
-returned nothing for a query (keyword-only), the text score carries both weights. With
-``keyword_first`` (Lingxi), a document the keyword path found scores ``vector_weight +
-text_weight`` more, which puts every keyword hit above every memory only the vector path found
-(whose score is at most ``vector_weight``): seed 004 US-1, the note holding the message's error
-code "在其候选中被优先考虑" (prioritised among the candidates), recall first; the order within
-each group is the weighted score's.
+min-max (``minmax``), OpenSearch's ``l2`` (s / √Σs² per query) or Φ of the per-query z-score
+(``zscore``). When the vector path
+returned nothing for a query (keyword-only), the text score carries both weights. The
+``lingxi`` preset is this formula as seed 004 F2 states it (0.7 × semantic + 0.3 × keyword,
+the keyword rank mapped by 1/(1+rank), sorted, top 0–3).
+
+``keyword_first`` (off by default) departs from F2: a document the keyword path found scores
+``vector_weight + text_weight`` more, which puts every keyword hit above every memory only the
+vector path found (whose score is at most ``vector_weight``), a two-tier sort rather than the
+seed's weighted one; the order within each tier is the weighted score's. Its reason: with an
+embedder that cannot read the store's language (MiniLM on Chinese notes) the weighted sort
+lets notes of meaningless cosine outrank the note holding the message's error code, which US-1
+wants "在其候选中被优先考虑" (prioritised among the candidates).
 Source: seed 002 OpenClaw ``mergeHybridResults`` (0.7 / 0.3); seed 004 Lingxi F2."""
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from retrieval.candidate_table import Candidates
 from retrieval.fusion._base import Fusion, LazyComponents, Scored, in_path, linear_score, normalise
 from retrieval.params import Params, choice, flag, number
 
-TEXT_NORMS = ("rank", "minmax", "zscore")
+TEXT_NORMS = ("rank", "minmax", "l2", "zscore")
 
 
 @dataclass(frozen=True)
@@ -32,20 +38,22 @@ class WeightedParams(Params):
     text_weight: float = number(0.3, "text weight", "weight of the normalised BM25 score (OpenClaw: 0.3)",
                                 lo=0.0, hi=1.0, step=0.05, min=0.0, max=100.0, group="weights")
     text_norm: str = choice("rank", TEXT_NORMS, "BM25 normalisation",
-                            "rank: 1/(1+rank) as OpenClaw · minmax: per query · zscore: Φ(z) per query")
+                            "rank: 1/(1+rank) as OpenClaw · minmax: per query · l2: s/√Σs² per query as OpenSearch · "
+                            "zscore: Φ(z) per query")
     keyword_first: bool = flag(False, "keyword hits first",
                                "a memory the keyword path found ranks above every memory only the "
-                               "vector path found (score + vector_weight + text_weight); Lingxi, seed 004 US-1")
+                               "vector path found (score + vector_weight + text_weight): a departure from seed "
+                               "004 F2's weighted sort, for an embedder that cannot read the store's language")
 
 
 def text_scores(c: Candidates, visible: np.ndarray, depth: int, norm: str) -> np.ndarray:
     """BM25 mapped to a comparable scale, 0 where the keyword path missed the document.
 
     ``rank``: ``1 / (1 + rank)`` (OpenClaw ``bm25RankToScore``); ``minmax``: (s − min)/(max − min)
-    per query, 1.0 when all hits tie (a hit beats a miss); ``zscore``: Φ((s − mean)/std),
+    per query, 1.0 when all hits tie (a hit beats a miss); ``l2``: s / √Σs² per query (OpenSearch); ``zscore``: Φ((s − mean)/std),
     the standard normal CDF of the per-query z-score, so every hit lies in (0, 1) and
     still beats a miss (Φ(0) = 0.5 when std is 0)."""
-    if norm in ("rank", "minmax"):  # the shared per-path normalisations, same formulas
+    if norm in ("rank", "minmax", "l2"):  # the shared per-path normalisations, same formulas
         return normalise(c, visible, depth, "sparse", norm)[0]
     if norm != "zscore":
         raise ValueError(f"text_norm must be one of {list(TEXT_NORMS)}, got {norm!r}")
@@ -96,4 +104,5 @@ def weighted(c: Candidates, visible: np.ndarray, depth: int, params: WeightedPar
 
 FUSION = Fusion("weighted", WeightedParams, weighted, "vector_weight · cos + text_weight · text(BM25)",
                 "seed 002 OpenClaw; seed 004 Lingxi",
-                variants=(WeightedParams(text_norm="minmax"), WeightedParams(text_norm="zscore")))
+                variants=(WeightedParams(text_norm="minmax"), WeightedParams(text_norm="l2"),
+                          WeightedParams(text_norm="zscore")))

@@ -44,15 +44,17 @@ PIPELINES: dict[str, PipelineConfig] = {p.name: p for p in (
         max_results=3, candidate_multiplier=1.0, min_score=0.85),
     PipelineConfig(
         "lingxi", "weighted",
-        "Lingxi (seed 004): 10 candidates per path, weighted union 0.7/0.3, top 0–3; the "
-        "keyword path is a grep for the query's technical terms (error codes weighted most, "
-        "identifiers, paths, versions, technical names in any language; Han bigrams only "
-        "re-rank); keyword hits rank first; a memory only the vector path found must reach "
-        "cosine 0.3, a keyword hit always stays (nothing found by either → empty); "
-        "keyword-only when vectors fail. The seed leaves open which words are technical and "
-        "how an answer comes out empty: both are our choices.",
-        max_results=3, depth=10, min_similarity=0.3, keyword_match="technical",
-        params=get_fusion("weighted").params(keyword_first=True)),
+        "Lingxi (seed 004): 10 candidates per path, union scored 0.7 × cosine + 0.3 × "
+        "1/(1+keyword rank) (seed 004 F2's formula), sorted by it, top 0–3; the keyword path "
+        "is a grep for the query's technical terms (error codes weighted most, identifiers, "
+        "paths, versions, technical names in any language; Han bigrams only re-rank; a purely "
+        "Chinese message with no technical word has no keyword path); a memory only the "
+        "vector path found must reach cosine 0.3, a keyword hit always stays (nothing found "
+        "by either → empty); keyword-only when vectors fail. The seed leaves open which words "
+        "are technical and how an answer comes out empty: both are our choices. The knob "
+        "keyword_first (off) departs from F2: every keyword hit above every vector-only "
+        "memory, for an embedder that cannot read the store's language (MiniLM on Chinese).",
+        max_results=3, depth=10, min_similarity=0.3, keyword_match="technical"),
     PipelineConfig("wsum", "wsum", "ranx wsum: 0.5·minmax(cos) + 0.5·minmax(BM25), each path normalised per query."),
     PipelineConfig("combsum", "combsum", "CombSUM (Fox & Shaw): minmax(cos) + minmax(BM25)."),
     PipelineConfig("combmnz", "combmnz", "CombMNZ (Fox & Shaw): (minmax(cos) + minmax(BM25)) × paths that found it."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.bm25 import ANALYZERS, BM25Index, Filters, IndexedDoc, han_bigrams, query_terms
+from retrieval.bm25 import ANALYZERS, BM25Index, Filters, IndexedDoc, han_bigrams, han_words, query_terms, technical_terms
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def test_the_bigram_analyzer_adds_bigram_terms_after_the_words():
     assert query_terms("深色主题", "bigram") == [("words", "深"), ("words", "色"), ("words", "主"), ("words", "题"),
                                               ("bigrams", "深色"), ("bigrams", "色主"), ("bigrams", "主题")]
     assert query_terms("ERR_CONN_REFUSED", "bigram") == query_terms("ERR_CONN_REFUSED", "unigram")
-    with pytest.raises(ValueError, match=r"unknown analyzer 'trigram'; choose from \['bigram', 'unigram'\]"):
+    with pytest.raises(ValueError, match=r"unknown analyzer 'trigram'; choose from \['bigram', 'jieba', 'unigram'\]"):
         query_terms("x", "trigram")
 
 
@@ -137,6 +137,37 @@ def test_bigrams_rank_the_characters_in_query_order_first(tmp_path):
     assert ids(bigram) == ["in-order", "reversed"] and bigram[0][1] > bigram[1][1]
 
 
+def test_jieba_segments_each_han_run_into_dictionary_words(capfd):
+    """jieba's bundled dictionary: 深色 / 主题, 数据库 / 连接 / 超时; single characters stay in
+    ``words`` only; never across Latin text; quiet (jieba prints its dictionary build by default)."""
+    assert han_words("深色主题") == ["深色", "主题"]
+    assert han_words("数据库连接超时 ERR_CONN_REFUSED，请检查配置") == ["数据库", "连接", "超时", "检查", "配置"]
+    assert han_words("dark theme 深") == []
+    assert query_terms("深色主题", "jieba") == [("words", "深"), ("words", "色"), ("words", "主"), ("words", "题"),
+                                             ("segments", "深色"), ("segments", "主题")]
+    assert query_terms("ERR_CONN_REFUSED", "jieba") == query_terms("ERR_CONN_REFUSED", "unigram")
+    assert capfd.readouterr().err == ""
+
+
+def test_jieba_ranks_the_note_holding_the_query_words_first(tmp_path):
+    """'whole' segments into 数据库 / 超时, 'scattered' (the same five characters) into 超 / 数据库 /
+    时, without the word 超时: jieba ranks 'whole' first, unigrams tie."""
+    assert (han_words("数据库超时"), han_words("超数据库时")) == (["数据库", "超时"], ["数据库"])
+    docs = [IndexedDoc("whole", "数据库超时"), IndexedDoc("scattered", "超数据库时"), IndexedDoc("other", "天空很蓝")]
+    index = _pair(tmp_path, docs)
+    unigram, jieba = index["unigram"].search("数据库超时", 10), index["jieba"].search("数据库超时", 10)
+    assert sorted(ids(unigram)) == ["scattered", "whole"] and unigram[0][1] == pytest.approx(unigram[1][1])
+    assert ids(jieba) == ["whole", "scattered"] and jieba[0][1] > jieba[1][1]
+
+
+def test_a_purely_chinese_message_without_a_technical_word_has_no_keyword_path_under_jieba_too():
+    assert technical_terms("保存资料时提示没有权限", "jieba") == []
+    # with an error code the jieba words only re-rank (function-character words dropped)
+    assert technical_terms("我们保存资料时报错 E11000", "jieba") == [
+        ("error-code", "idents", "e11000"), ("word", "segments", "保存"), ("word", "segments", "资料"),
+        ("word", "segments", "时报")]
+
+
 def test_english_scores_are_the_same_under_both_analyzers(tmp_path):
     docs = [IndexedDoc("e1", "KeyError: 'user_id' when loading accounts"),
             IndexedDoc("e2", "The user profile page shows the id of each account"),
@@ -150,7 +181,10 @@ def test_english_scores_are_the_same_under_both_analyzers(tmp_path):
 
 def test_an_index_is_opened_only_with_the_analyzer_it_was_built_with(tmp_path):
     index = _pair(tmp_path, [IndexedDoc("z", "深色主题")])
-    assert (index["unigram"].analyzer, index["bigram"].analyzer) == ("unigram", "bigram")
+    assert (index["unigram"].analyzer, index["bigram"].analyzer, index["jieba"].analyzer) == ("unigram", "bigram", "jieba")
+    for built, asked in (("jieba", "unigram"), ("jieba", "bigram"), ("unigram", "jieba")):
+        with pytest.raises(ValueError, match=f"was not built with the '{asked}' analyzer"):
+            BM25Index.open(tmp_path / built, asked)
     with pytest.raises(ValueError, match="was not built with the 'bigram' analyzer"):
         BM25Index.open(tmp_path / "unigram", "bigram")
     with pytest.raises(ValueError, match="was not built with the 'unigram' analyzer"):

@@ -121,6 +121,17 @@ def test_weaviate_arguments():
     }
 
 
+@pytest.mark.parametrize("alpha, leg", [(0.0, "keyword"), (1.0, "vector")])
+def test_weaviate_with_alpha_0_or_1_says_it_runs_one_leg(alpha, leg):
+    """Weaviate's hybrid searcher runs the keyword leg only under alpha < 1 and the vector leg
+    only under alpha > 0 (hybrid/searcher.go)."""
+    notes = exported("relative-score", "weaviate", relative_score__alpha=alpha)["notes"]
+    assert [n for n in notes if "leg only" in n] == [
+        f"alpha = {alpha:g}: Weaviate runs the {leg} leg only (hybrid/searcher.go), so a document only "
+        "the other path found is never returned (rwb ranks it with weight 0)"]
+    assert not any("leg only" in n for n in exported("relative-score", "weaviate")["notes"])
+
+
 @pytest.mark.parametrize(
     "label, engine, named",
     [

@@ -126,7 +126,13 @@ def opensearch_top(pool, exported: dict):
     depth = hybrid["pagination_depth"]
     assert hybrid["queries"][1]["knn"]["vector"]["k"] == depth
     return lambda qi: [d for d, _ in opensearch_port.hybrid(
-        [leg(pool, qi, "sparse", depth), leg(pool, qi, "dense", depth)], processor)[:body["size"]]]
+        [leg(pool, qi, "sparse", depth), knn_scores(leg(pool, qi, "dense", depth))], processor)[:body["size"]]]
+
+
+def knn_scores(hits: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The k-NN query's scores as OpenSearch hands them on: space ``cosinesimil`` scores
+    (1 + cos) / 2 (every engine since k-NN 2.19; OpenSearch documentation, "Spaces")."""
+    return [(d, (1.0 + s) / 2.0) for d, s in hits]
 
 
 @pytest.mark.parametrize("label, changes", [
@@ -136,6 +142,9 @@ def opensearch_top(pool, exported: dict):
     ("opensearch", {"mean__mean": "geometric", "mean__w_dense": 0.3, "mean__w_sparse": 0.7}),
     ("opensearch", {"mean__mean": "harmonic", "mean__w_dense": 0.7, "mean__w_sparse": 0.3}),
     ("opensearch", {"mean__mean": "geometric", "depth": 50}),
+    ("opensearch", {"mean__norm": "l2"}),
+    ("opensearch", {"mean__norm": "l2", "mean__mean": "geometric", "mean__w_dense": 0.3, "mean__w_sparse": 0.7}),
+    ("opensearch", {"mean__norm": "l2", "mean__mean": "harmonic", "depth": 50}),
 ])
 def test_opensearch_runs_the_export_as_we_fuse(devmem, label, changes):
     _, pool = devmem

@@ -29,6 +29,13 @@ def test_opensearch_min_max_replaces_only_an_exact_zero():
     assert os_port.min_max([5.0]) == [1.0] and os_port.min_max([3.0, 3.0]) == [1.0, 1.0]
 
 
+def test_opensearch_l2_equals_neural_search_test_values():
+    # L2ScoreNormalizationTechniqueTests.testNormalizedScoresAreSetAtCorrectIndices
+    assert os_port.l2([2.0, 3.0]) == pytest.approx([0.5547, 0.8321], abs=1e-4)
+    assert os_port.l2([4.0, 5.0]) == pytest.approx([0.6247, 0.7809], abs=1e-4)
+    assert os_port.l2([1.0]) == [1.0] and os_port.l2([0.0, 0.0]) == [0.0, 0.0]  # norm 0 → MIN_SCORE 0
+
+
 def test_opensearch_rrf_scores_are_one_over_rank_constant_plus_position_plus_one():
     # RRFNormalizationTechnique.calculateNormalizedScore: 1 / (rank_constant + position + 1), 10 decimals
     assert os_port.rrf_scores(3, 60) == pytest.approx([1 / 61, 1 / 62, 1 / 63], rel=1e-7)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+
+from eval.cli import main as rwb_main
+from retrieval.params import knob_of
 
 from retrieval.fusion.combmnz import CombMnzParams, combmnz
 from retrieval.pipeline import PIPELINES, run_pipeline
@@ -32,7 +37,23 @@ def test_the_combmnz_pipeline():
     assert ranked_ids(c, run_pipeline(c, PIPELINES["combmnz"]).ranking) == ["B", "A", "D", "C"]  # 3, 2, 0.5, 0
 
 
-def test_zscores_are_not_offered():
-    """A negative z-score sum times 2 would rank a document found by both paths lower."""
-    with pytest.raises(ValueError, match="norm must be one of"):
-        CombMnzParams(norm="zscore")
+@pytest.mark.parametrize("norm", ["zscore", "dbsf"])
+def test_norms_that_go_below_0_are_refused_with_the_reason(norm, capsys, tmp_path):
+    """A negative sum times 2 would rank a document found by both paths lower; DBSF is
+    unclipped (Qdrant), and neither Qdrant nor OpenSearch defines CombMNZ to follow."""
+    with pytest.raises(ValueError, match=f"combmnz refuses norm = '{norm}': its values go below 0"):
+        CombMnzParams(norm=norm)
+    norm_knob = next(knob_of(f) for f in dataclasses.fields(CombMnzParams) if f.name == "norm")
+    assert norm not in norm_knob.options                         # not offered on the pages either
+    pipeline = tmp_path / "mnz.toml"
+    pipeline.write_text(f'fusion = "combmnz"\n[combmnz]\nnorm = "{norm}"\n')
+    assert rwb_main(["export", str(pipeline), "--to", "opensearch"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rwb: error: ") and "combmnz refuses" in err
+
+
+def test_l2_is_offered_and_never_below_0():
+    """OpenSearch's l2 (vector score (1 + cos) / 2): a negative cosine still gives a value ≥ 0."""
+    c = two_path_table()
+    score = combmnz(c, everything_visible(c), 20, CombMnzParams(norm="l2")).score
+    assert (score[everything_visible(c)] >= 0).all()

@@ -39,6 +39,12 @@ EXPECTED = {  # norm -> path -> {doc: value}; a miss included
     "dbsf": {"dense": {"A": (0.75 - (0.5 - 3 * 0.25)) / (6 * 0.25), "B": (0.5 + 0.25) / 1.5,
                        "C": (0.25 + 0.25) / 1.5, "D": 0.0},
              "sparse": {"B": (10 - (6 - 3 * 4)) / (6 * 4), "D": (6 + 6) / 24, "A": (2 + 6) / 24, "C": 0.0}},
+    # s / √Σs² over the path's hits (OpenSearch l2), the vector path's s OpenSearch's (1 + cos) / 2:
+    # 0.875, 0.75, 0.625; BM25 10, 6, 2
+    "l2": {"dense": {"A": 0.875 / math.sqrt(0.875 ** 2 + 0.75 ** 2 + 0.625 ** 2),
+                     "B": 0.75 / math.sqrt(0.875 ** 2 + 0.75 ** 2 + 0.625 ** 2),
+                     "C": 0.625 / math.sqrt(0.875 ** 2 + 0.75 ** 2 + 0.625 ** 2), "D": 0.0},
+           "sparse": {"B": 10 / math.sqrt(140), "D": 6 / math.sqrt(140), "A": 2 / math.sqrt(140), "C": 0.0}},
     "rank": {"dense": {"A": 1 / (1 + 0), "B": 1 / (1 + 1), "C": 1 / (1 + 2), "D": 0.0},
              "sparse": {"B": 1 / (1 + 0), "D": 1 / (1 + 1), "A": 1 / (1 + 2), "C": 0.0}},
     "rank_linear": {"dense": {"A": 1 - 0 / 3, "B": 1 - 1 / 3, "C": 1 - 2 / 3, "D": 0.0},
@@ -100,6 +106,33 @@ def test_a_path_that_found_nothing_gives_0(norm):
     assert not hit[c.query_idx == 2].any()
 
 
+def test_l2_gives_neural_search_own_golden_values():
+    """neural-search ``L2ScoreNormalizationTechniqueTests.testNormalizedScoresAreSetAtCorrectIndices``:
+    sub-query scores (2, 3) → 0.5547, 0.8321; (4, 5) → 0.6247, 0.7809; a single 1.0 → 1.0; a
+    document a sub-query did not return → 0 (asserted to 1e-4 there); and
+    ``testNormalization_whenResultFromOneShardOneSubQuery``: (0.5, 0.2) → s / √(0.5² + 0.2²).
+    A path whose hits all score 0 gives 0 (``normalizeSingleScore``: l2Norm == 0 → MIN_SCORE 0).
+    BM25 scores go in as they are; the vector path's cosine as OpenSearch's (1 + cos) / 2, so
+    cosines 3, 5, 7 are the scores 2, 3, 4."""
+    c = make_candidates([
+        [{"id": "d1", "bm25_rank": 1, "bm25_score": 2.0, "dense_rank": 1, "dense_sim": 3.0},
+         {"id": "d2", "bm25_rank": 0, "bm25_score": 3.0, "dense_rank": 0, "dense_sim": 5.0}],
+        [{"id": "d2", "bm25_rank": 0, "bm25_score": 4.0}, {"id": "d1", "bm25_rank": 1, "bm25_score": 5.0}],
+        [{"id": "d1", "bm25_rank": 0, "bm25_score": 1.0}, {"id": "d2", "dense_rank": 0, "dense_sim": 1.0}],
+        [{"id": "d2", "bm25_rank": 0, "bm25_score": 0.5}, {"id": "d4", "bm25_rank": 1, "bm25_score": 0.2}],
+        [{"id": "z", "bm25_rank": 0, "bm25_score": 0.0}],
+    ])
+    sparse = normalise(c, everything_visible(c), 20, "sparse", "l2")[0]
+    dense = normalise(c, everything_visible(c), 20, "dense", "l2")[0]
+    assert [score_of(c, sparse, d, 0) for d in ("d1", "d2")] == pytest.approx([0.5547, 0.8321], abs=1e-4)
+    assert [score_of(c, dense, d, 0) for d in ("d1", "d2")] == pytest.approx([0.5547, 0.8321], abs=1e-4)
+    assert [score_of(c, sparse, d, 1) for d in ("d2", "d1")] == pytest.approx([0.6247, 0.7809], abs=1e-4)
+    assert score_of(c, sparse, "d1", 2) == 1.0 and score_of(c, sparse, "d2", 2) == 0.0
+    assert [score_of(c, sparse, d, 3) for d in ("d2", "d4")] == pytest.approx(
+        [0.5 / math.sqrt(0.29), 0.2 / math.sqrt(0.29)])
+    assert score_of(c, sparse, "z", 4) == 0.0
+
+
 def test_dbsf_is_not_clipped_as_in_qdrant():
     """Eleven hits: one outlier beyond mean ± 3σ (sample σ) on each side of a query. Qdrant's
     ``distr_norm`` (``score_fusion.rs``) does not clip: 1.0025 above, −0.0025 below."""
@@ -139,7 +172,7 @@ def test_rows_of_another_query_or_unseen_rows_do_not_count():
 def test_an_unknown_norm_or_path_is_refused():
     c = three_by_three()
     with pytest.raises(ValueError, match="norm must be one of"):
-        normalise(c, everything_visible(c), 20, "dense", "l2")
+        normalise(c, everything_visible(c), 20, "dense", "softmax")
     with pytest.raises(ValueError, match="path must be 'dense' or 'sparse'"):
         normalise(c, everything_visible(c), 20, "graph", "minmax")
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from retrieval.fusion.weighted import WeightedParams, text_scores, weighted
-from retrieval.pipeline import PIPELINES, run_pipeline
+from retrieval.pipeline import PIPELINES, run_pipeline, with_params
 from tests.conftest import everything_visible, make_candidates, ranked_ids, score_of
 
 
@@ -62,19 +62,27 @@ def test_openclaw_pipeline_applies_min_score_and_max_results():
 
 
 def test_lingxi_pipeline_takes_10_per_path_and_returns_top_3():
+    """Seed 004 F2: 0.7 × semantic + 0.3 × keyword (rank mapped by 1/(1+rank)), sorted by it,
+    top 0–3 — a weighted sort, no keyword tier (issue 44)."""
     config = PIPELINES["lingxi"]
     rows = [{"id": f"d{i:02}", "dense_rank": i, "dense_sim": 0.9 - i / 100} for i in range(12)]
     # found by the keyword path (its technical-term list) at rank 0 and by vectors at rank 11
     rows[11] |= {"bm25_tech_rank": 0, "bm25_tech_score": 9.0}
+    # found by both paths within their depth: 0.7 · 0.85 + 0.3 · 1/(1+1) = 0.745 beats d00's 0.63
+    rows[5] |= {"bm25_tech_rank": 1, "bm25_tech_score": 5.0}
     c = make_candidates([rows])
     run = run_pipeline(c, config)
     assert config.path_depth == 10
-    # a keyword hit ranks first (keyword_first, seed 004 US-1), then the vector path's best two
-    assert ranked_ids(c, run.ranking) == ["d11", "d00", "d01"]
+    assert ranked_ids(c, run.ranking) == ["d05", "d00", "d01"]
+    assert score_of(c, run.scored.score, "d05") == pytest.approx(0.7 * 0.85 + 0.3 * 0.5)
     # beyond the vector path's depth 10, d11 keeps only its keyword score (not 0.7 · 0.79 + 0.3),
-    # plus 0.7 + 0.3 as a keyword hit
-    assert score_of(c, run.scored.score, "d11") == pytest.approx(0.7 * 0 + 0.3 * 1 / (1 + 0) + 1.0)
+    # 0.3 < d02's 0.7 · 0.88: the seed's sort leaves it out of the three
+    assert score_of(c, run.scored.score, "d11") == pytest.approx(0.7 * 0 + 0.3 * 1 / (1 + 0))
     assert run.scored.score[c.dense_rank == 10].tolist() == [-math.inf]  # not retrieved at all
+    # the keyword_first knob (a departure from F2) puts both keyword hits first
+    first = run_pipeline(c, with_params(config, {"weighted.keyword_first": True}))
+    assert ranked_ids(c, first.ranking) == ["d05", "d11", "d00"]
+    assert score_of(c, first.scored.score, "d11") == pytest.approx(0.3 + 1.0)
 
 
 def norm_table():
@@ -170,4 +178,4 @@ def test_keyword_first_puts_every_keyword_hit_above_every_vector_only_memory():
     assert score_of(c, plain.score, "B") == pytest.approx(0.7 * 0.1 + 0.3)       # below A and C
     assert score_of(c, first.score, "B") == pytest.approx(0.7 * 0.1 + 0.3 + 1.0)
     assert score_of(c, first.score, "A") == pytest.approx(0.7 * 0.9)              # unchanged
-    assert PIPELINES["lingxi"].params.keyword_first and not PIPELINES["weighted"].params.keyword_first
+    assert not PIPELINES["lingxi"].params.keyword_first and not PIPELINES["weighted"].params.keyword_first

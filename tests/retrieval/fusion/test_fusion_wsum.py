@@ -54,7 +54,7 @@ def test_the_wsum_pipeline_ranks_by_the_weighted_sum():
 
 @pytest.mark.parametrize("bad, message", [
     ({"w_dense": -0.1}, "w_dense must be ≥ 0"), ({"w_sparse": math.nan}, "w_sparse must be a finite number"),
-    ({"w_dense": True}, "w_dense must be a number"), ({"norm": "l2"}, "norm must be one of"),
+    ({"w_dense": True}, "w_dense must be a number"), ({"norm": "softmax"}, "norm must be one of"),
 ])
 def test_invalid_parameters_are_refused_naming_the_field(bad, message):
     with pytest.raises(ValueError, match=message):

@@ -88,7 +88,7 @@ def test_a_foreign_section_that_sets_something_says_how_to_convert():
     ('candidate_multiplier = inf', "candidate_multiplier must be a finite number, got inf"),
     ('max_results = 5000\ncandidate_multiplier = 4.0', "max_results × candidate_multiplier must be ≤ 10000"),
     ('base = 3', "base must be a pipeline name, got 3"),
-    ('fusion = "weighted"\n[weighted]\ntext_norm = "l2"', r"text_norm must be one of \['rank', 'minmax', 'zscore'\]"),
+    ('fusion = "weighted"\n[weighted]\ntext_norm = "softmax"', r"text_norm must be one of \['rank', 'minmax', 'l2', 'zscore'\]"),
     ('fusion = "adaptive"\n[adaptive.profile]\nname = "debug"\nw_dense = nan', "w_dense must be a finite number"),
     ('fusion = "adaptive"\n[adaptive.profile.quality]\nconf_low_factor = -0.5', "conf_low_factor must be ≥ 0"),
     ('fusion = "adaptive"\n[adaptive]\nintent_router = 1', "intent_router must be true or false, got 1"),
