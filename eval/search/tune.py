@@ -45,7 +45,6 @@ import dataclasses
 import functools
 import math
 import time
-import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +57,7 @@ from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
 from eval.search.nested import (SINGLE_PATHS, Choice, NestedResult, Plan, choose_fixed, compare, counted_ids,
                                fixed_candidates, nested_cv)
-from eval.statistics.provenance import in_sample
+from eval.statistics.provenance import in_sample, tuning_table  # noqa: F401  (tuning_table: re-exported)
 from eval.search.space import ParamSpec, knob_space, not_valid, parse_param, point_values, tunable
 from eval.search.sweep import group_count, group_labels
 from eval.stores.configs import resolve_config
@@ -428,16 +427,6 @@ def tune(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig |
 
 # ---- the exported file -------------------------------------------------------------------------
 
-def tuning_table(path: str | Path) -> dict | None:
-    """The ``[tuning]`` table of a pipeline TOML file, or None (not a file, unreadable, none)."""
-    path = Path(path)
-    if path.suffix != ".toml" or not path.is_file():
-        return None
-    try:
-        table = tomllib.loads(path.read_text("utf-8")).get("tuning")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    return table if isinstance(table, dict) else None
 
 
 def in_sample_warning(pipeline: str, fingerprint: str) -> str | None:

@@ -77,18 +77,24 @@ def from_tuning(table: dict) -> Provenance | None:
                       str(against))
 
 
-def of_file(source: str | Path | None) -> Provenance | None:
-    """The provenance of a pipeline TOML file (its ``[tuning]`` table), or None."""
-    if not source or not isinstance(source, (str, Path)):
-        return None
-    path = Path(source)
+def tuning_table(path: str | Path) -> dict | None:
+    """The ``[tuning]`` table of a pipeline TOML file, or None (not a file, unreadable, none)."""
+    path = Path(path)
     if path.suffix != ".toml" or not path.is_file():
         return None
     try:
         table = tomllib.loads(path.read_text("utf-8")).get("tuning")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
-    return from_tuning(table) if isinstance(table, dict) else None
+    return table if isinstance(table, dict) else None
+
+
+def of_file(source: str | Path | None) -> Provenance | None:
+    """The provenance of a pipeline TOML file (its ``[tuning]`` table), or None."""
+    if not source or not isinstance(source, (str, Path)):
+        return None
+    table = tuning_table(source)
+    return from_tuning(table) if table is not None else None
 
 
 def in_sample(fingerprint: str, *known: Provenance | None, source: str | None = None) -> Provenance | None:
