@@ -241,7 +241,7 @@ def beside_ranking(pool, ev, base_ev, qrels, run_name: str) -> None:
                      width="stretch", height=245, key="tune_query_table", on_select=on_query_row,
                      selection_mode="single-row", column_config={
                          "query": st.column_config.TextColumn("query", width=70),
-                         "text": st.column_config.TextColumn("text", width=300),
+                         "text": st.column_config.TextColumn("text", width=160),   # the column fits 1400 px
                          "score": st.column_config.NumberColumn(label, format="%.4f", width=80),
                          "baseline": st.column_config.NumberColumn(f"base {label}", format="%.4f",
                                                                    width=95),

@@ -73,9 +73,12 @@ def test_the_card_description_is_no_input(tmp_path):
     assert changed(before, _inputs(root)) == []
 
 
-def test_the_embedder_and_the_analyzer_are_named(tmp_path):
+def test_the_embedder_and_the_analyzer_are_named(tmp_path, monkeypatch):
     from eval.stores.inputs import changed
 
+    # a home of its own, with no index in it: whether another test built TINY's unigram index in
+    # the session's home would otherwise decide whether "index" changes too
+    monkeypatch.setenv("RWB_HOME", str(tmp_path / "home"))
     before = _inputs(TINY)
     assert changed(before, _inputs(TINY, embedder="use-multilingual")) == ["embedder"]
     assert changed(before, _inputs(TINY, analyzer="bigram")) == ["analyzer"]
