@@ -22,7 +22,7 @@ from eval.cli.engine import add_context_options
 from eval.stores.history import DEFAULT_WAIT, CheckHistory, dataset_lock
 from retrieval.bm25 import DEFAULT_ANALYZER
 from retrieval.dataset import load_dataset
-from eval.search.tune import in_sample_warning
+from eval.search.tune import in_sample_line
 
 MAX_PERMUTATIONS = 1_000_000
 MAX_BUDGET = 10_000_000
@@ -92,13 +92,11 @@ def cmd_eval(args) -> int:
     used = judgments(args, dataset, say=args.replay)  # else the method lines say it
     if args.replay:
         return _replay(args, dataset, pool, options, used)
-    in_sample = list(dict.fromkeys(filter(None, (in_sample_warning(p, dataset.fingerprint)
-                                                 for p in [args.baseline, *args.pipeline]))))
     experiment = _experiment(args, dataset, pool, options, used)
     print(f"{dataset.name}: {experiment.evaluation.n_queries} judged queries · model {pool.embedder} · analyzer "
           f"{pool.analyzer} · pool depth {pool.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
-    for text in in_sample:   # provenance, not noise: on stdout beside the figures, --quiet or not
-        print(text.replace("warning: ", "in-sample: ", 1))
+    for label, provenance in experiment.in_sample.items():  # provenance, not noise: stdout, --quiet or not
+        print(in_sample_line(label, dataset.fingerprint, provenance))
     return _print_experiment(args, options, experiment)
 
 
@@ -158,7 +156,7 @@ def _print_experiment(args, options: ExperimentOptions, experiment: Experiment) 
     for line in method_lines(experiment.settings(), significance, intervals):
         print(line)
     print()
-    print(text_table(*means_rows(evaluation, significance)))
+    print(text_table(*means_rows(evaluation, significance, experiment.in_sample)))
     if significance:
         print(legend(significance))
     for metric in _detail(args, options):

@@ -22,6 +22,7 @@ from eval.statistics.significance import DEFAULT_PERMUTATIONS, Significance, che
 from eval.metrics.ranx_eval import (DEFAULT_CUTOFFS, GAINS, TIE_BREAK, Evaluation, evaluate_pipelines, intent_of,
                            parse_cutoffs, parse_metrics, resolve_pipelines, with_gain)
 from eval.statistics.judged_below import BiasRow, bias_table
+from eval.statistics.provenance import Provenance, in_sample
 from eval.statistics.unjudged import verdict_bounds
 from eval.metrics.measure import parse_metric
 from eval.metrics.ranx_eval import metric_cutoff
@@ -100,6 +101,7 @@ class Experiment:
     bias: tuple[BiasRow, ...] = ()  # judged@k, nDCG'@k, bpref (eval.metrics.judgment_bias)
     inputs: dict | None = None      # content hashes of the inputs (eval.stores.inputs), per pipeline
     unjudged: dict = field(default_factory=dict)  # pipeline → does its verdict vs the baseline survive the unjudged (eval.statistics.unjudged)
+    in_sample: dict = field(default_factory=dict)  # pipeline → its Provenance, when chosen or fitted on these queries
 
     @property
     def primary(self) -> str:
@@ -119,6 +121,7 @@ class Experiment:
             "fewer_than_k": {p: {str(k): n for k, n in short.items()}
                              for p, short in self.evaluation.short_of().items()},
             "inputs": self.inputs,
+            "in_sample": {label: p.note() for label, p in self.in_sample.items()},
         }
 
 
@@ -136,6 +139,18 @@ def experiment_configs(pipelines: Sequence[str | PipelineConfig] | Mapping[str, 
         if config != base:
             configs.setdefault(str(label), config)
     return configs
+
+
+def in_sample_configs(fingerprint: str, pipelines, baseline) -> dict[str, Provenance]:
+    """Label → provenance of each pipeline given as a file tuned or learned on the dataset with
+    this ``fingerprint`` (``eval.statistics.provenance``): its figures there are in-sample."""
+    specs = [] if isinstance(pipelines, Mapping) else list(pipelines)
+    found = {}
+    for spec in [baseline, *specs]:
+        provenance = in_sample(fingerprint, source=str(spec)) if isinstance(spec, (str, Path)) else None
+        if provenance is not None:
+            found[str(resolve_config(spec))] = provenance
+    return found
 
 
 def run_experiment(pool: Candidates, dataset: Dataset,
@@ -190,7 +205,8 @@ def run_experiment(pool: Candidates, dataset: Dataset,
     unjudged = {label: verdict_bounds(pool, qrels, rankings[base_label], ranking, primary)
                 for label, ranking in rankings.items() if label != base_label} if primary else {}
     return Experiment(evaluation, significance, budget, router, base_label, options, intervals,
-                      learned, judgments, tuple(bias), inputs, unjudged)
+                      learned, judgments, tuple(bias), inputs, unjudged,
+                      in_sample_configs(dataset.fingerprint, pipelines, baseline))
 
 
 def parse_metric_or_none(name: str):

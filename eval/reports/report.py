@@ -31,6 +31,7 @@ import numpy as np
 from eval.statistics.bootstrap import Intervals
 from eval.metrics.budget import BudgetScore
 from eval.statistics.significance import CORRECTION_NAMES, DOWN, UP, Significance, fmt_p
+from eval.statistics.provenance import TAG
 from eval.metrics.ranx_eval import Evaluation
 from eval.learning.router_eval import RouterEvaluation
 from eval.search.sweep import SweepResult
@@ -161,12 +162,15 @@ def p_header(significance: Significance | None) -> str:
     return f"p ({significance.correction})"
 
 
-def means_rows(evaluation: Evaluation, significance: Significance | None) -> tuple[list[str], list[list[str]]]:
+def means_rows(evaluation: Evaluation, significance: Significance | None,
+               in_sample=()) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the means table: one row per metric, one column per pipeline, each
-    cell the mean with ▲/▼ where significantly better/worse than the baseline after correction."""
+    cell the mean with ▲/▼ where significantly better/worse than the baseline after correction;
+    a pipeline in ``in_sample`` (chosen or fitted on these queries) is headed "· in-sample"."""
     labels = list(evaluation.results)
     base = significance.baseline if significance else None
-    header = ["metric", *(f"{p} (baseline)" if p == base else p for p in labels)]
+    header = ["metric", *((f"{p} (baseline)" if p == base else p) + (f" · {TAG}" if p in in_sample else "")
+                          for p in labels)]
     rows = []
     for m in evaluation.metrics:
         row = [m]
@@ -216,6 +220,9 @@ def intent_rows(evaluation: Evaluation, metric: str) -> tuple[list[str], list[li
     rows = [[p, *(fmt_value(evaluation.per_intent[p][i][metric]) for i in counts)] for p in evaluation.per_intent]
     return header, rows
 
+
+IN_SAMPLE_NOTE = (f"{TAG}: these pipelines were chosen or fitted on the queries scored here, so their figures "
+                  "here are optimistic; the held-out figure of the procedure that chose them is the one to trust.")
 
 SHORT_NOTE = ("Fewer than k results: judged queries a pipeline answers with fewer than k results, per cutoff k "
               "(k=1: none at all). They are scored as they are: the missing ranks count as non-relevant, and "
@@ -462,12 +469,13 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
                  budget: dict[str, BudgetScore] | None = None, router: RouterEvaluation | None = None,
                  sweep: SweepResult | None = None, title: str | None = None, *,
                  intervals: Intervals | None = None, settings: dict | None = None,
-                 bias=(), inputs: dict | None = None, history=()) -> dict[str, Path]:
+                 bias=(), inputs: dict | None = None, history=(), unjudged=None) -> dict[str, Path]:
     """Write report.json, report.md and report.html into ``out_dir``; return their paths.
     ``settings``: ``Experiment.settings()`` (the method section and the primary metric); ``bias``:
     ``eval.statistics.judged_below.bias_table``'s rows (judged@k, nDCG'@k, bpref); ``inputs``: the
     content hashes of the inputs (``Experiment.inputs``); ``history``: the dataset's ``rwb check``
-    entries (``eval.stores.history.CheckHistory``). The two documents are rendered from one list
+    entries (``eval.stores.history.CheckHistory``); ``unjudged``: pipeline → whether its verdict
+    against the baseline survives the unjudged documents (``eval.statistics.unjudged.Bounds``). The two documents are rendered from one list
     of sections (``eval.reports.sections``)."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -491,6 +499,7 @@ def write_report(out_dir: str | Path, evaluation: Evaluation, significance: Sign
                                       Code(_analyzer(evaluation)),
                                       f" · pool depth {evaluation.pool_depth} · {created}"), muted=True),), 1),
                 *_result_sections(evaluation, significance, settings, intervals, bias, primary),
+                *_unjudged_sections(unjudged, significance),
                 *_extra_sections(evaluation, significance, budget, router, sweep, primary),
                 *_input_sections(data["fingerprint"], inputs, history, primary)]
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -515,10 +524,14 @@ def _result_sections(evaluation: Evaluation, significance: Significance | None, 
     method = method_lines(settings, significance, intervals)
     if method:
         sections.append(Section("Method", (Bullets(tuple(method)),)))
-    means_header, means = means_rows(evaluation, significance)
+    in_sample = (settings or {}).get("in_sample") or {}
+    means_header, means = means_rows(evaluation, significance, in_sample)
     notes = short_notes(evaluation)
     sections.append(Section("Metrics", (Table(tuple(means_header), tuple(means), 1, marked=True),
                                         Para(legend(significance), muted=True),
+                                        *((Para(IN_SAMPLE_NOTE), Bullets(tuple(
+                                            f"{label}: {note}" for label, note in in_sample.items())))
+                                          if in_sample else ()),
                                         *((Para(SHORT_NOTE), Bullets(tuple(notes))) if notes else ()))))
     stats = [[m if i == 0 else "", *row] for m in evaluation.metrics
              for i, row in enumerate(detail_rows(evaluation, significance, intervals, m))]
@@ -536,6 +549,17 @@ def _result_sections(evaluation: Evaluation, significance: Significance | None, 
         Table(tuple(intent_header), tuple(intent_table)),
         Chart(_figure_html(_intent_figure(evaluation, primary), "fig-intents", 420)))))
     return sections
+
+
+def _unjudged_sections(unjudged, significance: Significance | None) -> list[Section]:
+    """Whether each pipeline's verdict against the baseline survives its unjudged documents."""
+    if not unjudged:
+        return []
+    against = significance.baseline if significance else "the baseline"
+    return [Section("Unjudged documents", (
+        Para(f"Each pipeline against {against}, recomputed with the unjudged documents of the two top k "
+             "graded for one side, then for the other:"),
+        Bullets(tuple(f"{label}: {bounds.text()}" for label, bounds in unjudged.items()))))]
 
 
 def _extra_sections(evaluation: Evaluation, significance: Significance | None, budget, router, sweep,
@@ -672,4 +696,4 @@ def write_experiment_report(experiment, out_dir: str | Path, sweep: SweepResult 
     return write_report(out_dir, experiment.evaluation, experiment.significance, experiment.budget,
                         experiment.router, sweep, title, intervals=experiment.intervals,
                         settings=experiment.settings(), bias=experiment.bias, inputs=experiment.inputs,
-                        history=history)
+                        history=history, unjudged=experiment.unjudged)

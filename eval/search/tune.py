@@ -435,5 +435,10 @@ def in_sample_warning(pipeline: str, fingerprint: str) -> str | None:
     provenance = in_sample(fingerprint, source=pipeline if isinstance(pipeline, str) else None)
     if provenance is None:
         return None
-    return (f"warning: {pipeline} was tuned on this dataset (fingerprint {fingerprint[:12]}): its scores here "
+    return "warning: " + in_sample_line(pipeline, fingerprint, provenance).split(": ", 1)[1]
+
+
+def in_sample_line(label: str, fingerprint: str, provenance) -> str:
+    """``rwb eval``'s line for a pipeline chosen or fitted on the dataset with this fingerprint."""
+    return (f"in-sample: {label} was tuned on this dataset (fingerprint {fingerprint[:12]}): its scores here "
             f"are in-sample and optimistic ({provenance.note()})")

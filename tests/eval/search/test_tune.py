@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import json
 import numpy as np
 import pytest
 
@@ -199,3 +200,24 @@ def test_cli_tune_says_when_queries_share_a_relevant_document(tmp_path, rwb_home
     assert "folds by query" in out and "query groups whole" not in out
     assert rwb_main(args + ["--fold-by", "none"]) == 0
     assert "(--fold-by none)" in capsys.readouterr().out
+
+
+def test_a_report_marks_the_tuned_file_in_sample_and_says_whether_verdicts_survive_the_unjudged(
+        result, tmp_path, rwb_home, capsys):
+    """rwb report on the dataset the file was tuned on: its column is headed "· in-sample" with the
+    note that names its held-out figure, the plain pipeline's is not; the report says, per pipeline,
+    whether its verdict against the baseline survives the unjudged documents (issue 40)."""
+    path = tmp_path / "best.toml"
+    path.write_text(result.to_toml(), "utf-8")
+    out = tmp_path / "report"
+    assert rwb_main(["report", str(TINY), "--pipeline", str(path), "--pipeline", "bm25", "--metrics", "ndcg@5",
+                     "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    md = (out / "report.md").read_text("utf-8")
+    header = next(line for line in md.splitlines() if line.startswith("| metric"))
+    assert "rrf-tuned · in-sample" in header and "bm25 · in-sample" not in header and "bm25" in header
+    assert "rrf-tuned: in-sample: chosen on these queries by rwb tune; its held-out Δ" in md
+    assert "## Unjudged documents" in md
+    assert "- bm25: ndcg@5: " in md and "- rrf-tuned: ndcg@5: " in md
+    data = json.loads((out / "report.json").read_text("utf-8"))
+    assert list(data["settings"]["in_sample"]) == ["rrf-tuned"]
