@@ -20,6 +20,7 @@ no exit status: the status is the verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -29,7 +30,8 @@ from eval.cli._common import add_pool_options, check_depth, judgments, load_with
 from eval.cli._errors import error_line
 from eval.experiments.explain import explain_check, explain_line
 from eval.experiments.explain import markdown as explain_markdown
-from eval.experiments.gate import TESTS, check_against, parse_threshold
+from eval.experiments.gate import TESTS, check_against, parse_threshold, unjudged_bounds
+from eval.metrics.ranx_io import ranked_lists
 from eval.experiments.live import evaluate_config
 from eval.learning.router import learned_routes
 from eval.metrics.measure import DEFAULT_METRICS, judge, parse_metric
@@ -188,6 +190,8 @@ def _check(args, start: float) -> int:
         inputs = inputs_of(dataset, used.qrels, ev.config, pool.embedder, pool.analyzer)
         result = check_against(snapshot, ev, pool.query_ids, inputs, thresholds, args.test, args.correction,
                                args.alpha, args.permutations, args.seed, args.allow_different_queries)
+        result = dataclasses.replace(result, unjudged=unjudged_bounds(
+            snapshot, ranked_lists(pool, ev.run.ranking), used.qrels, [c.metric for c in result.checks]))
         explained = (explain_check(snapshot, result.changed, [c.metric for c in result.checks], dataset, pool,
                                    used.qrels, ev, lambda c: learned_routes(pool, dataset.queries, [c]), args.test,
                                    args.permutations, args.seed) if args.explain else None)

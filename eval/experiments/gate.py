@@ -31,7 +31,8 @@ from eval.metrics.measure import parse_metric
 from eval.statistics.significance import (  # noqa: F401 (TESTS: the gate's tests, named here too)
     CORRECTIONS, DEFAULT_PERMUTATIONS, TESTS, check_settings, paired_t, randomization_test)
 from eval.stores.inputs import NAMES, Inputs, changed
-from eval.stores.snapshots import frozen_value
+from eval.stores.snapshots import KEEP, frozen_value
+from eval.statistics.unjudged import Bounds, list_bounds
 
 WORST = 5      # regressed queries named per failed metric
 _THRESHOLD = re.compile(r"^\s*([A-Za-z_]+@\d+|map)\s*:\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$")
@@ -115,6 +116,7 @@ class GateResult:
     alpha: float
     compared_queries: int
     dropped_queries: tuple[str, ...] = field(default=())   # in one query set only
+    unjudged: tuple[Bounds, ...] = field(default=())        # per gated metric: does the verdict survive the unjudged
 
     @property
     def failed(self) -> tuple[MetricCheck, ...]:
@@ -129,7 +131,8 @@ class GateResult:
                 "checks": [c.to_json() for c in self.checks], "changed_inputs": list(self.changed),
                 "inputs": self.inputs.to_json(), "test": self.test, "correction": self.correction,
                 "alpha": self.alpha, "compared_queries": self.compared_queries,
-                "dropped_queries": list(self.dropped_queries)}
+                "dropped_queries": list(self.dropped_queries),
+                "unjudged": [b.to_json() for b in self.unjudged]}
 
 
 def _p(test: str, frozen: np.ndarray, current: np.ndarray, permutations: int, seed: int) -> float:
@@ -209,3 +212,21 @@ def check_against(snapshot: dict, ev: LiveRun, query_ids: tuple[str, ...], input
     return GateResult(snapshot=str(snapshot.get("name", "")), pipeline=ev.config.name, checks=tuple(checks),
                       changed=tuple(names), inputs=inputs, test=test, correction=correction, alpha=alpha,
                       compared_queries=max((c.n for c in checks), default=0), dropped_queries=dropped)
+
+
+def unjudged_bounds(snapshot: dict, today: dict[str, list[str]], qrels: dict[str, dict[str, int]],
+                    metrics: list[str]) -> tuple[Bounds, ...]:
+    """Per gated metric with a cutoff the snapshot's kept top ids cover (``KEEP``): the snapshot's
+    ranking against ``today``'s (document ids by query), re-scored with today's judgments and
+    with the unjudged documents of the two tops graded for one side, then the other
+    (``eval.statistics.unjudged.list_bounds``): whether the verdict survives the holes."""
+    frozen = {q: list(held.get("ranking") or []) for q, held in snapshot["queries"].items()}
+    out = []
+    for metric in metrics:
+        _, k = parse_metric(metric)
+        if 0 < k <= KEEP:
+            try:
+                out.append(list_bounds(frozen, today, qrels, metric))
+            except ValueError:          # no judged query in both: nothing to bound
+                continue
+    return tuple(out)

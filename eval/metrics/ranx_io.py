@@ -19,7 +19,7 @@ Decisions made once here (and tested in ``tests/eval/metrics/test_measure.py``):
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -81,11 +81,15 @@ def to_run(c: Candidates, ranking: Ranking, qrels: dict[str, dict[str, int]], na
 
     Scores are ``n − rank`` (strictly decreasing); a counted query without results, or
     missing from ``c``, gets an empty list (ranx scores it 0)."""
+    return lists_run(ranked_lists(c, ranking), qrels, name)
+
+
+def lists_run(lists: Mapping[str, Sequence[str]], qrels: dict[str, dict[str, int]], name: str) -> Run:
+    """``to_run`` of rankings given as document-id lists by query id."""
     from numba.typed import List as TypedList
     from ranx import Run
     from ranx.data_structures.common import create_and_sort
 
-    lists = ranked_lists(c, ranking)
     run: dict[str, dict[str, float]] = {}
     for query_id in judged_query_ids(qrels):
         docs = lists.get(query_id, [])

@@ -44,8 +44,11 @@ def one_line(result: GateResult, dataset: str) -> str:
     parts = [f"{c.metric} {c.delta:+.4f} (p {_p(c.p_adjusted)}{' FAIL' if c.failed else ''})" for c in result.checks]
     state = "FAIL" if result.failed else "PASS"
     changed = f" · changed inputs: {', '.join(result.changed)}" if result.changed else ""
+    holes = "; ".join(f"{b.metric} " + ("holds either way" if b.holds else f"depends on {len(b.unjudged)} documents")
+                      for b in result.unjudged if b.unjudged)
     return (f"{state} {shown(dataset)} {shown(result.pipeline)} vs snapshot '{shown(result.snapshot)}': "
-            + "; ".join(parts) + f" · {result.compared_queries} queries{changed}")
+            + "; ".join(parts) + f" · {result.compared_queries} queries"
+            + (f" · unjudged: {holes}" if holes else "") + changed)
 
 
 def failure_message(check: MetricCheck, result: GateResult) -> str:
@@ -80,6 +83,10 @@ def markdown_summary(result: GateResult, dataset: str) -> str:
         lines.append(f"Inputs unchanged since the snapshot ({', '.join(NAMES)}).")
     if result.dropped_queries:
         lines.append(f"{len(result.dropped_queries)} queries are in only one of the two query sets and were left out.")
+    if result.unjudged:
+        lines += ["", "Unjudged documents (the snapshot's top against today's, re-scored with today's judgments and "
+                  "the unjudged documents of the two tops graded for one side, then the other; paired t):", ""]
+        lines += [f"- {md_inline(b.text())}" for b in result.unjudged]
     return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -85,6 +86,30 @@ def _tops(c: Candidates, ranking: Ranking, k: int) -> list[list[int]]:
     return out
 
 
+def _graded(counted: Sequence[str], tops_a: Mapping[str, Sequence], tops_b: Mapping[str, Sequence],
+            qrels: dict[str, dict[str, int]], name=lambda d: d) -> tuple[dict, dict, list]:
+    """The judgments with the unjudged documents of each counted query's two top k graded for A,
+    and for B (see the module docstring), and those (query id, document id) pairs."""
+    for_a: dict[str, dict[str, int]] = {q: dict(g) for q, g in qrels.items()}
+    for_b: dict[str, dict[str, int]] = {q: dict(g) for q, g in qrels.items()}
+    unjudged = []
+    for qid in counted:
+        graded = qrels.get(qid, {})
+        top_a, top_b = list(tops_a.get(qid, ())), list(tops_b.get(qid, ()))
+        rank_a = {d: r for r, d in enumerate(top_a)}
+        rank_b = {d: r for r, d in enumerate(top_b)}
+        k = max(len(top_a), len(top_b))
+        for d in dict.fromkeys([*top_a, *top_b]):
+            doc = name(d)
+            if doc in graded:
+                continue
+            unjudged.append((qid, doc))
+            a_first = rank_a.get(d, k) < rank_b.get(d, k)
+            for_a.setdefault(qid, {})[doc] = 1 if a_first else 0
+            for_b.setdefault(qid, {})[doc] = 0 if a_first else 1
+    return for_a, for_b, unjudged
+
+
 def verdict_bounds(c: Candidates, qrels: dict[str, dict[str, int]], a: Ranking, b: Ranking,
                    metric: str = "ndcg@5", judged: Judged | None = None) -> Bounds:
     """The comparison B − A on ``metric`` over the counted queries of ``qrels``, as the
@@ -93,29 +118,44 @@ def verdict_bounds(c: Candidates, qrels: dict[str, dict[str, int]], a: Ranking, 
     judged = judged if judged is not None else judge(c, qrels)
     counted = judged.judged
     tops_a, tops_b = _tops(c, a, k), _tops(c, b, k)
-    for_a: dict[str, dict[str, int]] = {q: dict(g) for q, g in qrels.items()}
-    for_b: dict[str, dict[str, int]] = {q: dict(g) for q, g in qrels.items()}
-    unjudged = []
-    for qi, qid in enumerate(c.query_ids):
-        if not counted[qi]:
-            continue
-        graded = qrels.get(qid, {})
-        rank_a = {d: r for r, d in enumerate(tops_a[qi])}
-        rank_b = {d: r for r, d in enumerate(tops_b[qi])}
-        for d in dict.fromkeys([*tops_a[qi], *tops_b[qi]]):
-            doc = c.doc_ids[d]
-            if doc in graded:
-                continue
-            unjudged.append((qid, doc))
-            a_first = rank_a.get(d, k) < rank_b.get(d, k)
-            for_a.setdefault(qid, {})[doc] = 1 if a_first else 0
-            for_b.setdefault(qid, {})[doc] = 0 if a_first else 1
+    ids = [qid for qi, qid in enumerate(c.query_ids) if counted[qi]]
+    position = {qid: qi for qi, qid in enumerate(c.query_ids)}
+    for_a, for_b, unjudged = _graded(ids, {q: tops_a[position[q]] for q in ids},
+                                     {q: tops_b[position[q]] for q in ids}, qrels, lambda d: c.doc_ids[d])
 
     def compared(labels: dict) -> tuple[float, float]:
         j = judged if labels is qrels else judge_afresh(c, labels)
         va = np.nan_to_num(per_query(c, j, a, [metric])[metric][counted])
         vb = np.nan_to_num(per_query(c, j, b, [metric])[metric][counted])
         return float(vb.mean() - va.mean()) if len(va) else 0.0, paired_t(va, vb)
+
+    delta, p = compared(qrels)
+    d_a, p_a = compared(for_a) if unjudged else (delta, p)
+    d_b, p_b = compared(for_b) if unjudged else (delta, p)
+    return Bounds(metric, delta, p, d_a, p_a, d_b, p_b, tuple(unjudged))
+
+
+def list_bounds(a: Mapping[str, Sequence[str]], b: Mapping[str, Sequence[str]], qrels: dict[str, dict[str, int]],
+                metric: str = "ndcg@5") -> Bounds:
+    """``verdict_bounds`` of two rankings given as document-id lists by query id (``rwb check``:
+    a snapshot's frozen top ids against today's), scored by ranx over the queries of ``qrels``
+    with a relevant judgment that both rankings hold."""
+    from eval.metrics.ranx_io import judged_query_ids, lists_run, ranx_per_query, to_qrels
+
+    _, k = parse_metric(metric)
+    counted = [q for q in judged_query_ids(qrels) if q in a and q in b]
+    if not counted:
+        raise ValueError(f"{metric}: no judged query is in both rankings")
+    for_a, for_b, unjudged = _graded(counted, {q: a[q][:k] for q in counted}, {q: b[q][:k] for q in counted},
+                                     qrels)
+
+    def compared(labels: dict) -> tuple[float, float]:
+        used = {q: labels[q] for q in counted}
+        judged = to_qrels(used)
+        va = ranx_per_query(judged, lists_run({q: a[q] for q in counted}, used, "a"), [metric])[metric]
+        vb = ranx_per_query(judged, lists_run({q: b[q] for q in counted}, used, "b"), [metric])[metric]
+        xa, xb = np.array([va[q] for q in counted]), np.array([vb[q] for q in counted])
+        return float(xb.mean() - xa.mean()), paired_t(xa, xb)
 
     delta, p = compared(qrels)
     d_a, p_a = compared(for_a) if unjudged else (delta, p)

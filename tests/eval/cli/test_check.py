@@ -75,6 +75,7 @@ def test_an_unchanged_run_passes_with_one_line_and_is_kept_in_the_history(frozen
     assert status == 0, err
     assert out.count("\n") == 1 and out.startswith("PASS devmem rrf vs snapshot 'rrf': ndcg@5 +0.0000")
     assert "changed inputs" not in out
+    assert out.rstrip().endswith("· unjudged: ndcg@5 holds either way; recall@5 holds either way")  # the same ranking
     entry = CheckHistory(load_dataset(root)).entries()[-1]
     assert entry["passed"] and entry["metrics"] == entry["frozen"] and entry["changed_inputs"] == []
 

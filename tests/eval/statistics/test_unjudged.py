@@ -63,3 +63,21 @@ def test_bounds_at_depth_two_by_hand():
     assert bounds.delta_for_b == pytest.approx(1.0 - 1.0 / (1 + l))
     assert bounds.verdicts == ("loss", "loss", "gain") and not bounds.holds
     assert len(bounds.unjudged) == 12
+
+
+def test_rankings_given_as_id_lists_are_bounded_as_the_pool_is():
+    """``rwb check`` bounds a snapshot's frozen top ids against today's: ``list_bounds`` (scored
+    by ranx) gives the first test's figures by hand — Δ −1 as judged and graded for A, 0 graded
+    for B, the 4 u2 to judge first — and equals ``verdict_bounds`` on the same rankings."""
+    from eval.metrics.ranx_io import ranked_lists
+    from eval.statistics.unjudged import list_bounds
+
+    c = table()
+    qrels = {f"q{i}": {"r": 1} for i in range(4)}
+    a = run_pipeline(c, get_pipeline("vector")).ranking
+    b = run_pipeline(c, get_pipeline("bm25")).ranking
+    listed = list_bounds(ranked_lists(c, a), ranked_lists(c, b), qrels, "ndcg@1")
+    assert (listed.delta, listed.delta_for_a, listed.delta_for_b) == (-1.0, -1.0, 0.0)
+    assert listed.unjudged == tuple((f"q{i}", "u2") for i in range(4)) and not listed.holds
+    pooled = verdict_bounds(c, qrels, a, b, "ndcg@1")
+    assert listed.to_json() == pooled.to_json()
