@@ -17,7 +17,7 @@ Expressible, exactly as Qdrant computes it:
 Both prefetches take the pipeline's path depth as ``limit``. The sparse prefetch is whatever
 sparse vector the collection holds (BM25, SPLADE…), not our Tantivy BM25: re-tune on Qdrant's
 own lists (``rwb import runs``) for the engine you run. With ``--analyzer`` the export says to
-build the sparse vectors from that analyzer's terms (any of the three: the request carries
+build the sparse vectors from that analyzer's terms (any analyzer: the request carries
 client-given sparse ``indices``/``values``, which Qdrant scores as given without analysing any
 text). ``verify`` runs the request in
 qdrant-client's local mode, Qdrant's own fusion code."""
@@ -28,6 +28,7 @@ import json
 from dataclasses import dataclass
 
 from eval.export._base import Exporter, refuse, refuse_fusion
+from retrieval.bm25 import ANALYZERS
 from retrieval.pipeline import PipelineConfig
 
 SUPPORTED = "rrf (whole rrf_k; weights under rrf.weighting = 'qdrant'); combsum with norm = dbsf"
@@ -88,7 +89,7 @@ def export(config: PipelineConfig, analyzer: str | None = None) -> str:
 EXPORTER = Exporter(
     "qdrant", "JSON: a Query API request with prefetch + fusion (rrf / dbsf)", export, ".json", SUPPORTED,
     reads={"rrf": frozenset({"rrf_k", "w_dense", "w_sparse", "weighting"}), "combsum": frozenset({"norm"})},
-    analyzers={name: "the client encodes the sparse vectors with its terms" for name in ("unigram", "bigram", "jieba")},
+    analyzers={name: "the client encodes the sparse vectors with its terms" for name in ANALYZERS},
 )
 
 

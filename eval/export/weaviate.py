@@ -25,7 +25,7 @@ over its own dictionary), ``kagome_ja`` / ``kagome_kr`` (documentation, "Tokeniz
 ``TokenizeWord`` splits at characters that are neither letters nor digits, so a Han run stays
 one token; ``trigram`` joins the words and cuts character trigrams): none cuts Han text into
 single characters, adjacent pairs or jieba's words, so every rwb analyzer is refused (text
-without Han characters tokenizes alike under all three: leave ``--analyzer`` out).
+without Han characters tokenizes alike under every analyzer: leave ``--analyzer`` out).
 Source: Weaviate ``usecases/traverser/hybrid/hybrid_fusion.go`` (``FusionRanked``,
 ``FusionRelativeScore``); documentation, "Hybrid search" (``alpha``, ``fusionType``).
 ``tests/weaviate_port.py`` ports these functions as the test oracle."""
