@@ -18,6 +18,7 @@ from eval.stores.judgments import judgments_version  # noqa: E402
 from pages import _harness as hx  # noqa: E402
 from pages import _state as sh  # noqa: E402
 from pages._markup import md  # noqa: E402
+from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER  # noqa: E402
 from retrieval.embedders import default_embedder, default_reason, language_warning  # noqa: E402
 
 sh.mark_run_start()
@@ -67,6 +68,12 @@ def sidebar() -> None:
                      help="minilm: all-MiniLM-L6-v2 (English only) · use-multilingual: USE v3 (Chinese "
                           "too). Each dataset starts with the one its language needs and keeps the one "
                           "you choose for it; every figure on every page uses it.")
+        sh.sync_analyzer(sh.dataset_path())      # and its own BM25 analyzer
+        st.selectbox("BM25 analyzer", sh.ANALYZER_NAMES, key=sh.K_ANALYZER,
+                     help=" · ".join(f"{a.name}: {a.summary}" for a in ANALYZERS.values())
+                          + f". Each has its own index and candidate pool (built when first chosen). Each "
+                            f"dataset starts with {DEFAULT_ANALYZER}, as `rwb eval` without --analyzer, and "
+                            "keeps the one you choose for it; every figure on every page uses it.")
         labels = cfg.config_labels()
         if st.session_state[sh.K_BASELINE] not in labels:
             st.session_state[sh.K_BASELINE] = "vector"
@@ -92,6 +99,9 @@ def sidebar() -> None:
             st.caption(f"Figures use embedder **{md(embedder)}**" + (
                 f" (this dataset's default: {md(default_reason(dataset))})" if embedder == default
                 else f" (chosen; the default here is {md(default)})"))
+            analyzer = st.session_state[sh.K_ANALYZER]
+            st.caption(f"Figures use BM25 analyzer **{md(analyzer)}**" + (
+                " (the default)" if analyzer == DEFAULT_ANALYZER else f" (chosen; the default is {DEFAULT_ANALYZER})"))
             warning = language_warning(embedder, dataset)
             if warning:
                 st.warning(md(warning.replace("try --embedder", "choose")), icon=":material/translate:")

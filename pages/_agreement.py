@@ -38,7 +38,7 @@ def agreement_panel(ws) -> None:
                             index=names.index("implicit") if "implicit" in names else names.index("dataset"))
     found = agreement(first, tables[first], second, tables[second])
     try:
-        if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH).is_file():
+        if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH, ws.analyzer).is_file():
             raise ValueError("the candidate pool is not built yet (open Tune or Evaluate once)")
         pool, config = ws.pool(), ws.baseline
         def values_of(qrels: dict) -> dict[str, float]:

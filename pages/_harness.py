@@ -72,26 +72,26 @@ def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str] = METRICS,
 
 
 @st.cache_resource(max_entries=256, show_spinner="Fisher's randomization test (10,000 permutations per metric)…")
-def fisher_cached(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, base: PipelineConfig,
+def fisher_cached(path: str, stamp: tuple, embedder: str, analyzer: str, qrels_rev: tuple, base: PipelineConfig,
                   cand: PipelineConfig) -> dict[str, float]:
     from pages._state import live_evaluation
 
-    a = live_evaluation(path, stamp, embedder, qrels_rev, base)
-    b = live_evaluation(path, stamp, embedder, qrels_rev, cand)
+    a = live_evaluation(path, stamp, embedder, analyzer, qrels_rev, base)
+    b = live_evaluation(path, stamp, embedder, analyzer, qrels_rev, cand)
     return {row["metric"]: row["p"] for row in compare_live(a, b, METRICS, "fisher")}
 
 
 # ---- the harness's ranx evaluation and significance ----------------------------------------------
 
 @st.cache_resource(max_entries=16, show_spinner="Evaluating with ranx, testing significance, bootstrapping…")
-def harness_experiment(path: str, stamp: tuple, embedder: str, qrels_rev: tuple,
+def harness_experiment(path: str, stamp: tuple, embedder: str, analyzer: str, qrels_rev: tuple,
                        configs: tuple[tuple[str, PipelineConfig], ...], baseline: PipelineConfig,
                        options: ExperimentOptions) -> Experiment:
     """``eval.experiments.experiment.run_experiment`` (the one composition ``rwb eval`` and ``rwb report``
     use) on the pool, with the judgments ``qrels_rev`` names (``Workspace.qrels_rev``)."""
     dataset = get_dataset(path, stamp)
     used = effective_qrels(dataset, source=qrels_rev[0])
-    pool = get_pool(path, stamp, embedder)
+    pool = get_pool(path, stamp, embedder, analyzer)
     return run_experiment(pool, dataset, dict(configs), baseline, options, qrels=used.qrels,
                           judgments=used.to_json())
 
@@ -105,8 +105,8 @@ def judgments_label(path: str, stamp: tuple, qrels_rev: tuple) -> str:
 def experiment_for(ws: Workspace, labelled: dict[str, PipelineConfig],
                    options: ExperimentOptions | None = None) -> Experiment:
     """The baseline (first, under its own name) and ``labelled`` configs, as ``rwb eval`` runs them."""
-    return harness_experiment(ws.path, ws.stamp, ws.embedder, ws.qrels_rev, tuple(labelled.items()), ws.baseline,
-                              options or ExperimentOptions())
+    return harness_experiment(ws.path, ws.stamp, ws.embedder, ws.analyzer, ws.qrels_rev, tuple(labelled.items()),
+                              ws.baseline, options or ExperimentOptions())
 
 
 # ---- Sweep: the harness's grid/random search with cross-validation (eval.search.sweep) ----------------

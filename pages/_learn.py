@@ -36,7 +36,7 @@ FOLD_BY_HELP = ("auto (rwb learn's default): the queries' group field, or the gr
 
 
 def _key(ws: sh.Workspace, default_label: str) -> tuple:
-    return (ws.path, ws.stamp, ws.embedder, ws.qrels_rev, default_label)
+    return (ws.path, ws.stamp, ws.embedder, ws.analyzer, ws.qrels_rev, default_label)
 
 
 def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
@@ -96,7 +96,7 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
                                   fold_by=None if fold_by == AUTO else fold_by,
                                   transfer=transfer, repeats=int(seeds), progress=stage,
                                   inner_folds=int(inner), guard=guard, default=default,
-                                  routes=sh.routes_for(ws.path, ws.stamp, ws.embedder,
+                                  routes=sh.routes_for(ws.path, ws.stamp, ws.embedder, ws.analyzer,
                                                        default or LEARNED_PIPELINE))
             st.session_state[RESULT] = (_key(ws, default_label), report)
         except ValueError as error:

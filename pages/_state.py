@@ -30,6 +30,7 @@ from eval.stores.experiments import ExperimentStore
 from eval.stores.inputs import inputs_of, pipeline_hash
 from eval.stores.judgments import (Judgments, JudgmentStore, default_rater, effective_qrels, judgment_sources,  # noqa: F401
                                    judgments_version)
+from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates, doc_quality  # noqa: F401
 from retrieval.dataset import Dataset, DatasetError, Query, folder_stamp, load_dataset
 from retrieval.index import IndexHandle, open_index, rwb_home
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATASETS_DIR = ROOT / "datasets"
 DEFAULT_DATASET = "datasets/devmem"
 EMBEDDERS = ("minilm", "use-multilingual")
+ANALYZER_NAMES = tuple(ANALYZERS)             # the BM25 analyzers (retrieval.bm25): bigram, unigram, jieba
 METRICS: tuple[str, ...] = tuple(DEFAULT_METRICS)       # ndcg@5, recall@5, mrr@5, precision@5, hit_rate@5
 PRIMARY = "ndcg@5"
 OTHER_PATH = "Other folder…"
@@ -52,6 +54,9 @@ K_DATASET_TYPED = "rwb_dataset_typed"
 K_EMBEDDER = "rwb_embedder"
 K_EMBEDDER_OF = "rwb_embedder_of"        # dataset path → the embedder last chosen for it
 K_EMBEDDER_FOR = "rwb_embedder_for"      # the dataset path K_EMBEDDER is the choice of
+K_ANALYZER = "rwb_analyzer"              # the BM25 analyzer: each has its own index and pool
+K_ANALYZER_OF = "rwb_analyzer_of"        # dataset path → the analyzer last chosen for it
+K_ANALYZER_FOR = "rwb_analyzer_for"      # the dataset path K_ANALYZER is the choice of
 K_BASELINE = "rwb_baseline"
 K_JUDGMENTS = "rwb_judgments"     # explicit | implicit | both (eval.stores.judgments.SOURCES)
 K_RUN_STARTED = "rwb_run_started"
@@ -94,6 +99,7 @@ def init_shared_state() -> None:
         st.session_state[K_DATASET] = st.query_params.get("dataset") or env_dataset()
     st.session_state.setdefault(K_DATASET_TYPED, "")
     st.session_state.setdefault(K_EMBEDDER, EMBEDDERS[0])
+    st.session_state.setdefault(K_ANALYZER, DEFAULT_ANALYZER)
     st.session_state.setdefault(K_BASELINE, "vector")
     st.session_state.setdefault(K_JUDGMENTS, "explicit")
     st.session_state.setdefault(K_RATER, default_rater())
@@ -104,24 +110,40 @@ def rater() -> str | None:
     return (st.session_state.get(K_RATER) or "").strip() or None
 
 
-def sync_embedder(path: str) -> None:
-    """Make ``K_EMBEDDER`` the embedder of the dataset at ``path``: the one last chosen for it in
-    this session, else its default (``retrieval.embedders.default_embedder``: the dataset's
-    language), so one dataset's choice is never carried to the next. Called before the
-    sidebar's picker is drawn (and by ``workspace``, for a page run on its own)."""
-    from retrieval.embedders import default_embedder
-
-    chosen = st.session_state.setdefault(K_EMBEDDER_OF, {})
-    if st.session_state.get(K_EMBEDDER_FOR) != path:
+def _sync_choice(path: str, key: str, of_key: str, for_key: str, choices: tuple[str, ...],
+                 default: Callable[[], str]) -> None:
+    """Make ``key`` the choice of the dataset at ``path``: the one last chosen for it in this
+    session (``of_key``: path → choice), else ``default()``, so one dataset's choice is never
+    carried to the next (``for_key``: the path ``key`` is the choice of)."""
+    chosen = st.session_state.setdefault(of_key, {})
+    if st.session_state.get(for_key) != path:
         name = chosen.get(path)
         if name is None:
             try:
-                name = default_embedder(get_dataset(path, dataset_stamp(path)))
+                name = default()
             except (DatasetError, OSError, ValueError):  # the page shows the problem itself
-                name = EMBEDDERS[0]
-        st.session_state[K_EMBEDDER] = name if name in EMBEDDERS else EMBEDDERS[0]
-        st.session_state[K_EMBEDDER_FOR] = path
-    chosen[path] = st.session_state[K_EMBEDDER]
+                name = choices[0]
+        st.session_state[key] = name if name in choices else choices[0]
+        st.session_state[for_key] = path
+    chosen[path] = st.session_state[key]
+
+
+def sync_embedder(path: str) -> None:
+    """Make ``K_EMBEDDER`` the embedder of the dataset at ``path``: the one last chosen for it in
+    this session, else its default (``retrieval.embedders.default_embedder``: the dataset's
+    language). Called before the sidebar's picker is drawn (and by ``workspace``, for a page
+    run on its own)."""
+    from retrieval.embedders import default_embedder
+
+    _sync_choice(path, K_EMBEDDER, K_EMBEDDER_OF, K_EMBEDDER_FOR, EMBEDDERS,
+                 lambda: default_embedder(get_dataset(path, dataset_stamp(path))))
+
+
+def sync_analyzer(path: str) -> None:
+    """Make ``K_ANALYZER`` the BM25 analyzer of the dataset at ``path``: the one last chosen for
+    it in this session, else the command line's default (``DEFAULT_ANALYZER``, as ``rwb index``
+    and ``rwb eval`` without ``--analyzer``). Called beside ``sync_embedder``."""
+    _sync_choice(path, K_ANALYZER, K_ANALYZER_OF, K_ANALYZER_FOR, ANALYZER_NAMES, lambda: DEFAULT_ANALYZER)
 
 
 def dataset_path() -> str:
@@ -157,52 +179,53 @@ def get_dataset(path: str, stamp: tuple) -> Dataset:
 
 
 @st.cache_resource(max_entries=4, show_spinner="Opening the index (the embedding model loads once)…")
-def get_index(path: str, stamp: tuple, embedder: str) -> IndexHandle:
-    handle = open_index(get_dataset(path, stamp), embedder)
+def get_index(path: str, stamp: tuple, embedder: str, analyzer: str = DEFAULT_ANALYZER) -> IndexHandle:
+    handle = open_index(get_dataset(path, stamp), embedder, analyzer=analyzer)
     _freeze_heap()
     return handle
 
 
 @st.cache_resource(max_entries=4, show_spinner="Retrieving candidates for the query set (once per dataset)…")
-def get_pool(path: str, stamp: tuple, embedder: str) -> Candidates:
-    pool = load_pool(get_dataset(path, stamp), embedder, DEFAULT_POOL_DEPTH)
+def get_pool(path: str, stamp: tuple, embedder: str, analyzer: str = DEFAULT_ANALYZER) -> Candidates:
+    pool = load_pool(get_dataset(path, stamp), embedder, DEFAULT_POOL_DEPTH, analyzer=analyzer)
     _freeze_heap()
     return pool
 
 
 @st.cache_resource(max_entries=4, show_spinner="Fitting the learned intent router (cross-validated over the labelled queries)…")
-def get_learned_routes(path: str, stamp: tuple, embedder: str) -> tuple[str, ...] | None:
+def get_learned_routes(path: str, stamp: tuple, embedder: str, analyzer: str) -> tuple[str, ...] | None:
     """The pool's cross-validated learned routes (``eval.learning.router.learned_routes``): each
     labelled query routed by a model not trained on it; None when nothing is labelled."""
     from eval.learning.router import LEARNED_PIPELINE, learned_routes
 
-    return learned_routes(get_pool(path, stamp, embedder), get_dataset(path, stamp).queries, [LEARNED_PIPELINE],
-                          embedder)
+    return learned_routes(get_pool(path, stamp, embedder, analyzer), get_dataset(path, stamp).queries,
+                          [LEARNED_PIPELINE], embedder)
 
 
-def routes_for(path: str, stamp: tuple, embedder: str, config: PipelineConfig) -> tuple[str, ...] | None:
+def routes_for(path: str, stamp: tuple, embedder: str, analyzer: str,
+               config: PipelineConfig) -> tuple[str, ...] | None:
     """The learned routes ``config`` is scored with (``retrieval.pipeline.fuse``'s ``routes``):
     the pool's when it follows the learned router, else None."""
     from eval.learning.router import uses_learned_router
 
-    return get_learned_routes(path, stamp, embedder) if uses_learned_router(config) else None
+    return get_learned_routes(path, stamp, embedder, analyzer) if uses_learned_router(config) else None
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def get_inputs(path: str, stamp: tuple, embedder: str, qrels_rev: tuple) -> dict:
+def get_inputs(path: str, stamp: tuple, embedder: str, analyzer: str, qrels_rev: tuple) -> dict:
     """The content hashes of the workspace's inputs, the pipeline's left "" (``eval.stores.inputs``)."""
-    pool = get_pool(path, stamp, embedder)
-    qrels = get_judged(path, stamp, embedder, qrels_rev)[0]
+    pool = get_pool(path, stamp, embedder, analyzer)
+    qrels = get_judged(path, stamp, embedder, analyzer, qrels_rev)[0]
     return inputs_of(get_dataset(path, stamp), qrels, None, pool.embedder, pool.analyzer).to_json()
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def get_judged(path: str, stamp: tuple, embedder: str, qrels_rev: tuple) -> tuple[dict, Judged]:
+def get_judged(path: str, stamp: tuple, embedder: str, analyzer: str, qrels_rev: tuple) -> tuple[dict, Judged]:
     """The judgments every command uses (``effective_qrels``, from the source ``qrels_rev``
     names: ``Workspace.qrels_rev``) and their alignment with the pool."""
     dataset = get_dataset(path, stamp)
     qrels = effective_qrels(dataset, source=qrels_rev[0]).qrels
-    return qrels, judge(get_pool(path, stamp, embedder), qrels)
+    return qrels, judge(get_pool(path, stamp, embedder, analyzer), qrels)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -212,22 +235,23 @@ def judgment_count(path: str, stamp: tuple, qrels_rev: tuple) -> int:
 
 
 @st.cache_resource(max_entries=32, show_spinner="Retrieving candidates for the free-text query…")
-def free_text_candidates(path: str, stamp: tuple, embedder: str, text: str) -> Candidates:
-    handle = get_index(path, stamp, embedder)
+def free_text_candidates(path: str, stamp: tuple, embedder: str, analyzer: str, text: str) -> Candidates:
+    handle = get_index(path, stamp, embedder, analyzer)
     return build_candidates(handle, [Query(id="free-text", text=text)], pool_depth=DEFAULT_POOL_DEPTH)
 
 
 _LIVE = LiveRuns(64)   # every session's script runs on its own thread of this one process
 
 
-def live_evaluation(path: str, stamp: tuple, embedder: str, qrels_rev: tuple, config: PipelineConfig) -> LiveRun:
+def live_evaluation(path: str, stamp: tuple, embedder: str, analyzer: str, qrels_rev: tuple,
+                    config: PipelineConfig) -> LiveRun:
     """A whole query set's evaluation of ``config``, kept in ``_LIVE`` keyed by the frozen config
     itself (Streamlit's argument hashing would pickle the whole config on every call)."""
     def compute() -> LiveRun:
-        _, judged = get_judged(path, stamp, embedder, qrels_rev)
-        return evaluate_config(get_pool(path, stamp, embedder), judged, config,
-                               routes=routes_for(path, stamp, embedder, config))
-    return _LIVE.get((path, stamp, embedder, qrels_rev, config), compute)
+        _, judged = get_judged(path, stamp, embedder, analyzer, qrels_rev)
+        return evaluate_config(get_pool(path, stamp, embedder, analyzer), judged, config,
+                               routes=routes_for(path, stamp, embedder, analyzer, config))
+    return _LIVE.get((path, stamp, embedder, analyzer, qrels_rev, config), compute)
 
 
 # ---- the workspace: what a page works on ----------------------------------------------------
@@ -240,6 +264,7 @@ class Workspace:
     dataset: Dataset
     baseline_label: str
     source: str = "explicit"          # the judgments every figure uses (the sidebar's choice)
+    analyzer: str = DEFAULT_ANALYZER  # the BM25 analyzer of the index and pool (the sidebar's choice)
 
     @property
     def judgments(self) -> JudgmentStore:
@@ -263,10 +288,10 @@ class Workspace:
         return bool(self.dataset.queries)
 
     def pool(self) -> Candidates:
-        return get_pool(self.path, self.stamp, self.embedder)
+        return get_pool(self.path, self.stamp, self.embedder, self.analyzer)
 
     def judged(self) -> tuple[dict, Judged]:
-        return get_judged(self.path, self.stamp, self.embedder, self.qrels_rev)
+        return get_judged(self.path, self.stamp, self.embedder, self.analyzer, self.qrels_rev)
 
     def qrels(self) -> dict:
         return self.judgments_used().qrels
@@ -287,10 +312,10 @@ class Workspace:
 
     def evaluation(self, config: PipelineConfig) -> LiveRun:
         """Kept (``live_evaluation``): for baselines and lists of pipelines."""
-        return live_evaluation(self.path, self.stamp, self.embedder, self.qrels_rev, config)
+        return live_evaluation(self.path, self.stamp, self.embedder, self.analyzer, self.qrels_rev, config)
 
     def free_text(self, text: str) -> Candidates:
-        return free_text_candidates(self.path, self.stamp, self.embedder, text)
+        return free_text_candidates(self.path, self.stamp, self.embedder, self.analyzer, text)
 
     def fingerprint(self) -> str:
         return self.dataset.fingerprint
@@ -298,7 +323,7 @@ class Workspace:
     def inputs(self, config: PipelineConfig | None = None) -> dict:
         """The content hashes of what ``config``'s figures here are computed from
         (``eval.stores.inputs``): corpus, queries, judgments, pipeline, embedder, index."""
-        base = get_inputs(self.path, self.stamp, self.embedder, self.qrels_rev)
+        base = get_inputs(self.path, self.stamp, self.embedder, self.analyzer, self.qrels_rev)
         return {**base, "pipeline": pipeline_hash(config) if config is not None else ""}
 
 
@@ -320,8 +345,9 @@ def workspace() -> Workspace:
         st.stop()
     source = st.session_state[K_JUDGMENTS]
     sync_embedder(path)
+    sync_analyzer(path)
     ws = Workspace(path, stamp, st.session_state[K_EMBEDDER], dataset, st.session_state[K_BASELINE],
-                   source if source in judgment_sources(dataset) else "explicit")
+                   source if source in judgment_sources(dataset) else "explicit", st.session_state[K_ANALYZER])
     try:  # a damaged judgments file (a grade stored as "3") is named once here, not in every widget
         ws.judgments.history()
     except (OSError, ValueError) as error:
@@ -351,9 +377,10 @@ def config_or_stop(label) -> PipelineConfig:
 def require_pool(ws: Workspace) -> Candidates:
     """The candidate pool of the query set, or an explanation and ``st.stop()``.
 
-    When the pool is not on disk yet for this dataset and embedder (a new dataset, or the
-    embedder just switched), it is built here with a progress bar — encoding the corpus and
-    retrieving every query takes seconds to minutes — instead of behind a bare spinner."""
+    When the pool is not on disk yet for this dataset, embedder and analyzer (a new dataset, or
+    the embedder or analyzer just switched), it is built here with a progress bar — encoding
+    the corpus, indexing it and retrieving every query takes seconds to minutes — instead of
+    behind a bare spinner."""
     from pages._markup import md
 
     if not ws.has_queries:
@@ -361,12 +388,13 @@ def require_pool(ws: Workspace) -> Candidates:
                 "The Data page still browses its corpus.")
         st.stop()
     try:
-        if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH).is_file():
+        if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH, ws.analyzer).is_file():
             holder = st.empty()                  # the status goes once the pool is there
-            with holder.status(f"Preparing {md(ws.dataset.name)} for {ws.embedder}: loading the embedding model…",
+            using = f"{ws.embedder} · {ws.analyzer}"
+            with holder.status(f"Preparing {md(ws.dataset.name)} for {using}: loading the embedding model…",
                                expanded=True) as status:
                 bar = st.progress(0.0)
-                prepare_dataset(ws.path, ws.embedder, _named_progress(status, bar, ws.embedder))
+                prepare_dataset(ws.path, ws.embedder, _named_progress(status, bar, using), ws.analyzer)
             holder.empty()
         return ws.pool()
     except (ValueError, RuntimeError, OSError) as error:
@@ -374,18 +402,21 @@ def require_pool(ws: Workspace) -> Candidates:
         st.stop()
 
 
-def _named_progress(status, bar, embedder: str) -> Callable[[str, int, int], None]:
-    """A progress callback that names the step (``eval.stores.pool.STEP_NAMES``) in the status label."""
+def _named_progress(status, bar, using: str) -> Callable[[str, int, int], None]:
+    """A progress callback that names the step (``eval.stores.pool.STEP_NAMES``) in the status
+    label, and what it builds for (``using``: the embedder and analyzer)."""
     def progress(stage: str, done: int, total: int) -> None:
         step = STEP_NAMES.get(stage, stage)
-        status.update(label=f"{step}: {done:,}/{total:,} ({embedder})")
+        status.update(label=f"{step}: {done:,}/{total:,} ({using})")
         bar.progress(min(1.0, done / max(1, total)), text=step)
     return progress
 
 
-def prepare_dataset(path: str, embedder: str, progress: Callable[[str, int, int], None]) -> Candidates | None:
-    """Validate a dataset folder, build its indexes and candidate pool (``eval.stores.pool.prepare``)."""
-    return prepare(load_dataset(resolve_path(path)), embedder, progress, needed_only=True)[1]
+def prepare_dataset(path: str, embedder: str, progress: Callable[[str, int, int], None],
+                    analyzer: str = DEFAULT_ANALYZER) -> Candidates | None:
+    """Validate a dataset folder, build its indexes and candidate pool with the BM25 ``analyzer``
+    (``eval.stores.pool.prepare``)."""
+    return prepare(load_dataset(resolve_path(path)), embedder, progress, analyzer=analyzer, needed_only=True)[1]
 
 
 def home_dir() -> Path:

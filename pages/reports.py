@@ -77,7 +77,7 @@ def compare_snapshots() -> None:
     a_ev, b_ev = ws.evaluation(a_cfg), ws.evaluation(b_cfg)
     rows = hx.compare_live(a_ev, b_ev)
     if fisher:
-        ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, ws.qrels_rev, a_cfg, b_cfg)
+        ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, ws.analyzer, ws.qrels_rev, a_cfg, b_cfg)
         for r in rows:
             r["p"], r["p_text"] = ps[r["metric"]], hx.fmt_p(ps[r["metric"]])
     st.caption(f"B = {code(b_cfg.name)} against A = {code(a_cfg.name)}, re-evaluated on {md(ws.dataset.name)} "

@@ -280,10 +280,10 @@ def live() -> None:
 
     ev = None
     rev = ws.qrels_rev
-    base_ev = s.live_evaluation(ws.path, ws.stamp, ws.embedder, rev, ws.baseline) if c is not None else None
-    qrels, judged = s.get_judged(ws.path, ws.stamp, ws.embedder, rev) if c is not None else ({}, None)
+    base_ev = s.live_evaluation(ws.path, ws.stamp, ws.embedder, ws.analyzer, rev, ws.baseline) if c is not None else None
+    qrels, judged = s.get_judged(ws.path, ws.stamp, ws.embedder, ws.analyzer, rev) if c is not None else ({}, None)
     pool = c
-    ev = (evaluate_config(pool, judged, config, routes=s.routes_for(ws.path, ws.stamp, ws.embedder, config))
+    ev = (evaluate_config(pool, judged, config, routes=s.routes_for(ws.path, ws.stamp, ws.embedder, ws.analyzer, config))
           if c is not None else None)
     if ev is not None:
         tn.record_scores(config, ev.means, ws.baseline.name, base_ev.means)
@@ -297,7 +297,7 @@ def live() -> None:
         ps = None
         if fisher:
             with st.spinner("Fisher's randomization test: 10,000 permutations per metric…"):
-                ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, rev, ws.baseline, config)
+                ps = hx.fisher_cached(ws.path, ws.stamp, ws.embedder, ws.analyzer, rev, ws.baseline, config)
         provenance = (in_sample(ws.dataset.fingerprint, state.provenance, source=state.source)
                       if c is not None else None)
         view = views.tune_view(

@@ -5,10 +5,11 @@ from __future__ import annotations
 from eval.cli._common import add_quiet, write_file
 from eval.export import EXPORTERS, export_config
 from eval.stores.configs import resolve_config
+from retrieval.bm25 import ANALYZERS
 
 
 def cmd_export(args) -> int:
-    text = export_config(resolve_config(args.config), args.to)
+    text = export_config(resolve_config(args.config), args.to, args.analyzer)
     if args.out:
         write_file(args.out, text, "--out")
     else:
@@ -35,6 +36,10 @@ def register(sub) -> None:
         choices=sorted(EXPORTERS),
         help="; ".join(f"{e.engine}: {e.summary}" for e in EXPORTERS.values()),
     )
+    p.add_argument("--analyzer", choices=sorted(ANALYZERS), default=None,
+                   help="the BM25 analyzer the pipeline was tuned with: the export names the engine's "
+                        "equivalent analysis or refuses where it has none (default: not part of the export); "
+                        + "; ".join(f"{e.engine}: {', '.join(sorted(e.analyzers)) or 'none'}" for e in EXPORTERS.values()))
     p.add_argument("--out", metavar="FILE", help="write to FILE (default: standard output)")
     add_quiet(p)
     p.set_defaults(func=cmd_export)

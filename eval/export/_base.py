@@ -8,7 +8,12 @@ engine must support, ``Knob.engine``) and the fusion's declared parameters: a va
 every engine's plain query and that the exporter does not declare, a fusion it does not
 translate, or a parameter its translation does not read is refused, all in one line. So a stage
 or a parameter added without an engine declaration is refused by every exporter until one says
-how it runs it."""
+how it runs it.
+
+The BM25 analyzer a pipeline was tuned with (``retrieval.bm25.ANALYZERS``, ``rwb export
+--analyzer``) is declared the same way: ``Exporter.analyzers`` names those the engine has an
+equivalent analysis of, ``Exporter.no_analyzer`` why it has none of the others; an analyzer the
+exporter does not name is refused before anything is written."""
 
 from __future__ import annotations
 
@@ -30,21 +35,27 @@ class Exporter:
     ``supported``: the fusions it can express, in words (the refusal names them); ``reads``:
     fusion name → the parameters its translation reads (every active one must be there);
     ``stages``: the stages beyond every engine's plain query it runs (``"name"`` for a
-    number or flag, ``"name=value"`` for a choice)."""
+    number or flag, ``"name=value"`` for a choice); ``analyzers``: rwb BM25 analyzer → the
+    engine's equivalent analysis, in words (``write`` is given the analyzer and writes it);
+    ``no_analyzer``: rwb BM25 analyzer → why the engine has no equivalent (the refusal's
+    reason)."""
 
     engine: str
     summary: str
-    write: Callable[[PipelineConfig], str]
+    write: Callable[[PipelineConfig, str | None], str]
     suffix: str
     supported: str
     reads: Mapping[str, frozenset[str]]
     stages: frozenset[str] = field(default_factory=frozenset)
+    analyzers: Mapping[str, str] = field(default_factory=dict)
+    no_analyzer: Mapping[str, str] = field(default_factory=dict)
 
-    def export(self, config: PipelineConfig) -> str:
-        """The exported file of ``config``; ``NotExpressible`` (one line) for whatever of it
-        this engine does not run."""
-        check_declared(self, config)
-        return self.write(config)
+    def export(self, config: PipelineConfig, analyzer: str | None = None) -> str:
+        """The exported file of ``config`` (with the engine's analysis of the BM25 ``analyzer``
+        the pipeline was tuned with; None: the analyzer is not part of the export);
+        ``NotExpressible`` (one line) for whatever of it this engine does not run."""
+        check_declared(self, config, analyzer)
+        return self.write(config, analyzer)
 
 
 WHY = {  # what a fusion needs that a hybrid query of these engines does not have
@@ -69,9 +80,24 @@ def refuse_fusion(engine: str, config: PipelineConfig, supported: str) -> NotExp
     return refuse(engine, config, detail, f"{engine} can express: {supported}")
 
 
-def check_declared(exporter: Exporter, config: PipelineConfig) -> None:
-    """Refuse, in one line, every stage of ``config`` and every parameter of its fusion that
-    ``exporter`` does not declare it runs (the module docstring says how)."""
+def check_analyzer(exporter: Exporter, config: PipelineConfig, analyzer: str | None) -> None:
+    """Refuse a BM25 ``analyzer`` ``exporter`` does not declare an equivalent of, naming why and
+    the analyzers it has (None: the analyzer is not part of the export, nothing to check)."""
+    if analyzer is None or analyzer in exporter.analyzers:
+        return
+    why = exporter.no_analyzer.get(analyzer, "no equivalent declared by this export")
+    instead = ("tune with " + " or ".join(f"--analyzer {name} ({how})" for name, how in sorted(exporter.analyzers.items()))
+               if exporter.analyzers else
+               f"{exporter.engine} has no equivalent of any rwb analyzer; leave --analyzer out (text without "
+               "Han characters tokenizes alike under all of them)")
+    raise refuse(exporter.engine, config, f"the BM25 analyzer {analyzer!r} ({why})", instead)
+
+
+def check_declared(exporter: Exporter, config: PipelineConfig, analyzer: str | None = None) -> None:
+    """Refuse, in one line, a BM25 ``analyzer`` (when given) and every stage of ``config`` and
+    every parameter of its fusion that ``exporter`` does not declare it runs (the module
+    docstring says how)."""
+    check_analyzer(exporter, config, analyzer)
     engine = exporter.engine
     missing = []
     for name, knob in declared(type(config)):

@@ -8,6 +8,15 @@ normalises the cosine distances and the FTS scores per query, a missed path coun
 ``w·minmax(cos) + (1 − w)·minmax(fts)``; ``w`` = the vector share ``w_dense / (w_dense +
 w_sparse)``, which ranks as the weighted sum does). One edge differs: when every FTS hit of
 a query ties (one hit included) LanceDB normalises them to 0, we to 1.
+Analyzer (``rwb export --analyzer``): ``jieba`` → the native FTS index with ``base_tokenizer
+"jieba/default"`` (lance ``tokenizer/jieba.rs``: jieba-rs over jieba's dictionary, the
+``dict.txt`` that ``python -m lance.download jieba`` fetches; it cuts in jieba's search mode,
+which adds the dictionary words inside a long word, and keeps no single characters, where rwb
+indexes each Han character and jieba's default cut); ``unigram`` and ``bigram`` are refused:
+LanceDB's base tokenizers keep a Han run whole (``simple``, ``whitespace``), segment it into
+words with a dictionary (``icu``, ``lindera/*``, ``jieba/*``) or n-gram Latin words too
+(``ngram``), none into single characters or adjacent pairs alone (lance
+``InvertedIndexParams::build_base_tokenizer``; documentation, "Full-Text Search Index").
 Depth: LanceDB's sub-queries take the query's ``limit``, so the snippet asks for the path
 depth and keeps the first ``max_results``. The sparse path is LanceDB's own BM25, not our
 Tantivy analyzer. Source: ``lancedb/rerankers/rrf.py``, ``linear_combination.py`` and
@@ -37,7 +46,7 @@ SUPPORTED = (
 TEMPLATE = '''"""LanceDB hybrid search for an rwb pipeline (PIPELINE below: its name, fusion and parameters).
 
 Exported by `rwb export`. The table needs a vector column (cosine) and LanceDB's native
-full-text index on the text column, e.g. ``table.create_fts_index("text")``.
+full-text index on the text column: {fts_index}.
 """
 
 import json
@@ -93,7 +102,20 @@ def reranker_of(config: PipelineConfig) -> tuple[str, str]:
     return "LinearCombinationReranker", f"LinearCombinationReranker(weight={float(weight)!r}, fill=1.0)"
 
 
-def export(config: PipelineConfig) -> str:
+FTS_INDEX = {  # rwb analyzer → the native FTS index that cuts Han text into (nearly) the same words
+    None: 'e.g. ``table.create_fts_index("text")``',
+    "jieba": ('``table.create_fts_index("text", base_tokenizer="jieba/default")`` after '
+              '``python -m lance.download jieba`` (rwb analyzer jieba: jieba-rs with jieba\'s dictionary; '
+              'rwb also indexes each Han character, LanceDB only the words)'),
+}
+NO_ANALYZER = {
+    name: "LanceDB's tokenizers keep a Han run whole (simple, whitespace), segment it into dictionary words "
+    "(icu, lindera, jieba) or n-gram Latin words too (ngram)"
+    for name in ("unigram", "bigram")
+}
+
+
+def export(config: PipelineConfig, analyzer: str | None = None) -> str:
     reranker_class, reranker = reranker_of(config)
     pipeline = {"name": config.name, "fusion": config.fusion, "params": fusion_params(config)}
     return TEMPLATE.format(
@@ -102,6 +124,7 @@ def export(config: PipelineConfig) -> str:
         reranker=reranker,
         depth=int(config.path_depth),
         top_k=int(config.max_results),
+        fts_index=FTS_INDEX[analyzer],
     )
 
 
@@ -113,6 +136,8 @@ EXPORTER = Exporter(
     SUPPORTED,
     reads={"rrf": frozenset({"rrf_k", "w_dense", "w_sparse", "weighting"}), "relative_score": frozenset({"alpha"}),
            "wsum": frozenset({"w_dense", "w_sparse", "norm"}), "combsum": frozenset({"norm"})},
+    analyzers={"jieba": 'FTS base_tokenizer "jieba/default"'},
+    no_analyzer=NO_ANALYZER,
 )
 
 

@@ -21,6 +21,16 @@ Expressible, exactly as neural-search computes it:
 Weights are rounded to 6 decimals; a weight > 0 whose share rounds to 0 is refused.
 Keyword match ``all`` is the match query's ``operator: and``. The query order is fixed:
 ``queries[0]`` the keyword match, ``queries[1]`` the k-NN, so ``weights`` are [BM25, vector].
+The keyword leg's analyzer (``rwb export --analyzer``, the one the pipeline was tuned with) is
+written as the text field's custom analyzer ``rwb_text``: ``unigram`` → the ``standard``
+tokenizer (Lucene's UAX #29 tokenizer emits each Han character as a token) and ``lowercase``;
+``bigram`` → the same plus a ``cjk_bigram`` filter with ``output_unigrams: true`` (each Han
+character and each adjacent pair; OpenSearch documentation, "CJK bigram token filter").
+Han text is cut into rwb's terms; Latin text into UAX #29 words, which keep ``user_id`` whole
+where rwb also splits it. ``jieba`` is refused: OpenSearch's Chinese word segmenters are the
+``analysis-smartcn`` plugin (Lucene's Smart Chinese, its own probabilistic dictionary) and the
+third-party IK plugin (``ik_smart`` / ``ik_max_word``, its own dictionary), which cut other words
+than jieba's dictionary.
 Sources: neural-search ``processor/normalization/`` and ``processor/combination/`` (the
 classes named above); OpenSearch documentation, "Normalization processor", "Score ranker
 processor", "Hybrid query" (``pagination_depth``, 2.19). ``tests/opensearch_port.py`` ports
@@ -83,7 +93,30 @@ def processor(config: PipelineConfig) -> dict:
     raise refuse_fusion("opensearch", config, SUPPORTED)
 
 
-def export(config: PipelineConfig) -> str:
+ANALYSIS = {  # rwb analyzer → the filters after the standard tokenizer that cut Han text alike
+    "unigram": ["lowercase"],
+    "bigram": ["lowercase", "rwb_cjk_bigram"],
+}
+FILTERS = {"rwb_cjk_bigram": {"type": "cjk_bigram", "output_unigrams": True}}
+NO_ANALYZER = {
+    "jieba": "OpenSearch has no jieba analyzer: smartcn (analysis-smartcn plugin) and IK (ik_smart / "
+    "ik_max_word, third-party) segment with other dictionaries",
+}
+
+
+def index_body(analyzer: str) -> dict:
+    """The index settings and mapping that give the text field rwb's ``analyzer`` (one of
+    ``ANALYSIS``; the others are refused before this is called)."""
+    filters = ANALYSIS[analyzer]
+    analysis: dict = {"analyzer": {"rwb_text": {"type": "custom", "tokenizer": "standard", "filter": filters}}}
+    used = {name: FILTERS[name] for name in filters if name in FILTERS}
+    if used:
+        analysis["filter"] = used
+    return {"settings": {"analysis": analysis},
+            "mappings": {"properties": {"text": {"type": "text", "analyzer": "rwb_text"}}}}
+
+
+def export(config: PipelineConfig, analyzer: str | None = None) -> str:
     pipeline_id = "rwb-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in config.name)
     match = {"query": QUERY_TEXT}
     if config.keyword_match == "all":
@@ -117,6 +150,13 @@ def export(config: PipelineConfig) -> str:
             "pagination_depth needs OpenSearch 2.19 or later (the per-path depth)",
         ],
     }
+    if analyzer is not None:
+        body["index"] = {"request": "PUT /<index>", "body": index_body(analyzer)}
+        body["notes"].append(f"the keyword leg analyses text as rwb's {analyzer!r} analyzer: create the index "
+                             "with 'index' (analyzer rwb_text on the text field)")
+    else:
+        body["notes"].append("the BM25 analyzer is not part of this export: pass --analyzer (the one the "
+                             "pipeline was tuned with) to have the index's analyzer written")
     if config.fusion == "mean" and config.params.norm == "l2":
         body["notes"].append("l2 normalisation: the vector field's space_type must be cosinesimil "
                              "(k-NN score (1 + cos) / 2, k-NN 2.19 or later), the score rwb's l2 normalises")
@@ -131,4 +171,6 @@ EXPORTER = Exporter(
     SUPPORTED,
     reads={"rrf": frozenset({"rrf_k", "w_dense", "w_sparse", "weighting"}), "mean": frozenset({"w_dense", "w_sparse", "norm", "mean", "semantics"})},
     stages=frozenset({"keyword_match=all"}),  # the match query's operator "and"
+    analyzers={"unigram": "standard tokenizer", "bigram": "standard + cjk_bigram, output_unigrams"},
+    no_analyzer=NO_ANALYZER,
 )

@@ -16,7 +16,10 @@ Expressible, exactly as Qdrant computes it:
 
 Both prefetches take the pipeline's path depth as ``limit``. The sparse prefetch is whatever
 sparse vector the collection holds (BM25, SPLADE…), not our Tantivy BM25: re-tune on Qdrant's
-own lists (``rwb import runs``) for the engine you run. ``verify`` runs the request in
+own lists (``rwb import runs``) for the engine you run. With ``--analyzer`` the export says to
+build the sparse vectors from that analyzer's terms (any analyzer: the request carries
+client-given sparse ``indices``/``values``, which Qdrant scores as given without analysing any
+text). ``verify`` runs the request in
 qdrant-client's local mode, Qdrant's own fusion code."""
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 from dataclasses import dataclass
 
 from eval.export._base import Exporter, refuse, refuse_fusion
+from retrieval.bm25 import ANALYZERS
 from retrieval.pipeline import PipelineConfig
 
 SUPPORTED = "rrf (whole rrf_k; weights under rrf.weighting = 'qdrant'); combsum with norm = dbsf"
@@ -57,7 +61,7 @@ def fusion_query(config: PipelineConfig) -> dict:
     raise refuse_fusion("qdrant", config, SUPPORTED)
 
 
-def export(config: PipelineConfig) -> str:
+def export(config: PipelineConfig, analyzer: str | None = None) -> str:
     depth = config.path_depth
     body = {
         "request": "POST /collections/<collection>/points/query",
@@ -76,12 +80,16 @@ def export(config: PipelineConfig) -> str:
             "'dense' and 'sparse' are placeholders for your collection's named vectors",
         ],
     }
+    if analyzer is not None:  # Qdrant scores the sparse vectors it is given; the client analyses the text
+        body["notes"].append(f"encode documents and queries into the sparse vectors with rwb's {analyzer!r} "
+                             "analyzer's terms (retrieval.bm25.query_terms): Qdrant does not analyse them")
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
 
 EXPORTER = Exporter(
     "qdrant", "JSON: a Query API request with prefetch + fusion (rrf / dbsf)", export, ".json", SUPPORTED,
     reads={"rrf": frozenset({"rrf_k", "w_dense", "w_sparse", "weighting"}), "combsum": frozenset({"norm"})},
+    analyzers={name: "the client encodes the sparse vectors with its terms" for name in ANALYZERS},
 )
 
 

@@ -19,6 +19,13 @@ With ``alpha`` 0 or 1 Weaviate runs one leg only (``hybrid/searcher.go`` ``Searc
 search under ``alpha < 1``, the vector search under ``alpha > 0``): a document only the other
 path found is not returned at all, where ours ranks it with that path's weight 0; the export
 says so in its notes.
+The keyword leg's analyzer (``rwb export --analyzer``): Weaviate's tokenizations are ``word``,
+``lowercase``, ``whitespace``, ``field``, ``trigram``, ``gse`` / ``gse_ch`` (the gse segmenter
+over its own dictionary), ``kagome_ja`` / ``kagome_kr`` (documentation, "Tokenization";
+``TokenizeWord`` splits at characters that are neither letters nor digits, so a Han run stays
+one token; ``trigram`` joins the words and cuts character trigrams): none cuts Han text into
+single characters, adjacent pairs or jieba's words, so every rwb analyzer is refused (text
+without Han characters tokenizes alike under every analyzer: leave ``--analyzer`` out).
 Source: Weaviate ``usecases/traverser/hybrid/hybrid_fusion.go`` (``FusionRanked``,
 ``FusionRelativeScore``); documentation, "Hybrid search" (``alpha``, ``fusionType``).
 ``tests/weaviate_port.py`` ports these functions as the test oracle."""
@@ -58,7 +65,14 @@ def hybrid_arguments(config: PipelineConfig) -> tuple[float, str]:
     raise refuse_fusion("weaviate", config, SUPPORTED)
 
 
-def export(config: PipelineConfig) -> str:
+NO_ANALYZER = {
+    "unigram": "no tokenization emits single Han characters (word keeps a Han run whole)",
+    "bigram": "no character-bigram tokenization (trigram only)",
+    "jieba": "gse / gse_ch segment with gse's own dictionary, not jieba's",
+}
+
+
+def export(config: PipelineConfig, analyzer: str | None = None) -> str:
     alpha, fusion_type = hybrid_arguments(config)
     depth = config.path_depth
     if depth < config.max_results:
@@ -102,4 +116,5 @@ EXPORTER = Exporter(
     "weaviate", "JSON: hybrid alpha + fusionType (and the Python client call)", export, ".json", SUPPORTED,
     reads={"rrf": frozenset({"rrf_k", "w_dense", "w_sparse", "weighting"}), "relative_score": frozenset({"alpha"}),
            "wsum": frozenset({"w_dense", "w_sparse", "norm"}), "combsum": frozenset({"norm"})},
+    no_analyzer=NO_ANALYZER,
 )

@@ -121,6 +121,66 @@ def test_weaviate_arguments():
     }
 
 
+@pytest.mark.parametrize("engine, analyzer, named", [
+    ("opensearch", "jieba", ["the BM25 analyzer 'jieba'", "smartcn", "ik_smart", "--analyzer bigram"]),
+    ("lancedb", "bigram", ["the BM25 analyzer 'bigram'", "keep a Han run whole", "--analyzer jieba"]),
+    ("lancedb", "unigram", ["the BM25 analyzer 'unigram'"]),
+    ("weaviate", "bigram", ["the BM25 analyzer 'bigram'", "trigram only", "leave --analyzer out"]),
+    ("weaviate", "jieba", ["the BM25 analyzer 'jieba'", "gse's own dictionary"]),
+])
+def test_an_analyzer_the_engine_has_no_equivalent_of_is_refused(capsys, engine, analyzer, named):
+    assert main(["export", "relative-score", "--to", engine, "--analyzer", analyzer]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"rwb: error: {engine} cannot express")
+    assert all(n in err for n in named), err
+
+
+def test_exports_name_the_engines_analysis_of_the_analyzer():
+    """OpenSearch: the standard tokenizer (one token per Han character), plus cjk_bigram with
+    unigrams kept for bigram; LanceDB: base_tokenizer jieba/default for jieba; Qdrant: the
+    client encodes the sparse vectors with rwb's terms."""
+    def opensearch(analyzer):
+        return json.loads(export_config(resolve_config("opensearch"), "opensearch", analyzer))
+
+    bigram = opensearch("bigram")["index"]["body"]
+    assert bigram["settings"]["analysis"] == {
+        "analyzer": {"rwb_text": {"type": "custom", "tokenizer": "standard", "filter": ["lowercase", "rwb_cjk_bigram"]}},
+        "filter": {"rwb_cjk_bigram": {"type": "cjk_bigram", "output_unigrams": True}},
+    }
+    assert bigram["mappings"]["properties"]["text"] == {"type": "text", "analyzer": "rwb_text"}
+    assert opensearch("unigram")["index"]["body"]["settings"]["analysis"] == {
+        "analyzer": {"rwb_text": {"type": "custom", "tokenizer": "standard", "filter": ["lowercase"]}}}
+    assert "index" not in opensearch(None)
+    snippet = export_config(resolve_config("rrf"), "lancedb", "jieba")
+    assert 'create_fts_index("text", base_tokenizer="jieba/default")' in snippet
+    assert "python -m lance.download jieba" in snippet
+    compile(snippet, "<export>", "exec")
+    for analyzer in ("unigram", "bigram", "jieba"):
+        qdrant = json.loads(export_config(resolve_config("rrf"), "qdrant", analyzer))
+        assert any(f"rwb's {analyzer!r} analyzer's terms" in note for note in qdrant["notes"])
+
+
+def test_every_exporter_declares_every_analyzer():
+    """Each rwb analyzer is, for each engine, either declared expressible (and then exported) or
+    refused with a declared reason: an analyzer added to ``ANALYZERS`` without a word from an
+    exporter is refused there as undeclared."""
+    from dataclasses import replace as replace_exporter
+
+    from eval.export import EXPORTERS
+    from retrieval.bm25 import ANALYZERS
+
+    config = resolve_config("rrf")
+    for exporter in EXPORTERS.values():
+        assert set(exporter.analyzers) | set(exporter.no_analyzer) == set(ANALYZERS), exporter.engine
+        assert not set(exporter.analyzers) & set(exporter.no_analyzer), exporter.engine
+        expressible = resolve_config({"opensearch": "opensearch"}.get(exporter.engine, "rrf"))
+        for analyzer in exporter.analyzers:
+            assert exporter.export(expressible, analyzer)
+    bare = replace_exporter(EXPORTERS["qdrant"], analyzers={})
+    with pytest.raises(ValueError, match=r"the BM25 analyzer 'jieba' \(no equivalent declared by this export\)"):
+        bare.export(config, "jieba")
+
+
 @pytest.mark.parametrize("alpha, leg", [(0.0, "keyword"), (1.0, "vector")])
 def test_weaviate_with_alpha_0_or_1_says_it_runs_one_leg(alpha, leg):
     """Weaviate's hybrid searcher runs the keyword leg only under alpha < 1 and the vector leg
