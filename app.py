@@ -19,7 +19,7 @@ from pages import _harness as hx  # noqa: E402
 from pages import _state as sh  # noqa: E402
 from pages._markup import md  # noqa: E402
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER  # noqa: E402
-from retrieval.embedders import default_embedder, default_reason, language_warning  # noqa: E402
+from retrieval.embedders import default_embedder, default_reason, language_note, language_warning  # noqa: E402
 
 sh.mark_run_start()
 # an emoji favicon is drawn locally (a data: URL); a ":material/…" one is fetched from fonts.gstatic.com
@@ -105,6 +105,8 @@ def sidebar() -> None:
             warning = language_warning(embedder, dataset)
             if warning:
                 st.warning(md(warning.replace("try --embedder", "choose")), icon=":material/translate:")
+            elif note := language_note(embedder, dataset):     # the default, and why it was kept
+                st.caption(f":material/translate: {md(note)}")
         except Exception as error:  # the page itself shows the full problem list
             st.caption(f":red[dataset not loadable: {md(str(error).splitlines()[0][:120])}]")
 

@@ -33,6 +33,7 @@ from eval.stores.judgments import (Judgments, JudgmentStore, default_rater, effe
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates, doc_quality  # noqa: F401
 from retrieval.dataset import Dataset, DatasetError, Query, folder_stamp, load_dataset
+from retrieval.embedders import model_label
 from retrieval.index import IndexHandle, open_index, rwb_home
 from retrieval.pipeline import PipelineConfig, from_toml
 
@@ -133,10 +134,7 @@ def sync_embedder(path: str) -> None:
     this session, else its default (``retrieval.embedders.default_embedder``: the dataset's
     language). Called before the sidebar's picker is drawn (and by ``workspace``, for a page
     run on its own)."""
-    from retrieval.embedders import default_embedder
-
-    _sync_choice(path, K_EMBEDDER, K_EMBEDDER_OF, K_EMBEDDER_FOR, EMBEDDERS,
-                 lambda: default_embedder(get_dataset(path, dataset_stamp(path))))
+    _sync_choice(path, K_EMBEDDER, K_EMBEDDER_OF, K_EMBEDDER_FOR, EMBEDDERS, lambda: embedder_of(path))
 
 
 def sync_analyzer(path: str) -> None:
@@ -144,6 +142,21 @@ def sync_analyzer(path: str) -> None:
     it in this session, else the command line's default (``DEFAULT_ANALYZER``, as ``rwb index``
     and ``rwb eval`` without ``--analyzer``). Called beside ``sync_embedder``."""
     _sync_choice(path, K_ANALYZER, K_ANALYZER_OF, K_ANALYZER_FOR, ANALYZER_NAMES, lambda: DEFAULT_ANALYZER)
+
+
+def embedder_of(path: str) -> str:
+    """The embedder the dataset at ``path`` gets on the pages: the one chosen for it in this
+    session, else its default (``retrieval.embedders.default_embedder``). An import or a
+    Prepare builds with it, so opening the dataset afterwards encodes nothing again."""
+    from retrieval.embedders import default_embedder
+
+    name = st.session_state.get(K_EMBEDDER_OF, {}).get(path)
+    if name is None:
+        try:
+            name = default_embedder(get_dataset(path, dataset_stamp(path)))
+        except (DatasetError, OSError, ValueError):  # the page shows the problem itself
+            name = EMBEDDERS[0]
+    return name if name in EMBEDDERS else EMBEDDERS[0]
 
 
 def dataset_path() -> str:
@@ -390,11 +403,11 @@ def require_pool(ws: Workspace) -> Candidates:
     try:
         if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH, ws.analyzer).is_file():
             holder = st.empty()                  # the status goes once the pool is there
-            using = f"{ws.embedder} · {ws.analyzer}"
-            with holder.status(f"Preparing {md(ws.dataset.name)} for {using}: loading the embedding model…",
+            using = f"{model_label(ws.embedder)} · {ws.analyzer}"
+            with holder.status(f"Preparing {md(ws.dataset.name)} for {md(using)}: loading the embedding model…",
                                expanded=True) as status:
                 bar = st.progress(0.0)
-                prepare_dataset(ws.path, ws.embedder, _named_progress(status, bar, using), ws.analyzer)
+                prepare_dataset(ws.path, ws.embedder, named_progress(bar, using, status), ws.analyzer)
             holder.empty()
         return ws.pool()
     except (ValueError, RuntimeError, OSError) as error:
@@ -402,13 +415,19 @@ def require_pool(ws: Workspace) -> Candidates:
         st.stop()
 
 
-def _named_progress(status, bar, using: str) -> Callable[[str, int, int], None]:
-    """A progress callback that names the step (``eval.stores.pool.STEP_NAMES``) in the status
-    label, and what it builds for (``using``: the embedder and analyzer)."""
+def named_progress(bar, using: str, status=None) -> Callable[[str, int, int], None]:
+    """A progress callback that names the step (``eval.stores.pool.STEP_NAMES``) and what it
+    builds for (``using``: the model, ``retrieval.embedders.model_label``, and the analyzer) on
+    ``bar`` and in ``status``'s label if given."""
+    from pages._markup import md
+
+    using = md(using)
+
     def progress(stage: str, done: int, total: int) -> None:
         step = STEP_NAMES.get(stage, stage)
-        status.update(label=f"{step}: {done:,}/{total:,} ({using})")
-        bar.progress(min(1.0, done / max(1, total)), text=step)
+        if status is not None:
+            status.update(label=f"{step}: {done:,}/{total:,} · {using}")
+        bar.progress(min(1.0, done / max(1, total)), text=f"{step}: {done:,}/{total:,} · {using}")
     return progress
 
 

@@ -200,10 +200,12 @@ with import_tab:
                     result = hx.import_dataset(kind, source.strip(), dest.strip(), force=force, name=name.strip(),
                                                **options)
                     st.write(f":material/check: {result.summary()}")
-                    bar = st.progress(0.0, text="Indexing…")
-                    pool = sh.prepare_dataset(str(result.dest), ws.embedder, lambda stage, done, total: bar.progress(
-                        min(1.0, done / max(1, total)), text=f"{stage}: {done}/{total}"))
-                    bar.progress(1.0, text="Indexed" + (f"; {pool.n_queries} queries retrieved" if pool else ""))
+                    embedder = sh.embedder_of(str(result.dest))    # the one it opens with: no re-embedding
+                    bar = st.progress(0.0, text=f"Indexing with {md(sh.model_label(embedder))}…")
+                    pool = sh.prepare_dataset(str(result.dest), embedder,
+                                              sh.named_progress(bar, sh.model_label(embedder)))
+                    bar.progress(1.0, text=f"Indexed with {md(sh.model_label(embedder))}"
+                                 + (f"; {pool.n_queries} queries retrieved" if pool else ""))
                     status.update(label=f"Imported {code(result.dest)}", state="complete")
                     st.session_state["data_imported"] = str(result.dest)
                 except Exception as error:  # importer and dataset errors are shown, never a traceback
@@ -220,11 +222,11 @@ with import_tab:
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
         folder = c1.text_input("Dataset folder", value=ws.path, key="data_prepare_path")
         if c2.button("Prepare", icon=":material/build:", width="stretch", key="data_prepare"):
-            bar = st.progress(0.0, text="Starting…")
+            embedder = sh.embedder_of(folder.strip())
+            bar = st.progress(0.0, text=f"Starting with {md(sh.model_label(embedder))}…")
             try:
-                pool = sh.prepare_dataset(folder, ws.embedder, lambda stage, done, total: bar.progress(
-                    min(1.0, done / max(1, total)), text=f"{stage}: {done}/{total}"))
-                bar.progress(1.0, text="Done")
+                pool = sh.prepare_dataset(folder, embedder, sh.named_progress(bar, sh.model_label(embedder)))
+                bar.progress(1.0, text=f"Done with {md(sh.model_label(embedder))}")
                 st.success(f"{code(folder)} is ready" + (f": {pool.n_queries} queries, {pool.n_rows} candidate rows."
                                                      if pool is not None else " (no queries: corpus only)."))
             except Exception as error:  # a dataset error lists every problem

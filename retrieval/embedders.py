@@ -10,8 +10,12 @@ Which one a dataset gets by default (``default_embedder``) follows the language 
 text is not English gets ``use-multilingual``. The language is ``dataset.toml``'s ``languages``
 when it names only English (``minilm``) or no English (``use-multilingual``); otherwise (a mixed
 list, or none) the text decides: ``use-multilingual`` when at least ``MULTILINGUAL_SHARE`` of
-the documents are written mostly in another script (``non_english``). ``language_warning`` is
-the one line every surface shows when an English-only model meets such text anyway.
+the documents are written mostly in another script (``non_english``): below that share most of
+the text is English, which ``minilm`` ranks better and encodes faster. Where an English-only
+model meets text in another script, every surface (CLI and pages) shows one line by the same
+rule: ``language_warning``, advice to choose ``use-multilingual``, when the model is not the one
+this rule chose (it was named instead) or the query itself is not English; ``language_note``,
+the share and why the default was kept, when it is the dataset's own default.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ import numpy as np
 Progress = Callable[[int, int], None]
 DEFAULT_EMBEDDER = "minilm"
 MULTILINGUAL_EMBEDDER = "use-multilingual"
+MODELS = {"minilm": "all-MiniLM-L6-v2, English only",
+          "use-multilingual": "Universal Sentence Encoder multilingual v3"}
+"""The model behind each registered embedder name, for progress lines and captions."""
 ENGLISH_ONLY = frozenset({"minilm"})
 """Embedders that read English only: a warning where they meet other scripts."""
 BATCH_SIZE = 64
@@ -79,25 +86,58 @@ def default_reason(dataset) -> str:
     if languages and (all(map(_english, languages)) or not any(map(_english, languages))):
         return f"dataset.toml languages {', '.join(languages)}"
     share = non_english_share(d.text for d in dataset.documents)
-    return f"{share:.0%} of the documents in another script than Latin"
+    side = "at least" if share >= MULTILINGUAL_SHARE else "under"
+    return f"{share:.0%} of the documents in another script than Latin, {side} {MULTILINGUAL_SHARE:.0%}"
+
+
+def model_label(name: str) -> str:
+    """``name`` with the model behind it, e.g. ``minilm (all-MiniLM-L6-v2, English only)``."""
+    return f"{name} ({MODELS[name]})" if name in MODELS else name
+
+
+def _other_script(dataset) -> tuple[int, float] | None:
+    """(count, share) of ``dataset``'s documents in another script, when at least ``WARN_SHARE``."""
+    if dataset is None or not dataset.documents:
+        return None
+    share = non_english_share(d.text for d in dataset.documents)
+    return (round(share * len(dataset.documents)), share) if share >= WARN_SHARE else None
 
 
 def language_warning(embedder: str, dataset=None, query: str | None = None) -> str | None:
-    """One line when the English-only ``embedder`` meets text in another script: the query given,
-    or at least ``WARN_SHARE`` of the dataset's documents; else None."""
+    """One line of advice when the English-only ``embedder`` meets text in another script: the
+    query given, or at least ``WARN_SHARE`` of the dataset's documents while the dataset's
+    default (``default_embedder``) is another model; else None (``language_note`` speaks for a
+    default the rule chose)."""
     if embedder not in ENGLISH_ONLY:
         return None
     advice = f"its figures understate vector search here; try --embedder {MULTILINGUAL_EMBEDDER}"
     if query is not None and non_english(query):
         return f"{embedder} reads English only and the query is not in English: {advice}"
-    if dataset is None or not dataset.documents:
+    other = _other_script(dataset)
+    if other is None or default_embedder(dataset) == embedder:
         return None
-    share = non_english_share(d.text for d in dataset.documents)
-    if share < WARN_SHARE:
-        return None
-    n = round(share * len(dataset.documents))
+    n, share = other
     return (f"{embedder} reads English only, and {n:,} of the {len(dataset.documents):,} documents of "
             f"{dataset.name} ({share:.0%}) are in another script (Chinese…): {advice}")
+
+
+def language_note(embedder: str, dataset) -> str | None:
+    """One line when the English-only ``embedder`` is ``dataset``'s own default although at least
+    ``WARN_SHARE`` of its documents are in another script: how many, and why the default was
+    kept (``default_reason``); else None."""
+    other = _other_script(dataset)
+    if embedder not in ENGLISH_ONLY or other is None or default_embedder(dataset) != embedder:
+        return None
+    n, share = other
+    languages = [x for x in getattr(dataset, "languages", ()) if x.strip()]
+    if languages and all(map(_english, languages)):
+        why = f"its dataset.toml names English only ({', '.join(languages)})"
+    else:
+        why = (f"most of its text is English, which {embedder} ranks better and encodes faster "
+               f"({MULTILINGUAL_EMBEDDER} becomes the default from {MULTILINGUAL_SHARE:.0%})")
+    return (f"{n:,} of the {len(dataset.documents):,} documents of {dataset.name} ({share:.0%}) are in "
+            f"another script (Chinese…); {embedder} is still the default because {why}. It reads "
+            f"those {n:,} poorly (BM25 still finds them); {MULTILINGUAL_EMBEDDER} reads them too.")
 
 
 class EmbedderUnavailable(RuntimeError):

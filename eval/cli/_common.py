@@ -14,7 +14,7 @@ from eval.progress import Progress, step
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates
 from retrieval.dataset import Dataset, load_dataset
-from retrieval.embedders import default_embedder, language_warning
+from retrieval.embedders import default_embedder, language_note, language_warning
 from retrieval.files import atomic_write_text
 from retrieval.limits import MAX_DEPTH
 from retrieval.pipeline import fits
@@ -66,10 +66,13 @@ def warn_after(text: str) -> None:
 
 
 def flush_warnings(show: bool) -> None:
-    """Print the warnings kept for this command (when it produced its figures) and forget them."""
+    """Print the warnings (and notes) kept for this command (when it produced its figures) and forget them."""
     if show:
-        for text in _WARNINGS:
-            note(f"warning: {text}")
+        for text in _WARNINGS:       # a "note: …" (language_note) is silenced by --quiet too
+            if not text.startswith("note: "):
+                note(f"warning: {text}")
+            elif not progress.quiet():
+                note(text)
     _WARNINGS.clear()
 
 
@@ -83,6 +86,8 @@ def resolve_embedder(name: str | None, dataset: Dataset, query: str | None = Non
     warning = language_warning(name, dataset, query)
     if warning:
         warn_after(warning)
+    elif note_text := language_note(name, dataset):      # the default, and why it was kept
+        warn_after("note: " + note_text)
     return name
 
 

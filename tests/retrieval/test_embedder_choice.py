@@ -9,6 +9,7 @@ Chinese), ``tests/fixtures/tiny`` (``["en", "zh"]``, 1 of 10 memories Chinese) a
 from __future__ import annotations
 
 import json
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -17,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from eval.cli import main as rwb_main
 from retrieval.dataset import load_dataset
-from retrieval.embedders import default_embedder, language_warning, non_english, non_english_share
+from retrieval.embedders import default_embedder, language_note, language_warning, non_english, non_english_share
 from tests.conftest import ROOT, TINY
 
 LINGXI_ZH = ROOT / "tests" / "fixtures" / "lingxi_zh"
@@ -159,3 +160,56 @@ def test_each_dataset_keeps_its_own_embedder_on_the_pages(rwb_home, monkeypatch)
     assert at.sidebar.selectbox(key="rwb_embedder").value == "use-multilingual"   # tiny's choice
     pick_dataset(at, LINGXI_ZH)
     assert at.sidebar.selectbox(key="rwb_embedder").value == "minilm"             # lingxi-zh's choice
+
+
+# ---- issue 42 item 4: one rule, the warning agrees with the default ------------------------------
+
+DEVMEM = ROOT / "datasets" / "devmem"
+
+
+def test_a_default_the_rule_kept_gets_a_note_saying_why_not_advice_to_change_it():
+    devmem = load_dataset(DEVMEM)                # 86 of its 348 documents Chinese: under half
+    assert default_embedder(devmem) == "minilm"
+    assert language_warning("minilm", devmem) is None
+    assert language_note("minilm", devmem).startswith(
+        "86 of the 348 documents of devmem (25%) are in another script (Chinese…); minilm is still the "
+        "default because most of its text is English")
+    assert language_note("use-multilingual", devmem) is None
+    assert language_warning("minilm", devmem, "数据库连接池").startswith("minilm reads English only and the query")
+    zh = load_dataset(LINGXI_ZH)                 # minilm named over its default: advice, no note
+    assert language_note("minilm", zh) is None and language_warning("minilm", zh)
+    assert "its dataset.toml names English only (en)" in language_note("minilm", fake(("en",), ["中文笔记"]))
+
+
+def mixed_store(tmp_path):
+    """tiny with 3 of its 10 memories Chinese (d01, d02, d04): minilm by default, with the note."""
+    folder = tmp_path / "mixed"
+    shutil.copytree(TINY, folder)
+    lines = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    chinese = {"d02": "米娜在 Python 文件里喜欢用制表符而不是空格", "d04": "数据库连接池的大小设置为二十"}
+    for doc in lines:
+        doc["text"] = chinese.get(doc["_id"], doc["text"])
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in lines),
+                                         encoding="utf-8")
+    return folder
+
+
+def test_the_sidebar_and_the_cli_say_why_a_mixed_store_keeps_minilm_and_progress_names_the_model(
+        rwb_home, monkeypatch, tmp_path, capsys):
+    from tests.pages.test_app import goto
+
+    folder = mixed_store(tmp_path)
+    at = sidebar_app(rwb_home, monkeypatch, folder)
+    assert at.sidebar.selectbox(key="rwb_embedder").value == "minilm"
+    assert not at.sidebar.warning                # no advice against the default the sidebar shows
+    notes = [plain(c) for c in at.sidebar.caption if "still the default" in plain(c)]
+    assert notes and notes[0].startswith(":material/translate: 3 of the 10 documents of tiny (30%)")
+    at = goto(at, "pages/data.py")
+    at.button(key="data_prepare").click().run()
+    assert not at.exception
+    bars = [e.proto.text.replace("\\", "") for e in at.get("progress")]
+    assert "Done with minilm (all-MiniLM-L6-v2, English only)" in bars
+    # the command line by the same rule: a note, no warning
+    assert rwb_main(["search", str(folder), "tabs", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "rwb: warning" not in err and "rwb: note: 3 of the 10 documents of tiny (30%)" in err
