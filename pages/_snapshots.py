@@ -1,6 +1,7 @@
-"""Frozen snapshots on Reports and Tune: freeze a configuration's results in one click, compare
-two — mean metrics, per-query deltas and, on a click, both rankings side by side with their text
-(``eval.stores.snapshots``; the tables from ``eval.experiments.views``)."""
+"""Frozen snapshots on Reports and Tune: freeze a configuration's results under a name with notes,
+compare two (or one with Tune's current knobs, not frozen) — the knobs that differ, mean
+metrics, per-query deltas largest first and, on a click, both rankings side by side with their
+text (``eval.stores.snapshots``; the tables from ``eval.experiments.views``)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ def _config(label: str):
 
 def _label(label: str) -> str:
     return "◎ Tune · current knobs" if label == TUNE_LABEL else sh.format_label(label)
+
+
+def _pick_label(name: str) -> str:
+    """A snapshot picker's option: the snapshot's name, or Tune's current knobs (not frozen)."""
+    return "◎ current knobs (not frozen)" if name == TUNE_LABEL else name
 
 
 def _freeze(ws, config, name: str, notes: str) -> str:
@@ -73,10 +79,59 @@ def auto_name(config, taken: list[str]) -> str:
 
 
 def on_freeze_tune(ws) -> None:
-    """Tune's one-click freeze: the current knobs, named after the pipeline and the time."""
+    """Tune's freeze: the current knobs, under the name and notes typed in Freeze's form, else
+    named after the pipeline and the time; a saved form starts empty for the next one."""
     config = tn.config()
-    name = auto_name(config, SnapshotStore(ws.dataset).names())
-    st.session_state["tune_flash"] = _freeze(ws, config, name, "frozen on Tune")
+    name = st.session_state.get("tune_freeze_name", "").strip() or auto_name(
+        config, SnapshotStore(ws.dataset).names())
+    notes = st.session_state.get("tune_freeze_notes", "").strip() or "frozen on Tune"
+    flash = _freeze(ws, config, name, notes)
+    st.session_state["tune_flash"] = flash
+    if not flash.startswith(":red"):
+        st.session_state["tune_freeze_name"] = ""
+        st.session_state["tune_freeze_notes"] = ""
+
+
+def freeze_form(ws, disabled: bool) -> None:
+    """Tune's Freeze popover's body: a name (the pipeline and the time when left empty), notes
+    and the button."""
+    st.text_input("Snapshot name", key="tune_freeze_name", disabled=disabled,
+                  placeholder="empty: the pipeline and the time", max_chars=NAME_CHARS)
+    st.text_input("Notes", key="tune_freeze_notes", disabled=disabled,
+                  placeholder="e.g. before lowering rrf_k")
+    st.button("Freeze", type="primary", icon=":material/ac_unit:", disabled=disabled, key="tune_freeze",
+              on_click=on_freeze_tune, args=(ws,),
+              help="Keep the current knobs' rankings and per-query values as a snapshot to compare "
+                   "later, here or on Reports.")
+
+
+def _current(ws) -> dict:
+    """Tune's current knobs as a snapshot record, not frozen (``SnapshotStore.record``)."""
+    qrels, _ = ws.judged()
+    config = tn.config()
+    return SnapshotStore(ws.dataset).record(TUNE_LABEL, ws.evaluation(config), ws.pool(), qrels,
+                                            "the knobs on Tune now, not frozen")
+
+
+def _load(ws, store, name: str) -> dict:
+    return _current(ws) if name == TUNE_LABEL else store.load(name)
+
+
+def _side(letter: str, record: dict) -> str:
+    config = code(record.get("config_name") or "?")
+    if record.get("name") == TUNE_LABEL:
+        return f"{letter} = {config}, the current knobs on Tune (not frozen)"
+    return (f"{letter} = {config} frozen {md(record.get('time') or '?')}"
+            + (f" ({md(record['notes'])})" if record.get("notes") else ""))
+
+
+def knob_changes(a: dict, b: dict) -> str | None:
+    """Which knobs differ between two records' configurations, in words
+    (``views.config_changes``); None when a configuration cannot be read."""
+    try:
+        return views.config_changes(sh.parse_toml(a.get("config", "")), sh.parse_toml(b.get("config", "")))
+    except ValueError:
+        return None
 
 
 def section(ws, prefix: str = "snap") -> None:
@@ -97,26 +152,26 @@ def section(ws, prefix: str = "snap") -> None:
                       width="stretch",
                       help="Keep this configuration's rankings and per-query values as they are "
                            "now, with the judgments' version.")
-    names = store.names()
+    names = store.names() + ([TUNE_LABEL] if tn.has_state() else [])   # the current knobs, not frozen
     if len(names) < 2:
-        st.caption("Freeze two snapshots to compare them.")
+        st.caption("Freeze a snapshot to compare it with the current knobs on Tune (or two to compare "
+                   "them here).")
         return
     pick = st.columns(2)
-    a_name = pick[0].selectbox("Snapshot A", names, key=f"{prefix}_a")
-    b_name = pick[1].selectbox("Snapshot B", names, key=f"{prefix}_b", index=len(names) - 1)
+    a_name = pick[0].selectbox("Snapshot A", names, key=f"{prefix}_a", format_func=_pick_label)
+    b_name = pick[1].selectbox("Snapshot B", names, key=f"{prefix}_b", index=len(names) - 1,
+                               format_func=_pick_label)
     try:
-        a, b = store.load(a_name), store.load(b_name)
+        a, b = _load(ws, store, a_name), _load(ws, store, b_name)
     except ValueError as error:  # a damaged or foreign stored snapshot: one notice, the rest of the page
         st.error(md(error))
         return
-    st.caption(f"A = {code(a.get('config_name') or '?')} frozen {md(a.get('time') or '?')}"
-               + (f" ({md(a['notes'])})" if a.get("notes") else "")
-               + f" · B = {code(b.get('config_name') or '?')} frozen {md(b.get('time') or '?')}"
-               + (f" ({md(b['notes'])})" if b.get("notes") else ""))
+    st.caption(_side("A", a) + " · " + _side("B", b))
     names = changed(a.get("inputs"), b.get("inputs"))
     if names:
-        st.warning(f"A and B differ in their inputs — {md(describe_changes(names))}: part of a delta may come "
-                   "from them.")
+        knobs = knob_changes(a, b) if "pipeline" in names else None
+        st.warning(f"A and B differ in their inputs — {md(describe_changes(names))}"
+                   + (f" ({md(knobs)})" if knobs else "") + ": part of a delta may come from them.")
     elif a.get("judgments") != b.get("judgments"):  # snapshots frozen before inputs were recorded
         st.warning("A and B were scored with different judgments: part of a delta may come from "
                    "the grades.")
@@ -138,7 +193,7 @@ def section(ws, prefix: str = "snap") -> None:
     columns = {"A": number(f"A {label}", format="%.4f"),
                "B": number(f"B {label}", format="%.4f"),
                "delta": number("Δ", format="%+.4f")}
-    st.markdown(f"**Per query** · {label}; select a row for both rankings")
+    st.markdown(f"**Per query** · {label}, the largest change first; select a row for both rankings")
     event = st.dataframe(rows, hide_index=True, key=f"{prefix}_table", on_select="rerun",
                          selection_mode="single-row", column_config=columns)
     chosen = event.selection.rows if event is not None else []
@@ -146,7 +201,7 @@ def section(ws, prefix: str = "snap") -> None:
         st.caption("Select a query to see both rankings side by side.")
         return
     qid = rows[chosen[0]]["query"]
-    st.markdown(f"**{md(qid)}** · A {code(a['name'])} | B {code(b['name'])}")
+    st.markdown(f"**{md(qid)}** · A {code(_pick_label(a['name']))} | B {code(_pick_label(b['name']))}")
     st.dataframe(views.snapshot_rankings(a, b, qid, ws.dataset.documents), hide_index=True,
                  key=f"{prefix}_rankings", column_config={
                      "rank": number(width=50), "A": st.column_config.TextColumn(width=70),

@@ -190,8 +190,9 @@ def query_picker() -> None:
                   help="The unjudged results in this configuration's or the baseline's top 5, "
                        "by how far one grade could swing the comparison; grade them here.")
     row[4].toggle("Snapshots", key="tune_snapshots", disabled=c is None,
-                  help="Compare two frozen snapshots: mean metrics, per-query deltas, both "
-                       "rankings with their text (Freeze keeps the current knobs' results).")
+                  help="Compare two frozen snapshots, or one with the current knobs: the knobs "
+                       "that differ, mean metrics, per-query deltas, both rankings with their text "
+                       "(Freeze keeps the current knobs' results under a name).")
     if qi is not None:
         with row[0]:
             tr.query_note(store, c.query_ids[qi])
@@ -222,10 +223,8 @@ def actions() -> None:
             entry = ws.log_experiment(config, means, "tune", baseline_means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
     export_popover(b[2])
-    b[3].button("Freeze", icon=":material/ac_unit:", width="stretch", disabled=c is None, key="tune_freeze",
-                on_click=snaps.on_freeze_tune, args=(ws,),
-                help="Freeze the current knobs' rankings and per-query values as a snapshot (named "
-                     "after the fusion and the time) to compare later, here or on Reports.")
+    with b[3].popover("Freeze…", icon=":material/ac_unit:", width="stretch", disabled=c is None):
+        snaps.freeze_form(ws, c is None)
     if c is not None:
         with b[4]:
             tr.panel(store, s.PRIMARY, s.metric_label(s.PRIMARY))

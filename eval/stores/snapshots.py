@@ -142,11 +142,16 @@ class SnapshotStore:
         refresh_folder(self.folder, ".json")  # an s3:// home: the snapshots frozen by anyone
         return sorted(p.stem for p in self.folder.glob("*.json")) if self.folder.is_dir() else []
 
+    def record(self, name: str, ev: LiveRun, pool: Candidates, qrels: dict, notes: str = "") -> dict:
+        """The record ``freeze`` would keep, not kept: what results not frozen (Tune's current
+        knobs) are compared as."""
+        inputs = inputs_of(self.dataset, qrels, ev.config, pool.embedder, pool.analyzer)
+        return snapshot_record(name, ev, pool, qrels, inputs, notes, self.dataset.queries)
+
     def freeze(self, name: str, ev: LiveRun, pool: Candidates, qrels: dict,
                notes: str = "") -> dict:
         """Keep ``ev``'s results on ``pool`` under ``name`` (refused when the name is taken)."""
-        inputs = inputs_of(self.dataset, qrels, ev.config, pool.embedder, pool.analyzer)
-        return self.save(snapshot_record(name, ev, pool, qrels, inputs, notes, self.dataset.queries))
+        return self.save(self.record(name, ev, pool, qrels, notes))
 
     def save(self, record: dict) -> dict:
         """Keep a snapshot record (``snapshot_record``) under its name; refused when it is taken."""
@@ -174,7 +179,8 @@ class SnapshotStore:
 
 
 def compare(a: dict, b: dict, metric: str) -> list[dict]:
-    """Per query both snapshots hold: ``metric`` in A and B, the delta, and their top results."""
+    """Per query both snapshots hold: ``metric`` in A and B, the delta, and their top results;
+    the largest change first (|delta| descending, query id on ties, undefined deltas last)."""
     rows = []
     for qid, qa in a["queries"].items():
         qb = b["queries"].get(qid)
@@ -185,4 +191,4 @@ def compare(a: dict, b: dict, metric: str) -> list[dict]:
                      "delta": None if va is None or vb is None else round(vb - va, 6),
                      "top A": qa["ranking"][0] if qa["ranking"] else "—",
                      "top B": qb["ranking"][0] if qb["ranking"] else "—"})
-    return rows
+    return sorted(rows, key=lambda r: (r["delta"] is None, -abs(r["delta"] or 0.0), r["query"]))

@@ -287,3 +287,27 @@ def test_tune_says_whether_its_verdict_survives_the_unjudged_documents(app):
     current = run_pipeline(pool, base.config).ranking
     bounds = verdict_bounds(pool, qrels, baseline, current, "ndcg@5", judge(pool, qrels))
     assert bounds.text().replace("…", "&hellip;") in html or bounds.text() in html
+
+
+def test_tune_freezes_under_a_name_with_notes_and_compares_it_with_the_current_knobs(app, home):
+    """Issue 42 item 5: Freeze takes a name and notes; the current knobs compare with a snapshot
+    without a second freeze; the knobs that differ are named; per-query deltas largest first."""
+    at = run(app.text_input(key="tune_freeze_name").set_value("before-dense-only"))
+    at = run(at.text_input(key="tune_freeze_notes").set_value("rrf as shipped"))
+    at = run(at.button(key="tune_freeze").click())
+    store = SnapshotStore(load_dataset(TINY), home)
+    assert store.names() == ["before-dense-only"]
+    assert store.load("before-dense-only")["notes"] == "rrf as shipped"
+    assert at.text_input(key="tune_freeze_name").value == ""           # the form starts empty again
+    at = run(at.slider(key="tune_k_rrf.w_sparse").set_value(0.0))    # dense only, not frozen
+    at = run(at.toggle(key="tune_snapshots").set_value(True))
+    assert at.selectbox(key="tune_snap_a").value == "before-dense-only"
+    assert at.selectbox(key="tune_snap_b").value == "tune:current"     # the knobs on Tune now
+    assert store.names() == ["before-dense-only"]                      # nothing frozen twice
+    changed = [w.value for w in at.warning if "differ in their inputs" in w.value]
+    assert changed and "rrf.w_sparse 1 → 0" in changed[0].replace("\\", "")
+    per_query = frame_with(at, "query", "A", "B", "delta", without="metric")
+    deltas = list(per_query["delta"])
+    assert deltas == pytest.approx(list(per_query["B"] - per_query["A"]), abs=1e-6)
+    assert [abs(d) for d in deltas] == sorted((abs(d) for d in deltas), reverse=True)
+    assert list(per_query["query"]) == ["q4", "q1", "q2", "q3"]      # q4 moved (1 → 0.631); ties by id
