@@ -3,6 +3,8 @@ every metric at the chosen cutoffs, one metric's statistics (CIs, raw and correc
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from eval.statistics.significance import CORRECTION_NAMES, CORRECTIONS
@@ -61,8 +63,26 @@ def display(label: str) -> str:
     return f"{name} · {known.tag}" if known else name
 
 
+def open_on_tune(shown: str, qid: str) -> None:
+    """Tune opens query ``qid`` under the pipeline Evaluate showed as ``shown`` (a display name):
+    that pipeline as Tune's starting point, or Tune's own knobs for its current column."""
+    label = label_of.get(shown, shown)
+    if label != TUNE_LABEL:
+        tn.update(("source", label))
+    tn.update(("query", list(c.query_ids).index(qid)))
+    st.switch_page("pages/tune.py")
+
+
+def on_query_row(shown: str, qids: list[str]) -> None:
+    """A row of the per-query table clicked: open it on Tune after this run's callbacks."""
+    rows = st.session_state["eval_query_table"].selection.rows
+    if rows:
+        st.session_state["eval_open"] = (shown, qids[int(rows[0])])
+
+
 picked = st.multiselect("Pipelines to compare", options, key="eval_pipelines", format_func=fmt,
                         placeholder="choose pipelines or profiles", persist_state="session")
+label_of = {display(label): label for label in picked}
 configs = {display(label): resolve(label) for label in picked}
 in_sample_notes = {display(label): known.note() for label in picked if (known := provenance(label))}
 row = st.columns([2.2, 1.3, 1.3], vertical_alignment="bottom")
@@ -164,6 +184,23 @@ with scatter_col:
     st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="eval_scatter",
                     config={"displayModeBar": False})
 
+# ---- per query, a table: sortable, a row opens its query on Tune under the candidate ---------------
+st.subheader("Per query · table")
+st.caption(f"{sh.metric_label(primary)} per query under {code(base_label)} and {code(cand_label)}; click a "
+           f"header to sort, a row to open that query on Tune under {code(cand_label)}.")
+table = points.drop(columns="text").assign(text=points["text"])          # the text last: it is the widest
+number = st.column_config.NumberColumn
+st.dataframe(table, hide_index=True, key="eval_query_table", on_select=partial(on_query_row, cand_label,
+                                                                               list(table["query"])),
+             selection_mode="single-row", height=min(36 * (len(table) + 1) + 3, 420),
+             column_config={"query": st.column_config.TextColumn("query", pinned=True),
+                            "baseline": number(base_label, format="%.4f"),
+                            "candidate": number(cand_label, format="%.4f"),
+                            "delta": number("Δ", format="%+.4f"),
+                            "text": st.column_config.TextColumn("text", width="large")})
+if (go := st.session_state.pop("eval_open", None)) is not None:
+    open_on_tune(*go)
+
 # ---- one query's two rankings -------------------------------------------------------------------
 st.subheader("Query drill-down")
 ids = list(c.query_ids)
@@ -179,9 +216,8 @@ qid = pick[0].selectbox("Query", ids, key="eval_query",
                         help="Clicking a point in the scatter selects it too.")
 qi = ids.index(qid)
 if pick[1].button("Open on Tune", icon=":material/tune:", key="eval_open_tune", width="stretch",
-                  help="Tune this query: Tune opens on it, with its current knobs."):
-    tn.update(("query", qi))
-    st.switch_page("pages/tune.py")
+                  help="Tune this query: Tune opens on it under the candidate shown here."):
+    open_on_tune(cand_label, qid)
 qrels, _ = ws.judged()
 judgments = qrels.get(qid, {})
 base_resp = response_for(c, evaluation.runs[base_label], qi, ws.dataset.documents)
