@@ -52,6 +52,16 @@ def per_query_figure(points: pd.DataFrame, base_label: str, cand_label: str, met
 
 
 def surface_figure(table: pd.DataFrame, x: str, y: str, metric: str, grid_mode: bool, best_row) -> go.Figure:
+    """The objective over the swept knobs: a heatmap (a two-axis grid), a scatter coloured by
+    the objective (random points), or, with one axis (``x == y``), the objective against it;
+    the winner starred."""
+    if x == y:
+        fig = px.line(table.sort_values(x), x=x, y=metric, markers=True, labels={metric: metric_label(metric)})
+        fig.add_trace(go.Scatter(x=[best_row[x]], y=[best_row[metric]], mode="markers", showlegend=False,
+                                 marker=dict(symbol="star", size=18, color="#ff4b4b", line=dict(color="white", width=1)),
+                                 hovertemplate="winner<extra></extra>"))
+        fig.update_layout(height=440, margin=dict(l=8, r=8, t=8, b=8), xaxis_title=x)
+        return fig
     if grid_mode:
         grid = table.pivot_table(index=y, columns=x, values=metric, aggfunc="mean")
         z = grid.to_numpy()

@@ -22,6 +22,7 @@ from pages._markup import code, md
 from retrieval.pipeline import get_param, knobs as pipeline_knobs, with_params
 
 TUNE_LABEL = "tune:current"
+ONE_AXIS = ""          # the Y axis picker's "none": the sweep varies X alone
 
 ws = sh.workspace()
 c = sh.require_pool(ws)
@@ -196,19 +197,23 @@ with st.container(border=True):
         edit_profile = st.selectbox("Routed profile to sweep", names, key="sweep_edit_profile")
     knobs = kn.sweep_axes(base, edit_profile)
     paths = list(knobs)
-    if len(paths) < 2:
-        st.info(f"{code(base.name)} uses the {code(base.fusion)} fusion: too few knobs to sweep here.")
+    if not paths:
+        st.info(f"{code(base.name)} uses the {code(base.fusion)} fusion: no knob to sweep here.")
         st.stop()
     weight_paths = [p for p, ref in knobs.items() if ref.knob.group == "weights"] or paths
-    for key, default in (("sweep_x", weight_paths[0]), ("sweep_y", (weight_paths + paths)[1])):
-        if st.session_state.get(key) not in paths:
+    for key, default, allowed in (("sweep_x", weight_paths[0], paths),
+                                  ("sweep_y", (weight_paths + paths + [ONE_AXIS])[1], [ONE_AXIS, *paths])):
+        if st.session_state.get(key) not in allowed:
             st.session_state[key] = default
     axes_cols = st.columns(2, gap="large")
     axes = {}
     for col, key in zip(axes_cols, ("sweep_x", "sweep_y")):
         with col:
-            path = st.selectbox("X axis" if key == "sweep_x" else "Y axis", paths, key=key,
-                                format_func=lambda p: kn.axis_label(knobs[p]))
+            path = st.selectbox("X axis" if key == "sweep_x" else "Y axis",
+                                paths if key == "sweep_x" else [ONE_AXIS, *paths], key=key,
+                                format_func=lambda p: kn.axis_label(knobs[p]) if p else "none: sweep X alone")
+            if not path:                                       # one axis: X alone
+                continue
             knob = knobs[path].knob
             step = float(knob.step or (knob.hi - knob.lo) / 10)
             r = st.columns(3)
@@ -217,7 +222,7 @@ with st.container(border=True):
             steps = r[2].number_input("steps", 2, 101, value=11, key=f"{key}_steps",
                                       help="Grid resolution (a random search samples points of this grid).")
             axes[path] = (lo, hi, int(steps))
-    same_axis = st.session_state["sweep_x"] == st.session_state["sweep_y"]
+    same_axis = st.session_state["sweep_x"] == st.session_state["sweep_y"]     # never with Y none
     r = st.columns([1, 1, 2], vertical_alignment="bottom")
     samples = r[0].number_input("Random samples", 1, 100_000, value=50, key="sweep_samples",
                                 disabled=mode == "Grid")
@@ -232,7 +237,7 @@ with st.container(border=True):
     # changed button lost the click that followed the typing
     go_clicked = r[2].button("Run sweep", type="primary", icon=":material/play_arrow:", key="sweep_run",
                              width="stretch", disabled=same_axis)
-    st.caption(":orange[Pick two different knobs.]" if same_axis else
+    st.caption(":orange[Pick two different knobs, or none for Y.]" if same_axis else
                f"{n_settings:,} settings × {int(folds)} folds")
 
 if go_clicked:

@@ -61,6 +61,17 @@ def fusion_query(config: PipelineConfig) -> dict:
     raise refuse_fusion("qdrant", config, SUPPORTED)
 
 
+def rrf_k_note(config: PipelineConfig) -> list[str]:
+    """Why an ``rrf`` request's ``k`` is ``rrf_k + 1`` (the server's ``position_score``)."""
+    if config.fusion != "rrf":
+        return []
+    rrf_k = int(config.params.rrf_k)
+    return [f"k = {rrf_k + 1} is rrf_k {rrf_k} + 1, not a typo: Qdrant scores a prefetch's 0-based position p "
+            f"as 1 / ((p + 1) / w + k - 1), i.e. 1 / (p + k) at weight 1 (lib/segment/src/common/"
+            f"reciprocal_rank_fusion.rs, position_score), and rwb as 1 / (rrf_k + p + 1) at weight 1: the "
+            f"same term when k = rrf_k + 1"]
+
+
 def export(config: PipelineConfig, analyzer: str | None = None) -> str:
     depth = config.path_depth
     body = {
@@ -78,6 +89,7 @@ def export(config: PipelineConfig, analyzer: str | None = None) -> str:
             f"rwb pipeline {config.name!r} ({config.fusion})",
             "prefetch[0] is the dense path, prefetch[1] the sparse path (the weights' order)",
             "'dense' and 'sparse' are placeholders for your collection's named vectors",
+            *rrf_k_note(config),
         ],
     }
     if analyzer is not None:  # Qdrant scores the sparse vectors it is given; the client analyses the text

@@ -94,6 +94,15 @@ def test_qdrant_requests():
     assert exported("dbsf", "qdrant")["body"]["query"] == {"fusion": "dbsf"}
 
 
+def test_the_qdrant_request_says_why_its_k_is_rrf_k_plus_1():
+    """Issue 42 item 8: "k": 61 for rrf_k 60 explained in the request's own notes."""
+    request = exported("rrf", "qdrant", rrf__rrf_k=10)
+    assert request["body"]["query"] == {"rrf": {"k": 11}}
+    why = [n for n in request["notes"] if n.startswith("k = 11 is rrf_k 10 + 1")]
+    assert why and "1 / (p + k)" in why[0] and "1 / (rrf_k + p + 1)" in why[0]
+    assert not [n for n in exported("dbsf", "qdrant")["notes"] if "rrf_k" in n]
+
+
 def test_weaviate_arguments():
     relative = exported("relative-score", "weaviate")
     assert (
