@@ -202,10 +202,14 @@ def section(ws, prefix: str = "snap") -> None:
         return
     qid = rows[chosen[0]]["query"]
     st.markdown(f"**{md(qid)}** · A {code(_pick_label(a['name']))} | B {code(_pick_label(b['name']))}")
-    st.dataframe(views.snapshot_rankings(a, b, qid, ws.dataset.documents), hide_index=True,
+    st.dataframe(views.snapshot_rankings(a, b, qid, ws.dataset.documents, qrels=ws.judged()[0]), hide_index=True,
                  key=f"{prefix}_rankings", column_config={
                      "rank": number(width=50), "A": st.column_config.TextColumn(width=70),
                      "B": st.column_config.TextColumn(width=70),
+                     "A grade": st.column_config.TextColumn("grade", width=50,
+                                                            help="A's judgment (the grades it was frozen with)"),
+                     "B grade": st.column_config.TextColumn("grade", width=50,
+                                                            help="B's judgment (the grades it was frozen with)"),
                      "A text": st.column_config.TextColumn(width="large"),
                      "B text": st.column_config.TextColumn(width="large")})
 

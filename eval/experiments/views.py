@@ -201,17 +201,35 @@ def snapshot_means(a: dict, b: dict) -> list[dict]:
             for m in ma if m in mb]
 
 
-def snapshot_rankings(a: dict, b: dict, query_id: str, documents, width: int = 160) -> list[dict]:
+def snapshot_rankings(a: dict, b: dict, query_id: str, documents, width: int = 160,
+                      qrels: dict | None = None) -> list[dict]:
     """One query's two frozen rankings side by side, rank for rank, with each document's text
-    (its first ``width`` characters) — what a reader compares, not ids alone."""
+    (its first ``width`` characters) — what a reader compares, not ids alone. Given ``qrels``
+    (today's judgments), each side also shows its documents' grades ("A grade", "B grade"):
+    the judgments that snapshot was scored with where it kept them, else ``qrels``; "—" where
+    a document is unjudged."""
     texts = {d.id: " ".join(d.text.split()) for d in documents}
     ra = a["queries"].get(query_id, {}).get("ranking", [])
     rb = b["queries"].get(query_id, {}).get("ranking", [])
+
+    def grades(record: dict) -> dict:
+        kept = record.get("qrels")
+        return (kept if isinstance(kept, dict) else qrels or {}).get(query_id) or {}
+
+    ga, gb = grades(a), grades(b)
+
+    def grade(given: dict, doc: str) -> str:
+        return "" if not doc else str(given[doc]) if doc in given else "—"
+
     rows = []
     for i in range(max(len(ra), len(rb))):
         da, db = (ra[i] if i < len(ra) else ""), (rb[i] if i < len(rb) else "")
-        rows.append({"rank": i + 1, "A": da, "A text": texts.get(da, "")[:width],
-                     "B": db, "B text": texts.get(db, "")[:width]})
+        row = {"rank": i + 1, "A": da, "A text": texts.get(da, "")[:width],
+               "B": db, "B text": texts.get(db, "")[:width]}
+        if qrels is not None:
+            row = {"rank": i + 1, "A": da, "A grade": grade(ga, da), "A text": row["A text"],
+                   "B": db, "B grade": grade(gb, db), "B text": row["B text"]}
+        rows.append(row)
     return rows
 
 

@@ -12,6 +12,7 @@ import streamlit as st
 from eval.stores.snapshots import SnapshotStore
 from retrieval.dataset import load_dataset
 from tests.pages.test_app import TINY, frame_with, goto, run, start
+from tests.pages.test_evaluate_query_table import click_row
 
 
 @pytest.fixture(scope="module")
@@ -311,3 +312,21 @@ def test_tune_freezes_under_a_name_with_notes_and_compares_it_with_the_current_k
     assert deltas == pytest.approx(list(per_query["B"] - per_query["A"]), abs=1e-6)
     assert [abs(d) for d in deltas] == sorted((abs(d) for d in deltas), reverse=True)
     assert list(per_query["query"]) == ["q4", "q1", "q2", "q3"]      # q4 moved (1 → 0.631); ties by id
+    at = click_row(at, "tune_snap_table", 0)                          # q4: both rankings, with grades
+    rankings = frame_with(at, "rank", "A grade", "B grade")
+    for side in "AB":                                                 # q4's one judgment: d06 = 3
+        assert {doc: grade for doc, grade in zip(rankings[side], rankings[f"{side} grade"]) if doc} == {
+            doc: "3" if doc == "d06" else "—" for doc in rankings[side] if doc}
+    assert (rankings["A"][0], rankings["A grade"][0]) == ("d06", "3")   # A's nDCG@5 1.0: d06 first
+
+
+def test_snapshot_rankings_carry_each_sides_grades():
+    """Issue 42 item 5: grades beside both rankings — each snapshot's own judgments where it
+    kept them, else today's; "—" for an unjudged document, never a raw None."""
+    from eval.experiments.views import snapshot_rankings
+
+    a = {"queries": {"q1": {"ranking": ["d03", "d05"]}}, "qrels": {"q1": {"d03": 3}}}
+    b = {"queries": {"q1": {"ranking": ["d05"]}}}                      # frozen before qrels were kept
+    rows = snapshot_rankings(a, b, "q1", load_dataset(TINY).documents, width=10, qrels={"q1": {"d05": 0}})
+    assert [(r["A"], r["A grade"], r["B"], r["B grade"]) for r in rows] == [
+        ("d03", "3", "d05", "0"), ("d05", "—", "", "")]
