@@ -245,7 +245,8 @@ def beside_ranking(pool, ev, base_ev, qrels, run_name: str) -> None:
                          "baseline": st.column_config.NumberColumn(f"base {label}", format="%.4f",
                                                                    width=95),
                          "delta": st.column_config.NumberColumn("Δ", format="%+.4f", width=70),
-                         "judged@5": st.column_config.NumberColumn(format="%d", width=75)})
+                         "judged@5": st.column_config.NumberColumn(format="%.1f", width=75,
+                                                                   help="the share of the top 5 with any judgment")})
     if st.session_state.get("tune_queue"):
         with st.container(height=330, border=False):
             qu.panel(ws, pool, qrels, ev, base_ev, run_name, functools.partial(gr.on_grade, ws))

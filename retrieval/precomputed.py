@@ -58,10 +58,6 @@ def _file(root: str | Path, name: str) -> Path:
         ) from None
 
 
-def has_vectors(root: str | Path) -> bool:
-    return (Path(root) / FOLDER / "corpus.npy").is_file()
-
-
 def vectors_label(root: str | Path) -> str:
     """``precomputed:<hash>`` over the sidecar's files (the index and pool identity)."""
     folder = Path(root) / FOLDER

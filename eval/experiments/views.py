@@ -136,8 +136,9 @@ def tune_view(config: PipelineConfig, documents, *, pool: Candidates | None = No
 
 def query_table(pool: Candidates, ev: LiveRun, base_ev: LiveRun, qrels: dict, primary: str,
                 depth: int = 5) -> list[dict]:
-    """One row per query of the set: its ``primary`` score, the baseline's, the delta, and how many
-    of its top ``depth`` results carry a judgment (judged@depth) — Quepid's query list."""
+    """One row per query of the set: its ``primary`` score, the baseline's, the delta, and the
+    share of its top ``depth`` that carries a judgment (judged@depth, as the card: a share, the
+    missing ranks of a shorter list counted unjudged) — Quepid's query list."""
     ranking = ev.run.ranking
     starts = np.searchsorted(ranking.query_idx, np.arange(pool.n_queries + 1))
     rows = []
@@ -149,7 +150,7 @@ def query_table(pool: Candidates, ev: LiveRun, base_ev: LiveRun, qrels: dict, pr
         rows.append({"query": qid, "text": text, "score": value,
                      "baseline": base, "delta": value - base,
                      f"judged@{depth}": sum(pool.doc_ids[int(pool.doc_idx[r])] in judged
-                                            for r in top)})
+                                            for r in top) / depth})
     return rows
 
 

@@ -624,6 +624,8 @@ def test_tune_query_note_and_sortable_query_list(app, home):
     table = frame_with(at, "query", "score", "baseline", "delta", "judged@5")
     assert list(table["query"])[:2] == ["q1", "q2"]
     assert (table["delta"] - (table["score"] - table["baseline"])).abs().max() < 1e-12
+    # judged@5 is a share here as on the card: tiny's queries have one judgment each, so 1/5 where it is ranked
+    assert set(table["judged@5"]) <= {0.0, 0.2} and 0.2 in set(table["judged@5"])
 
 
 def test_tune_quality_knobs_one_click_away_and_band_order_warned(app):
