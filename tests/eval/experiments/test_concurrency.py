@@ -49,7 +49,7 @@ def test_eight_sessions_evaluate_as_one_does(tiny_index, monkeypatch):
     path, embedder = str(TINY), "minilm"
     stamp = _state.dataset_stamp(path)
     REV = _state.judgments_version(tiny_index.dataset if hasattr(tiny_index, "dataset") else _state.get_dataset(path, stamp), "explicit")
-    _, judged = _state.get_judged(path, stamp, embedder, REV)
+    _, judged = _state.get_judged(path, stamp, embedder, "bigram", REV)
     configs = _configs()
     pool = _state.get_pool(path, stamp, embedder)
     from eval.experiments.live import evaluate_config
@@ -73,7 +73,7 @@ def test_eight_sessions_evaluate_as_one_does(tiny_index, monkeypatch):
         try:
             for round_ in range(40):
                 i = (first + round_ // 2) % 3 if round_ % 2 else (first + round_) % len(configs)
-                got = _snapshot(_state.live_evaluation(path, stamp, embedder, REV, configs[i]))
+                got = _snapshot(_state.live_evaluation(path, stamp, embedder, "bigram", REV, configs[i]))
                 want = expected[i]
                 if got[1] != want[1] or any(not np.array_equal(got[0][m], want[0][m], equal_nan=True)
                                            for m in want[0]):
@@ -104,13 +104,13 @@ def test_a_hit_evicted_by_another_session_is_still_served(tiny_index, monkeypatc
     stamp = _state.dataset_stamp(path)
     rev = _state.judgments_version(_state.get_dataset(path, stamp), "explicit")
     first, second = _configs()[:2]
-    _, judged = _state.get_judged(path, stamp, embedder, rev)
+    _, judged = _state.get_judged(path, stamp, embedder, "bigram", rev)
     pool = _state.get_pool(path, stamp, embedder)
     want_a = evaluate_config(pool, judged, first).means
     want_b = evaluate_config(pool, judged, second).means
     monkeypatch.setattr(_state._LIVE, "size", 1)
     _state._LIVE.clear()
-    _state.live_evaluation(path, stamp, embedder, rev, first)        # A's run is kept
+    _state.live_evaluation(path, stamp, embedder, "bigram", rev, first)        # A's run is kept
     a_paused, b_done = threading.Event(), threading.Event()
     results: dict[str, object] = {}
 
@@ -129,7 +129,7 @@ def test_a_hit_evicted_by_another_session_is_still_served(tiny_index, monkeypatc
     def session_a():
         sys.settrace(pause_before_marking)
         try:
-            results["a"] = _state.live_evaluation(path, stamp, embedder, rev, first).means
+            results["a"] = _state.live_evaluation(path, stamp, embedder, "bigram", rev, first).means
         except Exception as exc:  # noqa: BLE001
             results["a"] = exc
         finally:
@@ -138,7 +138,7 @@ def test_a_hit_evicted_by_another_session_is_still_served(tiny_index, monkeypatc
     def session_b():
         a_paused.wait(timeout=30)
         try:
-            results["b"] = _state.live_evaluation(path, stamp, embedder, rev, second).means
+            results["b"] = _state.live_evaluation(path, stamp, embedder, "bigram", rev, second).means
         except Exception as exc:  # noqa: BLE001
             results["b"] = exc
         b_done.set()
