@@ -9,8 +9,9 @@ from pages import _tune_state as tn
 from pages._markup import md
 
 
-def export_popover(column) -> None:
-    """The popover in ``column``. It keeps its open state in the session
+def export_popover(column, notes: tuple[str, ...] = ()) -> None:
+    """The popover in ``column`` (``notes``: lines the exported file carries, e.g. that the
+    knobs' figures are in-sample). It keeps its open state in the session
     (``on_change="rerun"``): a rerun — a choice inside it, or anything else — leaves it open, and
     opening it reruns the page, so what it shows reads the knobs as they are now."""
     export = column.popover("Export…", width="stretch", key="tune_export_open", on_change="rerun")
@@ -25,7 +26,7 @@ def export_popover(column) -> None:
                                   format_func=lambda e: f"{e} — {EXPORTERS[e].summary}")
             st.session_state["tune_export_engine_kept"] = engine
             try:
-                text = export_config(tn.config(), engine)
+                text = export_config(tn.config(), engine, notes=notes)
                 st.code(text, language="python" if EXPORTERS[engine].suffix == ".py" else "json")
                 st.download_button("Download", text, key="tune_export_download",
                                    file_name=f"rwb-{engine}{EXPORTERS[engine].suffix}",

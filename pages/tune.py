@@ -222,7 +222,9 @@ def actions() -> None:
             config, means, _, baseline_means = scored
             entry = ws.log_experiment(config, means, "tune", baseline_means)
             st.toast(f"Logged experiment **{md(entry['name'])}** ({entry['time']}).")
-    export_popover(b[2])
+    state = tn.state()
+    provenance = in_sample(ws.dataset.fingerprint, state.provenance, source=state.source)
+    export_popover(b[2], (provenance.export_note(),) if provenance else ())
     with b[3].popover("Freeze…", icon=":material/ac_unit:", width="stretch", disabled=c is None):
         snaps.freeze_form(ws, c is None)
     if c is not None:

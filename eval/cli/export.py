@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from eval.cli._common import add_quiet, write_file
 from eval.export import EXPORTERS, export_config
+from eval.statistics.provenance import of_file
 from eval.stores.configs import resolve_config
 from retrieval.bm25 import ANALYZERS
 
 
 def cmd_export(args) -> int:
-    text = export_config(resolve_config(args.config), args.to, args.analyzer)
+    provenance = of_file(args.config)   # a file tuned or learned on a dataset: its figures there are in-sample
+    text = export_config(resolve_config(args.config), args.to, args.analyzer,
+                         (provenance.export_note(),) if provenance else ())
     if args.out:
         write_file(args.out, text, "--out")
     else:

@@ -15,11 +15,11 @@ from retrieval.registry import pick, scan
 EXPORTERS: dict[str, Exporter] = scan(__name__, __path__, "EXPORTER", Exporter, "engine")
 
 
-def export_config(config, engine: str, analyzer: str | None = None) -> str:
+def export_config(config, engine: str, analyzer: str | None = None, notes: tuple[str, ...] = ()) -> str:
     """``config`` in ``engine``'s own form; ``ValueError`` for an unknown engine. ``analyzer``:
     the BM25 analyzer the pipeline was tuned with, which the export names in the engine's terms
-    or refuses (None: not part of the export)."""
-    return pick(EXPORTERS, engine, "engine").export(config, analyzer)
+    or refuses (None: not part of the export); ``notes``: lines for the file's reader."""
+    return pick(EXPORTERS, engine, "engine").export(config, analyzer, tuple(notes))
 
 
 __all__ = ["EXPORTERS", "Exporter", "NotExpressible", "export_config"]

@@ -17,6 +17,8 @@ exporter does not name is refused before anything is written."""
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -50,12 +52,27 @@ class Exporter:
     analyzers: Mapping[str, str] = field(default_factory=dict)
     no_analyzer: Mapping[str, str] = field(default_factory=dict)
 
-    def export(self, config: PipelineConfig, analyzer: str | None = None) -> str:
+    def export(self, config: PipelineConfig, analyzer: str | None = None, notes: tuple[str, ...] = ()) -> str:
         """The exported file of ``config`` (with the engine's analysis of the BM25 ``analyzer``
         the pipeline was tuned with; None: the analyzer is not part of the export);
-        ``NotExpressible`` (one line) for whatever of it this engine does not run."""
+        ``NotExpressible`` (one line) for whatever of it this engine does not run. ``notes``:
+        lines the file carries for its reader (a JSON file's ``notes``, a Python file's comments),
+        e.g. where the pipeline's figures come from."""
         check_declared(self, config, analyzer)
-        return self.write(config, analyzer)
+        return with_notes(self.write(config, analyzer), self.suffix, notes)
+
+
+def with_notes(text: str, suffix: str, notes: tuple[str, ...]) -> str:
+    """``text`` with ``notes`` added: to the ``notes`` list of a JSON document, or as comment
+    lines above a Python file (each note on one line: control characters escaped, so no note
+    can end the comment and become code)."""
+    if not notes:
+        return text
+    if suffix == ".json":
+        data = json.loads(text)
+        data.setdefault("notes", []).extend(notes)
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return "".join(f"# {json.dumps(note, ensure_ascii=False)[1:-1]}\n" for note in notes) + text
 
 
 WHY = {  # what a fusion needs that a hybrid query of these engines does not have

@@ -57,6 +57,11 @@ class Provenance:
         head = self.headline()
         return line + (f"; its {head}" if head else "; no held-out figure was measured")
 
+    def export_note(self) -> str:
+        """The line a file carrying the configuration elsewhere holds (``rwb export``): which
+        dataset's figures are in-sample, and the held-out figure to expect instead."""
+        return f"dataset {self.fingerprint[:12]}: {self.note()}"
+
     def moved_by_hand(self) -> "Provenance":
         return Provenance(self.fingerprint, self.how, self.held_out_delta, self.held_out_p,
                           self.against, True)

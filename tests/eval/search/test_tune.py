@@ -221,3 +221,23 @@ def test_a_report_marks_the_tuned_file_in_sample_and_says_whether_verdicts_survi
     assert "- bm25: ndcg@5: " in md and "- rrf-tuned: ndcg@5: " in md
     data = json.loads((out / "report.json").read_text("utf-8"))
     assert list(data["settings"]["in_sample"]) == ["rrf-tuned"]
+
+
+def test_an_export_of_a_tuned_file_says_its_figures_are_in_sample(result, tmp_path, tiny, capsys):
+    """rwb export of rwb tune's file: the JSON's notes and the Python file's first comment name
+    the dataset whose figures are in-sample and the held-out figure (issue 40); a plain pipeline's
+    export says nothing of it; a note cannot end the Python comment and become code."""
+    from eval.export._base import with_notes
+
+    path = tmp_path / "best.toml"
+    path.write_text(result.to_toml(), "utf-8")
+    assert rwb_main(["export", str(path), "--to", "opensearch"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert notes[-1].startswith(f"dataset {tiny.fingerprint[:12]}: in-sample: chosen on these queries by rwb tune; "
+                                "its held-out Δ ")
+    assert rwb_main(["export", str(path), "--to", "lancedb"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"# dataset {tiny.fingerprint[:12]}: in-sample: ")
+    assert rwb_main(["export", "rrf", "--to", "opensearch"]) == 0
+    assert not any("in-sample" in n for n in json.loads(capsys.readouterr().out)["notes"])
+    assert with_notes('"""doc"""\n', ".py", ("x\nimport os",)) == '# x\\nimport os\n"""doc"""\n'
