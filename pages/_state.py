@@ -25,7 +25,7 @@ from eval.metrics.measure import DEFAULT_METRICS, Judged, judge
 from eval.experiments.live import LiveRun, LiveRuns, evaluate_config
 from eval.metrics.definitions import metric_label  # noqa: F401 (pages read it here)
 from eval.experiments.views import display_label as format_label  # noqa: F401
-from eval.stores.pool import STEP_NAMES, load_pool, pool_path, prepare
+from eval.stores.pool import load_pool
 from eval.stores.experiments import ExperimentStore
 from eval.stores.inputs import inputs_of, pipeline_hash
 from eval.stores.judgments import (Judgments, JudgmentStore, default_rater, effective_qrels, judgment_sources,  # noqa: F401
@@ -33,7 +33,6 @@ from eval.stores.judgments import (Judgments, JudgmentStore, default_rater, effe
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates, doc_quality  # noqa: F401
 from retrieval.dataset import Dataset, DatasetError, Query, folder_stamp, load_dataset
-from retrieval.embedders import model_label
 from retrieval.index import IndexHandle, open_index, rwb_home
 from retrieval.pipeline import PipelineConfig, from_toml
 
@@ -385,57 +384,6 @@ def config_or_stop(label) -> PipelineConfig:
     except (OSError, ValueError) as error:
         st.error(f"Cannot load {md(label)}: {md(one_line(error))}", icon=":material/error:")
         st.stop()
-
-
-def require_pool(ws: Workspace) -> Candidates:
-    """The candidate pool of the query set, or an explanation and ``st.stop()``.
-
-    When the pool is not on disk yet for this dataset, embedder and analyzer (a new dataset, or
-    the embedder or analyzer just switched), it is built here with a progress bar — encoding
-    the corpus, indexing it and retrieving every query takes seconds to minutes — instead of
-    behind a bare spinner."""
-    from pages._markup import md
-
-    if not ws.has_queries:
-        st.info(f"Dataset **{md(ws.dataset.name)}** has no queries: add a `queries.jsonl` to evaluate it. "
-                "The Data page still browses its corpus.")
-        st.stop()
-    try:
-        if not pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH, ws.analyzer).is_file():
-            holder = st.empty()                  # the status goes once the pool is there
-            using = f"{model_label(ws.embedder)} · {ws.analyzer}"
-            with holder.status(f"Preparing {md(ws.dataset.name)} for {md(using)}: loading the embedding model…",
-                               expanded=True) as status:
-                bar = st.progress(0.0)
-                prepare_dataset(ws.path, ws.embedder, named_progress(bar, using, status), ws.analyzer)
-            holder.empty()
-        return ws.pool()
-    except (ValueError, RuntimeError, OSError) as error:
-        st.error(f"Cannot retrieve candidates for **{md(ws.dataset.name)}**: {md(error)}")
-        st.stop()
-
-
-def named_progress(bar, using: str, status=None) -> Callable[[str, int, int], None]:
-    """A progress callback that names the step (``eval.stores.pool.STEP_NAMES``) and what it
-    builds for (``using``: the model, ``retrieval.embedders.model_label``, and the analyzer) on
-    ``bar`` and in ``status``'s label if given."""
-    from pages._markup import md
-
-    using = md(using)
-
-    def progress(stage: str, done: int, total: int) -> None:
-        step = STEP_NAMES.get(stage, stage)
-        if status is not None:
-            status.update(label=f"{step}: {done:,}/{total:,} · {using}")
-        bar.progress(min(1.0, done / max(1, total)), text=f"{step}: {done:,}/{total:,} · {using}")
-    return progress
-
-
-def prepare_dataset(path: str, embedder: str, progress: Callable[[str, int, int], None],
-                    analyzer: str = DEFAULT_ANALYZER) -> Candidates | None:
-    """Validate a dataset folder, build its indexes and candidate pool with the BM25 ``analyzer``
-    (``eval.stores.pool.prepare``)."""
-    return prepare(load_dataset(resolve_path(path)), embedder, progress, analyzer=analyzer, needed_only=True)[1]
 
 
 def home_dir() -> Path:

@@ -6,6 +6,8 @@ import streamlit as st
 
 from pages import _harness as hx
 from pages import _state as sh
+from pages._preparing import named_progress, prepare_dataset
+from retrieval.embedders import model_label
 from pages import _tables as tb
 from pages._agreement import agreement_panel
 from pages._markup import code, md
@@ -201,10 +203,10 @@ with import_tab:
                                                **options)
                     st.write(f":material/check: {result.summary()}")
                     embedder = sh.embedder_of(str(result.dest))    # the one it opens with: no re-embedding
-                    bar = st.progress(0.0, text=f"Indexing with {md(sh.model_label(embedder))}…")
-                    pool = sh.prepare_dataset(str(result.dest), embedder,
-                                              sh.named_progress(bar, sh.model_label(embedder)))
-                    bar.progress(1.0, text=f"Indexed with {md(sh.model_label(embedder))}"
+                    bar = st.progress(0.0, text=f"Indexing with {md(model_label(embedder))}…")
+                    pool = prepare_dataset(str(result.dest), embedder,
+                                              named_progress(bar, model_label(embedder)))
+                    bar.progress(1.0, text=f"Indexed with {md(model_label(embedder))}"
                                  + (f"; {pool.n_queries} queries retrieved" if pool else ""))
                     status.update(label=f"Imported {code(result.dest)}", state="complete")
                     st.session_state["data_imported"] = str(result.dest)
@@ -223,10 +225,10 @@ with import_tab:
         folder = c1.text_input("Dataset folder", value=ws.path, key="data_prepare_path")
         if c2.button("Prepare", icon=":material/build:", width="stretch", key="data_prepare"):
             embedder = sh.embedder_of(folder.strip())
-            bar = st.progress(0.0, text=f"Starting with {md(sh.model_label(embedder))}…")
+            bar = st.progress(0.0, text=f"Starting with {md(model_label(embedder))}…")
             try:
-                pool = sh.prepare_dataset(folder, embedder, sh.named_progress(bar, sh.model_label(embedder)))
-                bar.progress(1.0, text=f"Done with {md(sh.model_label(embedder))}")
+                pool = prepare_dataset(folder, embedder, named_progress(bar, model_label(embedder)))
+                bar.progress(1.0, text=f"Done with {md(model_label(embedder))}")
                 st.success(f"{code(folder)} is ready" + (f": {pool.n_queries} queries, {pool.n_rows} candidate rows."
                                                      if pool is not None else " (no queries: corpus only)."))
             except Exception as error:  # a dataset error lists every problem

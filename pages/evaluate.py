@@ -17,6 +17,7 @@ from eval.stores import configs as cfg
 from pages import _charts as ch
 from pages import _harness as hx
 from pages import _state as sh
+from pages._preparing import require_pool
 from pages import _tune_state as tn
 from pages import _tables as tb
 from pages._markup import code, md
@@ -25,7 +26,7 @@ from retrieval.pipeline import response_for
 TUNE_LABEL = "tune:current"
 
 ws = sh.workspace()
-c = sh.require_pool(ws)
+c = require_pool(ws)
 st.html(tb.CSS)
 st.title("Evaluate")
 

@@ -14,6 +14,7 @@ from eval.stores import configs as cfg
 from pages import _errors as er
 from pages import _harness as hx
 from pages import _state as sh
+from pages._preparing import require_pool
 from pages import _tune_state as tn
 from pages import _snapshots as snaps
 from pages import _tables as tb
@@ -55,7 +56,7 @@ def compare_snapshots() -> None:
     if not ws.has_queries:
         st.info("Comparing needs a query set.")
         return
-    c = sh.require_pool(ws)
+    c = require_pool(ws)
     records = er.experiments_or_stop()
     choices = snapshot_choices(records)
     keys = list(choices)
@@ -128,7 +129,7 @@ with st.container(border=True):
                                help="The sweep run on the Sweep page in this session.")
     if row[2].button("Generate", type="primary", icon=":material/description:", width="stretch",
                      disabled=not ws.has_queries or not picked):
-        sh.require_pool(ws)
+        require_pool(ws)
         try:
             with st.spinner("Evaluating, testing significance and writing the report…"):
                 # the cutoffs, gain and correction chosen on Evaluate (its defaults when not visited)

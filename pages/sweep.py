@@ -16,6 +16,7 @@ from pages import _charts as ch
 from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as sh
+from pages._preparing import require_pool
 from pages import _tune_state as tn
 from pages import _tables as tb
 from pages._markup import code, md
@@ -25,7 +26,7 @@ TUNE_LABEL = "tune:current"
 ONE_AXIS = ""          # the Y axis picker's "none": the sweep varies X alone
 
 ws = sh.workspace()
-c = sh.require_pool(ws)
+c = require_pool(ws)
 st.title("Sweep")
 st.caption(f"**{md(ws.dataset.name)}** · search two knobs of a pipeline over the query set; k-fold cross-validation "
            "shows how much of the gain survives on held-out queries · judgments: "

@@ -18,6 +18,7 @@ from eval.statistics.provenance import in_sample
 from pages import _harness as hx
 from pages import _knobs as kn
 from pages import _state as s
+from pages._preparing import require_pool
 from pages import _tables as tb
 from pages import _tune_state as tn
 from pages import _errors as er
@@ -31,7 +32,7 @@ from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
 
 ws = s.workspace()
-c = s.require_pool(ws) if ws.has_queries else None
+c = require_pool(ws) if ws.has_queries else None
 pool_depth = c.pool_depth if c is not None else kn.DEFAULT_POOL_DEPTH
 intents = {q.id: q.intent for q in ws.dataset.queries}
 store = TryStore(ws.dataset)
