@@ -85,9 +85,9 @@ def cmd_eval(args) -> int:
         return context_replay(args, dataset, handle, judgments(args, dataset, say=False))
     experiment_configs(args.pipeline, args.baseline)  # unknown pipelines fail before the pool loads
     if len(embedders) > 1:
-        return _compare_embedders(args, embedders, options)
+        return _compare_side(args, embedders, options, "embedder")
     if len(analyzers) > 1:
-        return _compare_analyzers(args, analyzers, options)
+        return _compare_side(args, analyzers, options, "analyzer")
     dataset, pool = load_with_pool(args)
     used = judgments(args, dataset, say=args.replay)  # else the method lines say it
     if args.replay:
@@ -100,53 +100,32 @@ def cmd_eval(args) -> int:
     return _print_experiment(args, options, experiment)
 
 
-def _compare_embedders(args, embedders: list[str], options: ExperimentOptions) -> int:
-    """``rwb eval`` with several ``--embedder``: each pipeline per embedder, all paired-tested
-    against the baseline with the first embedder (``eval.experiments.embedders``)."""
+def _compare_side(args, names: list[str], options: ExperimentOptions, side: str) -> int:
+    """``rwb eval`` with several ``--embedder`` or ``--analyzer`` (``side``): each pipeline per
+    embedder or per BM25 analyzer, the other held fixed, all paired-tested against the baseline
+    on the first (``eval.experiments.embedders.compare_embedders``)."""
     from eval.experiments.embedders import compare_embedders
 
     pools = {}
-    for name in embedders:
-        args.embedder = name
+    for name in names:
+        setattr(args, side, name)
         dataset, pool = load_with_pool(args)
-        if pool.embedder in pools:
-            raise ValueError(f"--embedder {name} retrieves as {pool.embedder}, named twice")
-        pools[pool.embedder] = pool
+        label = getattr(pool, side)
+        if label in pools:
+            raise ValueError(f"--{side} {name} retrieves as {label}, named twice")
+        pools[label] = pool
     used = judgments(args, dataset, say=False)
     configs = experiment_configs(args.pipeline, args.baseline)
     for pool in pools.values():
         check_depth(configs, pool.pool_depth)
-    with Progress("embedder") as progress:
+    with Progress(side) as progress:
         experiment = compare_embedders(pools, dataset, args.pipeline, args.baseline, options, qrels=used.qrels,
-                                       judgments=used.to_json(), progress=progress.stage("embedders"))
+                                       judgments=used.to_json(), progress=progress.stage(f"{side}s"), side=side)
     first = next(iter(pools.values()))
-    print(f"{dataset.name}: {experiment.evaluation.n_queries} judged queries · models {', '.join(pools)} "
-          f"(each pipeline as <pipeline>@<model>; baseline {experiment.baseline}) · analyzer {first.analyzer} "
-          f"· pool depth {first.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
-    return _print_experiment(args, options, experiment)
-
-
-def _compare_analyzers(args, analyzers: list[str], options: ExperimentOptions) -> int:
-    """``rwb eval`` with several ``--analyzer``: each pipeline per BM25 analyzer (one embedder),
-    all paired-tested against the baseline with the first analyzer, as ``_compare_embedders``."""
-    from eval.experiments.embedders import compare_embedders
-
-    pools = {}
-    for name in analyzers:
-        args.analyzer = name
-        dataset, pool = load_with_pool(args)
-        pools[pool.analyzer] = pool
-    used = judgments(args, dataset, say=False)
-    configs = experiment_configs(args.pipeline, args.baseline)
-    for pool in pools.values():
-        check_depth(configs, pool.pool_depth)
-    with Progress("analyzer") as progress:
-        experiment = compare_embedders(pools, dataset, args.pipeline, args.baseline, options, qrels=used.qrels,
-                                       judgments=used.to_json(), progress=progress.stage("analyzers"),
-                                       side="analyzer")
-    first = next(iter(pools.values()))
-    print(f"{dataset.name}: {experiment.evaluation.n_queries} judged queries · analyzers {', '.join(pools)} "
-          f"(each pipeline as <pipeline>@<analyzer>; baseline {experiment.baseline}) · model {first.embedder} "
+    varied, fixed = ("models", "model") if side == "embedder" else ("analyzers", "analyzer")
+    held = f"analyzer {first.analyzer}" if side == "embedder" else f"model {first.embedder}"
+    print(f"{dataset.name}: {experiment.evaluation.n_queries} judged queries · {varied} {', '.join(pools)} "
+          f"(each pipeline as <pipeline>@<{fixed}>; baseline {experiment.baseline}) · {held} "
           f"· pool depth {first.pool_depth} · fingerprint {dataset.fingerprint[:12]}")
     return _print_experiment(args, options, experiment)
 
