@@ -19,12 +19,6 @@ TITLES = {"pages/tune.py": "Tune", "pages/evaluate.py": "Evaluate", "pages/sweep
           "pages/profiles.py": "Profiles", "pages/data.py": "Data", "pages/reports.py": "Reports"}
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    """One RWB_HOME per module, so the tiny index and candidate pool are built once."""
-    return tmp_path_factory.mktemp("rwb-home")
-
-
 def start(home, monkeypatch, dataset: Path = TINY) -> AppTest:
     monkeypatch.setenv("RWB_DATASET", str(dataset))
     monkeypatch.setenv("RWB_HOME", str(home))
@@ -40,13 +34,6 @@ def start(home, monkeypatch, dataset: Path = TINY) -> AppTest:
     at.run()
     assert not at.exception
     return at
-
-
-@pytest.fixture
-def app(home, monkeypatch):
-    yield start(home, monkeypatch)
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
 
 def goto(at: AppTest, page: str) -> AppTest:

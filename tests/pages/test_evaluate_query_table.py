@@ -7,21 +7,8 @@ On tiny, the sidebar's baseline is vector; Evaluate compares rrf and weighted wi
 from __future__ import annotations
 
 import pytest
-import streamlit as st
 
-from tests.pages.test_app import frame_with, goto, run, start
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    return tmp_path_factory.mktemp("rwb-home-eval-table")
-
-
-@pytest.fixture
-def app(home, monkeypatch):
-    yield start(home, monkeypatch)
-    st.cache_data.clear()
-    st.cache_resource.clear()
+from tests.pages.test_app import frame_with, goto, run
 
 
 def test_the_per_query_table_opens_a_row_on_tune_under_the_candidate_shown(app):

@@ -7,24 +7,11 @@ from __future__ import annotations
 import re
 
 import pytest
-import streamlit as st
 
 from eval.stores.snapshots import SnapshotStore
 from retrieval.dataset import load_dataset
 from tests.pages.test_app import TINY, frame_with, goto, run, start
 from tests.pages.test_evaluate_query_table import click_row
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    return tmp_path_factory.mktemp("rwb-home-daily")
-
-
-@pytest.fixture
-def app(home, monkeypatch):
-    yield start(home, monkeypatch)
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
 
 def test_tune_freezes_in_one_click_and_compares_means_and_rankings_with_text(app, home):

@@ -5,24 +5,9 @@ On tiny, Tune opens q1 under rrf against the baseline vector; q1's one judgment 
 
 from __future__ import annotations
 
-import pytest
-import streamlit as st
-
 from streamlit.testing.v1.element_tree import Column, Dataframe
 
-from tests.pages.test_app import frame_with, run, start, shown_docs
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    return tmp_path_factory.mktemp("rwb-home-round3")
-
-
-@pytest.fixture
-def app(home, monkeypatch):
-    yield start(home, monkeypatch)
-    st.cache_data.clear()
-    st.cache_resource.clear()
+from tests.pages.test_app import frame_with, run, shown_docs
 
 
 def walk(node, path=()):

@@ -2,22 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-import streamlit as st
-
-from tests.pages.test_app import frame_with, goto, run, start
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    return tmp_path_factory.mktemp("rwb-home-sweep-one-axis")
-
-
-@pytest.fixture
-def app(home, monkeypatch):
-    yield start(home, monkeypatch)
-    st.cache_data.clear()
-    st.cache_resource.clear()
+from tests.pages.test_app import frame_with, goto, run
 
 
 def test_sweep_varies_rrf_k_alone(app):
