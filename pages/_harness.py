@@ -27,12 +27,12 @@ from eval.search.sweep import SweepResult
 from eval.search.sweep import sweep as harness_sweep
 from eval.experiments import views
 from eval.experiments.live import LiveRun
-from eval.reports.report import write_experiment_report
+from eval.reports.report import fixed_note, write_experiment_report
 from pages._state import METRICS, Workspace, get_dataset, get_pool
 from retrieval.index import rwb_home
 from retrieval.pipeline import PipelineConfig
 
-__all__ = ["fmt_p", "ParamSpec", "SweepResult", "Evaluation", "Significance", "Experiment", "ExperimentOptions"]
+__all__ = ["fixed_note", "fmt_p", "ParamSpec", "SweepResult", "Evaluation", "Significance", "Experiment", "ExperimentOptions"]
 PERMUTATIONS = views.PERMUTATIONS
 
 

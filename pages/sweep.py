@@ -271,7 +271,7 @@ if result is None:
 
 # ---- winner --------------------------------------------------------------------------------------
 m = result.metric
-best_cfg = result.best_config
+best_cfg = result.recommended          # the best setting, or the fixed pipeline that beats every one
 base_ev = ws.evaluation(ws.baseline)
 best_ev = ws.evaluation(best_cfg)
 vs_base = hx.compare_live(base_ev, best_ev, [m])[0]
@@ -292,12 +292,14 @@ cols[2].metric("held-out (CV)", f"{held:.3f}", delta=f"{gain:+.3f}",
                help="Each query scored by the winner of the folds that held it out; the delta is "
                     "against the start pipeline on the same queries, p the paired t-test: how much "
                     "of the gain survives on queries the sweep did not pick on.")
-settings_text = " · ".join(f"{code(k)} = {v:g}" for k, v in result.best_params.items())
-cols[3].markdown(f"**Setting** {settings_text}  \n{len(result.scores)} settings in {result.seconds:.2f} s "
+settings_text = (f"the fixed pipeline {code(result.chosen_fixed)}, above every setting" if result.chosen_fixed
+                 else " · ".join(f"{code(k)} = {v:g}" for k, v in result.best_params.items()))
+cols[3].markdown(f"**Recommended** {settings_text}  \n{len(result.scores)} settings in {result.seconds:.2f} s "
                  f"({result.configs_per_second:,.0f}/s) · ties go to the first setting enumerated")
 for edge in views.on_edge(result.best_params, {sp.name: (sp.lo, sp.hi) for sp in result.space.specs}):
     st.warning(f"Winner on the edge: {md(edge)}; the best value may lie outside the range searched "
                "— widen it before applying.", icon=":material/warning:")
+st.caption(md(hx.fixed_note(result)))
 if gain <= 0 or not gain_p < 0.05:
     st.caption(f"Held-out gain {gain:+.3f} (p {hx.fmt_p(gain_p)}): not a clear improvement on "
                "queries the sweep did not pick on.")
@@ -305,14 +307,14 @@ if gain <= 0 or not gain_p < 0.05:
 
 actions = st.columns([1, 1, 1, 2])
 actions[0].button("Apply winner to Tune", icon=":material/tune:", on_click=on_apply_config,
-                  args=(result.best_config, st.session_state["sweep_base"],
+                  args=(best_cfg, st.session_state["sweep_base"],
                         f"Winner (held-out gain {gain:+.3f}, p {hx.fmt_p(gain_p)})",
-                        Provenance(ws.dataset.fingerprint, "a sweep (its best setting on all queries)",
+                        Provenance(ws.dataset.fingerprint, "a sweep (its recommendation on all queries)",
                                    gain, gain_p, result.base.name)), width="stretch")
 with actions[1].popover("Save as profile", icon=":material/save:", width="stretch"):
     st.text_input("Profile name", key="sweep_profile_name", placeholder="e.g. rrf-swept")
     st.button("Save", on_click=on_save_config, type="primary", key="sweep_save",
-              args=(result.best_config, st.session_state["sweep_base"], "sweep_profile_name"))
+              args=(best_cfg, st.session_state["sweep_base"], "sweep_profile_name"))
 if actions[2].button("Log experiment", icon=":material/science:", width="stretch"):
     ws.log_experiment(best_cfg, best_ev.means, "sweep", base_ev.means)
     st.toast("Logged the winner; see Reports.")

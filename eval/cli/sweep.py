@@ -14,7 +14,7 @@ from eval.search.executors import EXECUTORS, MAX_WORKERS, check_reachable, clust
 from eval.metrics.measure import parse_metric
 from eval.learning.router import learned_routes
 from eval.progress import Progress, step
-from eval.reports.report import SWEEP_HEADER, sweep_rows, text_table
+from eval.reports.report import SWEEP_HEADER, fixed_note, sweep_rows, text_table
 from eval.search.space import Space, parse_param, parse_sum
 from eval.search.sweep import MAX_POINTS, SweepResult, sweep
 from eval.search.tune import (DEFAULT_INNER_FOLDS, DEFAULT_TRIALS, SAMPLERS, TuneResult, check_sizes, check_space,
@@ -94,6 +94,7 @@ def cmd_sweep(args) -> int:
           f"held-out {result.held_out_mean:.4f}")
     best = ", ".join(f"{k}={v:g}" for k, v in result.best_params.items())
     print(f"as shipped: {result.base_score:.4f}; best on all queries: {best} → {result.best_score:.4f} (in-sample)")
+    print(fixed_note(result))
     write_outputs(args, result.best_toml, lambda: {**result.to_json(), "judgments": used.to_json()})
     return 0
 

@@ -311,8 +311,9 @@ def learned_weights(config: PipelineConfig) -> list[dict]:
 
 def sweep_held_out(pool: Candidates, judged, result) -> tuple[float, float, float]:
     """A sweep's held-out mean, its gain over the start and the paired t-test's p: each counted
-    query scored by the winner of the folds that held it out (``eval.search.sweep``'s folds,
-    rebuilt from its seed), against the start pipeline on the same queries."""
+    query scored by what the fold that held it out picked (a setting or a fixed pipeline;
+    ``eval.search.sweep``'s folds, rebuilt from its seed), against the start pipeline on the same
+    queries."""
     from eval.search.sweep import make_folds
     from retrieval.pipeline import with_params
 
@@ -323,7 +324,7 @@ def sweep_held_out(pool: Candidates, judged, result) -> tuple[float, float, floa
     fold_of = make_folds(len(base), len(result.folds), result.seed)
     held = np.zeros(len(base))
     for f, fold in enumerate(result.folds):
-        config = with_params(result.base, fold.best)
+        config = result.fixed_config(fold.fixed) if fold.fixed else with_params(result.base, fold.best)
         values = judged.counted(evaluate_config(pool, judged, config, (metric,)).values[metric])
         held[fold_of == f] = values[fold_of == f]
     p = compare_pair({metric: base}, {metric: held}, "t")[metric]

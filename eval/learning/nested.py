@@ -77,8 +77,8 @@ from eval.learning.memorisation import LEAK_MARGIN, memorisation_check  # noqa: 
 from eval.learning.result import LearnResult
 from eval.metrics.judgment_bias import judged_at
 from eval.metrics.measure import Judged, config_values, judge, parse_metric
-from eval.search.nested import (SINGLE_PATHS, Choice, Nested, Plan, choose_fixed, compare, counted_ids,
-                                fixed_candidates, nested_cv, seed_of)
+from eval.search.fallback import choose_fixed, fixed_candidates
+from eval.search.nested import SINGLE_PATHS, Choice, Nested, Plan, compare, counted_ids, nested_cv, seed_of
 from eval.search.sweep import group_count, group_labels, make_folds
 from eval.stores.configs import resolve_config
 from retrieval.candidates import Candidates

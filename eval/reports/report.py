@@ -22,6 +22,7 @@ import json
 import math
 import platform
 import re
+from collections import Counter
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -274,8 +275,7 @@ def legend(significance: Significance | None) -> str:
 
 
 def sweep_rows(result: SweepResult) -> list[list[str]]:
-    rows = [[str(f.fold + 1), str(f.n_train), str(f.n_test),
-             ", ".join(f"{k}={v:g}" for k, v in f.best.items()), f"{f.train_mean:.4f}", f"{f.test_mean:.4f}"]
+    rows = [[str(f.fold + 1), str(f.n_train), str(f.n_test), f.choice, f"{f.train_mean:.4f}", f"{f.test_mean:.4f}"]
             for f in result.folds]
     rows.append(["mean", "", "", "", f"{result.train_mean:.4f}", f"{result.held_out_mean:.4f}"])
     return rows
@@ -585,7 +585,7 @@ def _extra_sections(evaluation: Evaluation, significance: Significance | None, b
         sections.append(Section("Intent router", (
             Para(_router_note(router)), Chart(_figure_html(_confusion_figure(router), "fig-router", 420), confusion))))
     if sweep is not None:
-        best = ", ".join(f"{k}={v:g}" for k, v in sweep.best_params.items())
+        best = sweep.chosen_fixed or ", ".join(f"{k}={v:g}" for k, v in sweep.best_params.items())
         sections.append(Section("Sweep", (
             Para(_sweep_note(sweep)), Chart(_figure_html(_sweep_figure(sweep), "fig-sweep", 460)),
             Table(tuple(SWEEP_HEADER), tuple(sweep_rows(sweep)), numeric_from=4),
@@ -670,7 +670,24 @@ def _sweep_note(result: SweepResult) -> str:
             f"{len(result.folds)}-fold cross-validation by query (seed {result.seed}). "
             f"Training mean {result.train_mean:.4f}, held-out mean {result.held_out_mean:.4f} "
             f"(the honest estimate); as shipped {result.base_score:.4f}; best on all queries {best} → "
-            f"{result.best_score:.4f} (in-sample).")
+            f"{result.best_score:.4f} (in-sample). " + fixed_note(result))
+
+
+def fixed_note(result: SweepResult) -> str:
+    """What the sweep's folds and its recommendation took from the fixed pipelines it chose among."""
+    if not result.fixed:
+        return "The folds chose among the grid's settings alone."
+    best = max(range(len(result.fixed)), key=lambda i: result.fixed_scores[i])
+    counts = Counter(f.fixed for f in result.folds if f.fixed)
+    kept = (f"{result.fixed_folds} of {len(result.folds)} folds kept a fixed pipeline over every setting "
+            f"({', '.join(f'{name} in {k}' for name, k in counts.items())})" if counts
+            else "every fold picked a setting over them")
+    head = (f"Each fold also chose among {len(result.fixed)} fixed pipelines (the start and the named presets; "
+            f"the best on all queries {result.fixed[best].name} {result.fixed_scores[best]:.4f}): {kept}. ")
+    if result.chosen_fixed:
+        return head + (f"Recommended: the fixed pipeline {result.chosen_fixed}, which scores at least as high "
+                       "as every setting on all queries (in-sample).")
+    return head + "Recommended: the best setting."
 
 
 def experiment_summary(experiment) -> dict:

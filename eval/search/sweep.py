@@ -13,11 +13,15 @@ sets. Configurations are evaluated in batches (``config_values``): each is fused
 ``run_pipeline`` fuses it, then a whole batch is ranked and scored in one compiled pass
 (``eval.metrics.measure.fused_values``) without building a ``Ranking`` — the same values, bit for bit,
 as ``per_query`` of each configuration's ranked run. Cross-validation: the counted queries are shuffled with ``seed`` and
-split into ``folds`` parts; for each fold the configuration with the best mean on the other
+split into ``folds`` parts; for each fold the candidate with the best mean on the other
 folds (its training queries) is picked, and its mean on the held-out fold is reported. The
-held-out means estimate how a tuned configuration does on unseen queries; the final winner
-is the best configuration on all queries (an in-sample, optimistic number). Ties go to the
-configuration enumerated first.
+candidates are the grid's configurations and the fixed pipelines the user already has (the
+start pipeline and the named presets, ``eval.search.fallback.fixed_candidates``): a grid point
+is picked only where it scores strictly higher than every fixed pipeline on the training
+queries, so a sweep never recommends a setting over a pipeline that was better on the queries
+it looked at. The held-out means estimate how that procedure does on unseen queries; the final
+recommendation is the best candidate on all queries (an in-sample, optimistic number). Ties go
+to the fixed pipelines, then to the configuration enumerated first.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from eval.metrics.measure import BATCH_BYTES, config_values, judge, parse_metric
+from eval.search.fallback import fixed_candidates
 from eval.search.space import MAX_POINTS, Space, not_valid, point_values
 from retrieval.candidate_table import Candidates
 from retrieval.pipeline import ParamError, PipelineConfig, fits, to_toml, with_params
@@ -133,9 +138,15 @@ class FoldResult:
     fold: int
     n_train: int
     n_test: int
-    best: dict[str, float]     # parameter values picked on the training queries
+    best: dict[str, float]     # parameter values picked on the training queries ({} if ``fixed``)
     train_mean: float
     test_mean: float           # held-out fold mean of that configuration
+    fixed: str = ""            # the fixed pipeline picked instead of every grid point ("": a grid point)
+
+    @property
+    def choice(self) -> str:
+        """What the fold picked, as a table shows it."""
+        return self.fixed or ", ".join(f"{k}={v:g}" for k, v in self.best.items())
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,6 +167,28 @@ class SweepResult:
     dataset: str = ""
     fingerprint: str = ""
     extra: dict = field(default_factory=dict)
+    fixed: tuple[PipelineConfig, ...] = ()   # the fixed pipelines every fold also chose from
+    fixed_scores: tuple[float, ...] = ()      # their means over all counted queries
+    chosen_fixed: str = ""     # the fixed pipeline that beats every grid point on all queries, or ""
+
+    def fixed_config(self, name: str) -> PipelineConfig:
+        return next(cfg for cfg in self.fixed if cfg.name == name)
+
+    @property
+    def recommended(self) -> PipelineConfig:
+        """What the sweep recommends: the best grid point, or the fixed pipeline that beats it."""
+        return self.fixed_config(self.chosen_fixed) if self.chosen_fixed else self.best_config
+
+    @property
+    def recommended_score(self) -> float:
+        if not self.chosen_fixed:
+            return self.best_score
+        return self.fixed_scores[[cfg.name for cfg in self.fixed].index(self.chosen_fixed)]
+
+    @property
+    def fixed_folds(self) -> int:
+        """How many folds picked a fixed pipeline over every grid point."""
+        return sum(1 for f in self.folds if f.fixed)
 
     @property
     def best_params(self) -> dict[str, float]:
@@ -178,7 +211,8 @@ class SweepResult:
         return len(self.scores) / self.seconds if self.seconds > 0 else float("inf")
 
     def best_toml(self) -> str:
-        return to_toml(self.best_config)
+        """The recommended configuration as TOML."""
+        return to_toml(self.recommended)
 
     def to_json(self) -> dict:
         return {
@@ -190,6 +224,9 @@ class SweepResult:
             "configs_per_second": round(self.configs_per_second, 1),
             "base_score": self.base_score,
             "best": {"params": self.best_params, "score": self.best_score, "name": self.best_config.name},
+            "fixed": {cfg.name: score for cfg, score in zip(self.fixed, self.fixed_scores)},
+            "recommended": {"name": self.recommended.name, "score": self.recommended_score,
+                            "fixed": bool(self.chosen_fixed)},
             "cv": {
                 "folds": len(self.folds), "train_mean": self.train_mean, "held_out_mean": self.held_out_mean,
                 "per_fold": [dataclasses.asdict(f) for f in self.folds],
@@ -216,29 +253,21 @@ def _batches(c: Candidates, judged, configs: Iterator[PipelineConfig], metric: s
 def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig, space: Space,
           metric: str = "ndcg@5", random: int | None = None, folds: int = 5, seed: int = 0,
           progress: Callable[[int, int], None] | None = None, name: str | None = None,
-          executor: "Executor | None" = None, routes: tuple[str, ...] | None = None) -> SweepResult:
+          executor: "Executor | None" = None, routes: tuple[str, ...] | None = None,
+          fixed: "Mapping[str, PipelineConfig] | None" = None) -> SweepResult:
     """Score every configuration of ``space`` (or ``random`` of them) and cross-validate;
     ``executor`` (``eval.search.executors``: local or Ray) scores the configurations, this process
     everything after their per-query values; ``routes``: the learned routes
-    (``retrieval.pipeline.fuse``)."""
+    (``retrieval.pipeline.fuse``); ``fixed``: the fixed pipelines each fold also chooses from
+    (default: ``base`` and the named presets, ``eval.search.fallback.fixed_candidates``; ``{}``:
+    the grid alone)."""
     parse_metric(metric)
     judged = judge(c, qrels)
     n = judged.n_judged
     if n == 0:
         raise ValueError("no query has a relevant judgment (grade > 0): nothing to tune on")
     fold_of = make_folds(n, folds, seed)
-    if random is None:
-        if space.raw_size > 5 * MAX_POINTS:
-            raise ValueError(f"the grid has {space.raw_size:,} points; use --random N or coarser steps")
-        points = list(space.grid())
-        mode = "grid"
-    else:
-        points = space.sample(random, seed)
-        mode = "random"
-    if not points:
-        raise ValueError("no grid point satisfies the constraints; check --param ranges and --sum")
-    if len(points) > MAX_POINTS:
-        raise ValueError(f"{len(points):,} configurations exceed the limit of {MAX_POINTS:,}; use --random N")
+    points, mode = _points(space, random, seed)
     for point in (points[0], points[-1]):  # fail early, naming the parameter, on an invalid value
         try:
             config = with_params(base, point_values(space, point))
@@ -246,37 +275,32 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
             raise not_valid(base, error) from None
         values = ", ".join(f"{k}={v:g}" for k, v in point_values(space, point).items())
         fits(config, c.pool_depth, values, "narrow the range or rerun with --pool-depth {depth}")
+    fixed = dict(fixed_candidates(c, routes, base) if fixed is None else fixed)
+    head = [base, *fixed.values()]
     n_fold = np.bincount(fold_of, minlength=folds).astype(np.float64)
     best_train = np.full(folds, -np.inf)
-    best_at = np.zeros(folds, dtype=np.int64)
+    best_at = np.zeros(folds, dtype=np.int64)   # a grid point's index, or −1 − a fixed pipeline's
     best_test = np.zeros(folds)
     scores = np.empty(len(points))
     start = time.perf_counter()
-    # the base pipeline first, in the same batches: its score needs no pass of its own
-    configs = itertools.chain([base], (with_params(base, point_values(space, point)) for point in points))
+    # the start pipeline and the fixed ones first, in the same batches: they need no pass of their own
+    configs = itertools.chain(head, (with_params(base, point_values(space, point)) for point in points))
     i = 0
-    base_row = None
-    for batch in _batches(c, judged, configs, metric, len(points) + 1, executor, routes):
-        if base_row is None:
-            base_row, batch = batch[0], batch[1:]
+    head_rows: list[np.ndarray] = []
+    for batch in _batches(c, judged, configs, metric, len(points) + len(head), executor, routes):
+        if len(head_rows) < len(head):
+            take = len(head) - len(head_rows)
+            head_rows.extend(batch[:take])
+            batch = batch[take:]
+            if len(head_rows) == len(head) and fixed:
+                _fold_best(judged.counted(np.stack(head_rows[1:])), fold_of, n_fold, n, -1,
+                           best_train, best_at, best_test)
             if not len(batch):
                 continue
         values = judged.counted(batch)
-        size = len(values)
-        total = values.sum(axis=1)
-        # every configuration's per-fold sums in one bincount: (configuration, fold) slots,
-        # each summed over its queries in order, as one bincount per configuration would
-        slots = (np.arange(size)[:, None] * folds + fold_of[None, :]).ravel()
-        fold_sum = np.bincount(slots, weights=values.ravel(), minlength=size * folds).reshape(size, folds)
-        train = (total[:, None] - fold_sum) / (n - n_fold)
-        top = np.argmax(train, axis=0)  # per fold, the first best configuration of the batch
-        top_train = train[top, np.arange(folds)]
-        better = top_train > best_train  # strictly: an earlier configuration keeps a tie
-        best_train[better] = top_train[better]
-        best_at[better] = i + top[better]
-        best_test[better] = fold_sum[top, np.arange(folds)][better] / n_fold[better]
-        scores[i:i + size] = total / n
-        i += size
+        _fold_best(values, fold_of, n_fold, n, i, best_train, best_at, best_test)
+        scores[i:i + len(values)] = values.sum(axis=1) / n
+        i += len(values)
         if progress:
             progress(i, len(points))
     seconds = time.perf_counter() - start
@@ -287,15 +311,57 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
     tuned = dataclasses.replace(tuned, name=label, description=(
         f"{base.name} tuned by rwb sweep on {c.dataset} ({metric} {scores[best_index]:.4f} on {n} queries): "
         f"{summary}"))
+    names = list(fixed)
+    fixed_scores = tuple(float(judged.counted(row).mean()) for row in head_rows[1:])
     fold_results = tuple(
-        FoldResult(f, int(n - n_fold[f]), int(n_fold[f]), point_values(space, points[best_at[f]]),
-                   float(best_train[f]), float(best_test[f]))
+        FoldResult(f, int(n - n_fold[f]), int(n_fold[f]),
+                   {} if best_at[f] < 0 else point_values(space, points[best_at[f]]),
+                   float(best_train[f]), float(best_test[f]), names[-1 - best_at[f]] if best_at[f] < 0 else "")
         for f in range(folds)
     )
-    base_score = float(judged.counted(base_row).mean())
+    top_fixed = int(np.argmax(fixed_scores)) if fixed_scores else -1
+    chosen = names[top_fixed] if top_fixed >= 0 and fixed_scores[top_fixed] >= scores[best_index] else ""
     return SweepResult(
         base=base, space=space, metric=metric, mode=mode, seed=seed, n_queries=n,
         points=np.asarray(points, dtype=np.float64).reshape(len(points), len(space.specs)), scores=scores,
-        folds=fold_results, best_index=best_index, best_config=tuned, base_score=base_score, seconds=seconds,
+        folds=fold_results, best_index=best_index, best_config=tuned,
+        base_score=float(judged.counted(head_rows[0]).mean()), seconds=seconds,
         dataset=c.dataset, fingerprint=c.fingerprint,
+        fixed=tuple(fixed.values()), fixed_scores=fixed_scores, chosen_fixed=chosen,
     )
+
+
+def _points(space: Space, random: int | None, seed: int) -> tuple[list, str]:
+    """The grid points to score and the search mode ("grid" or "random")."""
+    if random is None:
+        if space.raw_size > 5 * MAX_POINTS:
+            raise ValueError(f"the grid has {space.raw_size:,} points; use --random N or coarser steps")
+        points, mode = list(space.grid()), "grid"
+    else:
+        points, mode = space.sample(random, seed), "random"
+    if not points:
+        raise ValueError("no grid point satisfies the constraints; check --param ranges and --sum")
+    if len(points) > MAX_POINTS:
+        raise ValueError(f"{len(points):,} configurations exceed the limit of {MAX_POINTS:,}; use --random N")
+    return points, mode
+
+
+def _fold_best(values: np.ndarray, fold_of: np.ndarray, n_fold: np.ndarray, n: int, offset: int,
+               best_train: np.ndarray, best_at: np.ndarray, best_test: np.ndarray) -> None:
+    """Fold by fold, keep the candidate of ``values`` (per query, one row each) with the best
+    training mean where it beats the best so far strictly (an earlier candidate keeps a tie);
+    ``offset``: the first row's index (grid points), or −1 for the fixed pipelines, whose rows are
+    recorded as −1, −2, …"""
+    size = len(values)
+    folds = len(n_fold)
+    # every candidate's per-fold sums in one bincount: (candidate, fold) slots, each summed over
+    # its queries in order, as one bincount per candidate would
+    slots = (np.arange(size)[:, None] * folds + fold_of[None, :]).ravel()
+    fold_sum = np.bincount(slots, weights=values.ravel(), minlength=size * folds).reshape(size, folds)
+    train = (values.sum(axis=1)[:, None] - fold_sum) / (n - n_fold)
+    top = np.argmax(train, axis=0)  # per fold, the first best candidate of these rows
+    top_train = train[top, np.arange(folds)]
+    better = top_train > best_train
+    best_train[better] = top_train[better]
+    best_at[better] = (offset - top[better]) if offset < 0 else (offset + top[better])
+    best_test[better] = fold_sum[top, np.arange(folds)][better] / n_fold[better]

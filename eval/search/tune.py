@@ -55,8 +55,8 @@ import tomli_w
 
 from eval.metrics.measure import judge, parse_metric
 from eval.metrics.measure import config_values
-from eval.search.nested import (SINGLE_PATHS, Choice, NestedResult, Plan, choose_fixed, compare, counted_ids,
-                               fixed_candidates, nested_cv)
+from eval.search.fallback import choose_fixed, fixed_candidates
+from eval.search.nested import SINGLE_PATHS, Choice, NestedResult, Plan, compare, counted_ids, nested_cv
 from eval.statistics.provenance import in_sample, tuning_table  # noqa: F401  (tuning_table: re-exported)
 from eval.search.space import ParamSpec, knob_space, not_valid, parse_param, point_values, tunable
 from eval.search.sweep import group_count, group_labels

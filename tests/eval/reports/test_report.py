@@ -94,7 +94,9 @@ def test_json_holds_the_fingerprint_and_the_results(written):
     sweep = data["sweep"]
     assert sweep["n_configs"] == 6 * 3 and len(sweep["cv"]["per_fold"]) == 2
     assert {"train_mean", "held_out_mean"} <= set(sweep["cv"])
-    assert from_toml(sweep["best_toml"]).name == "rrf-tuned"
+    # the best_toml is the recommendation: on tiny the adaptive preset beats every rrf setting
+    assert from_toml(sweep["best_toml"]).name == sweep["recommended"]["name"] == "adaptive"
+    assert sweep["best"]["name"] == "rrf-tuned" and sweep["recommended"]["fixed"] is True
     assert data["router"]["mapping_note"].endswith("(seed 001 has no preference profile)")
 
 

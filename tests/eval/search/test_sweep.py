@@ -51,29 +51,64 @@ def test_folds_are_checked_and_seeded():
     assert (folds == make_folds(10, 3, seed=5)).all()
 
 
-def test_cross_validation_picks_on_training_and_reports_held_out(pool, tiny):
+@pytest.mark.parametrize("with_fixed", [False, True], ids=["grid-alone", "with-fixed-pipelines"])
+def test_cross_validation_picks_on_training_and_reports_held_out(pool, tiny, with_fixed):
     space = Space((parse_param("rrf.rrf_k=1:101:20", RRF), parse_param("rrf.w_dense=0:1:0.25", RRF)))
-    result = sweep(pool, tiny.qrels, RRF, space, folds=2, seed=3)
+    result = sweep(pool, tiny.qrels, RRF, space, folds=2, seed=3, fixed=None if with_fixed else {})
     assert len(result.scores) == 6 * 5 and result.mode == "grid" and result.n_queries == 4
-    # brute force: every configuration's per-query ndcg@5, then each fold's choice by hand
+    # brute force: every candidate's per-query ndcg@5 — the fixed pipelines first (the start
+    # pipeline, then the named presets), then the grid — and each fold's choice by hand
     judged = judge(pool, tiny.qrels)
     points = list(space.grid())
-    table = np.array([per_query(pool, judged, run_pipeline(pool, with_params(RRF, point_values(space, p))).ranking,
-                                ("ndcg@5",))["ndcg@5"][judged.judged] for p in points])
-    assert np.allclose(result.scores, table.mean(axis=1))
+    fixed = [RRF, *(cfg for name, cfg in PIPELINES.items() if name not in ("rrf", "seed-adaptive-learned")
+                    and cfg.path_depth <= pool.pool_depth)] if with_fixed else []
+    assert [cfg.name for cfg in result.fixed] == [cfg.name for cfg in fixed]
+    configs = fixed + [with_params(RRF, point_values(space, p)) for p in points]
+    table = np.array([per_query(pool, judged, run_pipeline(pool, cfg).ranking, ("ndcg@5",))["ndcg@5"][judged.judged]
+                      for cfg in configs])
+    assert np.allclose(result.scores, table[len(fixed):].mean(axis=1))
     fold_of = make_folds(4, 2, seed=3)
     for fold in result.folds:
         train, test = fold_of != fold.fold, fold_of == fold.fold
         train_means = table[:, train].mean(axis=1)
-        chosen = int(np.argmax(train_means))              # first best, as sweep does
-        assert fold.best == dict(zip(space.names, points[chosen]))
+        chosen = int(np.argmax(train_means))              # first best: a fixed pipeline keeps a tie
+        if chosen < len(fixed):
+            assert (fold.fixed, fold.best) == (fixed[chosen].name, {})
+        else:
+            assert (fold.fixed, fold.best) == ("", dict(zip(space.names, points[chosen - len(fixed)])))
         assert fold.train_mean == pytest.approx(train_means[chosen])
         assert fold.test_mean == pytest.approx(table[chosen, test].mean())
         assert (fold.n_train, fold.n_test) == (int(train.sum()), int(test.sum()))
     assert result.train_mean == pytest.approx(np.mean([f.train_mean for f in result.folds]))
     assert result.held_out_mean == pytest.approx(np.mean([f.test_mean for f in result.folds]))
-    assert result.best_score == pytest.approx(table.mean(axis=1).max())
+    assert result.best_score == pytest.approx(table[len(fixed):].mean(axis=1).max())
+    assert np.allclose(result.fixed_scores, table[:len(fixed)].mean(axis=1))
+    overall = int(np.argmax(table.mean(axis=1)))
+    assert result.recommended.name == (fixed[overall].name if overall < len(fixed) else "rrf-tuned")
+    assert result.recommended_score == pytest.approx(table[overall].mean())
     assert result.base_score == pytest.approx(fast_metrics(pool, tiny.qrels, RRF, ["ndcg@5"])["ndcg@5"])
+
+
+def test_a_fixed_pipeline_better_than_every_setting_is_recommended_and_kept_in_each_fold(pool, tiny):
+    """A sweep of bm25's min_score on tiny: every setting scores nDCG@5 0.5, as bm25 itself does,
+    while the adaptive preset (intent profiles) scores higher on all four queries' mean. The sweep
+    recommends the preset, every fold keeps a fixed pipeline, and the TOML written is the preset's."""
+    bm25 = PIPELINES["bm25"]
+    space = Space((parse_param("min_score=0:0.5:0.5", bm25),))
+    result = sweep(pool, tiny.qrels, bm25, space, folds=2, seed=0)
+    judged = judge(pool, tiny.qrels)
+    means = {cfg.name: per_query(pool, judged, run_pipeline(pool, cfg).ranking, ("ndcg@5",))["ndcg@5"][judged.judged].mean()
+             for cfg in result.fixed}
+    assert list(result.scores) == pytest.approx([0.5, 0.5]) and means["bm25"] == pytest.approx(0.5)
+    best_fixed = max(means, key=means.get)                      # the first of the best, as the sweep picks
+    assert means[best_fixed] > result.best_score
+    assert result.chosen_fixed == best_fixed and result.recommended.name == best_fixed
+    assert result.recommended_score == pytest.approx(means[best_fixed])
+    assert from_toml(result.best_toml()) == PIPELINES[best_fixed]
+    assert all(f.fixed and f.best == {} and f.choice == f.fixed for f in result.folds)
+    data = result.to_json()
+    assert data["recommended"] == {"name": best_fixed, "score": result.recommended_score, "fixed": True}
+    assert data["fixed"] == pytest.approx(means)
 
 
 def test_seeded_random_search_is_reproducible(pool, tiny):
@@ -97,7 +132,7 @@ def test_exported_toml_round_trips_and_reproduces_the_score(pool, tiny, tmp_path
     space = Space((parse_param("adaptive.profiles.debug.w_sparse=0:1:0.5", ADAPTIVE),
                    parse_param("adaptive.half_life_days=10:30:10", ADAPTIVE),
                    parse_param("min_score=0:0.2:0.1", ADAPTIVE)))
-    result = sweep(pool, tiny.qrels, ADAPTIVE, space, metric="mrr@5", folds=2)
+    result = sweep(pool, tiny.qrels, ADAPTIVE, space, metric="mrr@5", folds=2, fixed={})  # the grid alone
     text = result.best_toml()
     assert from_toml(text) == result.best_config
     path = tmp_path / "best.toml"

@@ -55,7 +55,7 @@ def test_the_held_out_estimate_is_recomputed_by_hand_from_the_fold_configs(resul
     assert result.held_out_mean == pytest.approx(by_hand, abs=1e-12)
     # the comparisons are paired on the same four queries, against the fallback on all of them:
     # the best of the untuned pipeline and the named presets (issue 40)
-    from eval.search.nested import fixed_candidates
+    from eval.search.fallback import fixed_candidates
 
     fixed = fixed_candidates(pool, None, RRF)
     means = evaluate_pipelines(pool, tiny.qrels, fixed, ["ndcg@5"]).results
