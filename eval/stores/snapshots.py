@@ -182,10 +182,6 @@ class SnapshotStore:
         except ValueError:
             raise ValueError(f"snapshot {name!r} is damaged") from None
 
-    def path_of(self, name: str) -> Path:
-        """Where the snapshot ``name`` is kept (for ``rwb check --against``)."""
-        return self._path(name)
-
 
 def compare(a: dict, b: dict, metric: str) -> list[dict]:
     """Per query both snapshots hold: ``metric`` in A and B, the delta, and their top results;
