@@ -2,9 +2,9 @@
 
 ``rwb learn --out FILE.toml`` writes the learned pipeline's TOML and, for a LambdaMART or MoE
 model, the model beside it. The Sweep page's Learn mode has no file of its own: ``keep`` writes
-both under ``$RWB_HOME/learned/`` — the model as ``<sha1 of its JSON>.model.json``, the pipeline
-as ``<sha1 of the TOML>.toml`` naming the model by its absolute path (the same result, the same
-files) — and returns the TOML's path, a label ``resolve_config`` reads (so Tune's link restores
+both under ``$RWB_HOME/learned/``, each named by the start of the sha1 of its text — the model
+as ``<hash>.model.json``, the pipeline as ``<hash>.toml`` naming the model by its absolute path
+(the same result, the same files) — and returns the TOML's path, a label ``resolve_config`` reads (so Tune's link restores
 the very model), with the configuration it names: Tune, a saved profile and every command score
 it. A linear model's weights are inline in the TOML (no model file). Written atomically. The
 store is handed the model and the TOML (``eval.learning.result.LearnResult.keep`` hands them);
