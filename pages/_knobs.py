@@ -1,9 +1,13 @@
-"""Knob widgets generated from the parameter registry (``retrieval.pipeline.knobs``).
+"""Tune's knob widgets and the Sweep page's axes, generated from the parameters' declarations
+(``retrieval.params``, walked by ``retrieval.pipeline.knobs``).
 
-Nothing here lists parameters by hand: every widget, label, range, step and help text
-comes from the fusion's own params class, and so do the group a knob is shown in
-(``Knob.group``) and the warnings beside a pane's knobs (their owner's ``warnings()``); the only
-page-side choice is which routed profile's knobs are shown.
+No parameter is listed here: every widget, label, range, step and help text comes from the
+fusion's own params class, and so do the group a knob is shown in (``Knob.group``) and the
+warnings beside a pane's knobs (their owner's ``warnings()``). What this page module decides is
+the layout: Tune's panes (``PANES``) and which groups share one (the weights with the fusion,
+the limits under Limits), the fusion switch above them (``FUSION_KNOB``: its options and help
+from the fusion registry), which routed profile's knobs are shown, and which knobs a sweep may
+vary (sweepable numbers with a slider range).
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from pages import _tune_state as tn
 from pages._markup import md
 from pages._state import TUNE_KNOB_PREFIX, TUNE_KNOBS_DRAWN
 from retrieval.fusion import FUSIONS
-from retrieval.fusion.adaptive import band_counts  # noqa: F401  (the Tune page's band captions)
 from retrieval.params import Knob, KnobRef, walk_owners
 from retrieval.pipeline import FUSION_PATH, PipelineConfig, knobs, sweepable_params, warnings_of
 
@@ -35,8 +38,8 @@ def pane_of(ref: KnobRef) -> str | None:
     """Which of Tune's knob panes shows ``ref`` (the fusion switch sits above them all): the
     group its owner declared (``retrieval.params.GROUPS``); weights sit with the fusion.
 
-    One pane at a time: the browser then redraws at most ~7 knobs per move instead of ~20
-    (each slider costs a few ms per rerun, in Python and in the browser)."""
+    One pane at a time: a knob move redraws that pane's knobs, not every knob (each slider
+    costs time on every rerun, in Python and in the browser)."""
     if ref.path == FUSION_PATH:
         return None
     return _pane_of_group(ref.knob.group)

@@ -19,7 +19,6 @@ from eval.learning.nested import DEFAULT_INNER_FOLDS, LearnResult
 from eval.learning.router import LEARNED_PIPELINE
 from eval.learning.transfer import MAX_REPEATS, learn_report
 from eval.statistics.provenance import from_tuning
-from eval.stores.learned import keep
 from pages import _harness as hx
 from pages import _state as sh
 from pages._markup import md
@@ -179,7 +178,7 @@ def show(r: LearnResult, v: LearnView, default_label: str, on_apply: Callable,
     with st.expander(f"What the {len(v.glossary)} features measure"):
         st.dataframe(v.glossary, hide_index=True, key="learn_glossary", width="stretch")
     try:                                         # kept under $RWB_HOME/learned/: a link restores it
-        label, config = keep(r)
+        label, config = r.keep()
     except (ValueError, OSError) as error:
         st.error(f"The learned model cannot be kept: {md(error)}", icon=":material/error:")
         return

@@ -30,6 +30,7 @@ from pages import _grading as gr
 from pages._export import export_popover
 from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
+from retrieval.fusion.adaptive import band_counts
 
 ws = s.workspace()
 c = require_pool(ws) if ws.has_queries else None
@@ -131,7 +132,7 @@ def knob_panel(config, routed: str | None) -> str | None:
         factor = next((r for r in refs if kn.pane_of(r) == pane), None)
         if factor is not None:
             quality = kn.owner_of(config, factor)        # the QualityFactors the pane's knobs belong to
-            high, mid, low = kn.band_counts(*s.doc_quality(ws.dataset), quality)[
+            high, mid, low = band_counts(*s.doc_quality(ws.dataset), quality)[
                 "confidence" if pane == "confidence" else "vitality"]
             st.caption(f"Documents per {pane} band: high {high} · mid {mid} · low {low} (of {high + mid + low}). "
                        "A factor whose band is empty changes nothing.")

@@ -1,38 +1,46 @@
-"""Candidate generation: retrieve once per query, keep every raw feature.
+"""Building the candidate table (``retrieval.candidate_table.Candidates``): retrieve once per
+query, keep every raw feature.
 
-For each query: the top ``pool_depth`` documents of the dense path and of the BM25 path
-(run concurrently), their union, plus the memories the fast path (its target file) and
-the timeline path (journal memories of the last 7 days) would read. One row per
-(query, document) with the raw features every strategy needs. A pipeline with a
-smaller depth sees only rows ranked within its depth on some path, so changing a
-weight, ``rrf_k`` or the candidate multiplier never touches an index.
+``build_candidates``: for each query, the top ``pool_depth`` documents of the dense path and of
+the BM25 path (the dense path on a second thread), their union, plus the memories the fast path
+(its target file) and the timeline path (journal memories of the last ``TIMELINE_DAYS`` days)
+would read. ``candidates_from_runs`` builds the same table from outside runs (one ranked list
+per path) instead of the index; ``retrieving_with`` lets ``retrieval.ray_pool`` hand in the path
+lists retrieved on Ray workers. One row per (query, document) with the raw features every
+strategy needs, all made by one row builder (``query_rows``) from the document table
+(``doc_table``: per-document lookups and features, built once per loaded dataset). A pipeline
+with a smaller depth sees only rows ranked within its depth on some path, so changing a weight,
+``rrf_k`` or the candidate multiplier never touches an index.
 
-Features: ``dense_sim`` (cosine, computed for every row), ``dense_rank`` / ``bm25_rank``
-(0-based, -1 when the path did not return the document), ``bm25_score`` (0 when absent),
-``bm25_all_rank`` / ``bm25_all_score`` (the same for the keyword query in match mode ``all``,
-every query word required — see "Keyword match mode" below), ``bm25_tech_rank`` /
-``bm25_tech_score`` (the keyword query over the query's technical terms only, match mode
-``technical``: Lingxi's keyword path, seed 004),
-``age_days`` (reference time − updated_at, NaN when undated), ``created_age`` (reference time −
-created_at: the journal date the timeline path orders by), ``in_window`` (1/0 whether
-the memory's created_at lies in the window the query names, NaN when it names none),
-``graph`` (1 when a ``related`` link joins the memory to a top-3 hit of either path),
-``confidence``, ``vitality``, ``reinforcement``, ``access_count``, ``token_count``.
+Features (``ROW_COLUMNS``): ``dense_sim`` (the cosine; 0 without a query vector, the dense run's
+score for a table from runs), ``dense_rank`` / ``bm25_rank`` (0-based, -1 when the path did not
+return the document), ``bm25_score`` (0 when absent), ``bm25_all_rank`` / ``bm25_all_score``
+(the same for the keyword query in match mode ``all``, every query word required — see "Keyword
+match mode" below), ``bm25_tech_rank`` / ``bm25_tech_score`` (the keyword query over the query's
+technical terms only, match mode ``technical``: Lingxi's keyword path, seed 004), ``via_fast`` /
+``via_timeline`` (the row is the fast path's or the timeline path's), ``age_days`` (reference
+time − updated_at), ``created_age`` (reference time − created_at: the journal date the timeline
+path orders by), ``in_window`` (1/0 whether the memory's created_at lies in the window the query
+names, NaN when it names none), ``graph`` (1 when a ``related`` link joins the memory to one of
+the top ``GRAPH_ANCHORS`` hits of the dense or the BM25 ``any`` list), the document fields a row
+carries as they are (``retrieval.dataset.ROW_FEATURES``), ``token_count`` and ``tie_key`` (the
+document's place in id order, which breaks score ties).
 
 Keyword match mode (``any`` / ``all`` / ``technical``, ``retrieval.bm25.MATCH_MODES``). The BM25
-path runs three times per query at retrieval time: the ``any`` query (OR of the terms), the
-``all`` query (every query word required, as OpenClaw's ``buildFtsQuery`` joins its terms with
-AND, seed 002) and the ``technical`` query (the technical terms only: error codes, identifiers,
-technical names, Han bigrams re-ranking their hits; Lingxi's grep, seed 004); the pool holds the top ``pool_depth`` of
-each, and ``with_keyword_match("all")`` is the table seen through the ``all`` list (likewise
-``technical``). So the mode is a pipeline parameter that re-scores without an
-index, like every other, and an ``all`` pipeline of depth d sees exactly Tantivy's AND top d.
-The alternative — filtering the stored OR hits by how many query terms they hold — loses every
-AND hit ranked below the OR pool depth (a document holding all words can rank under documents
-holding a few rare ones), and re-ranking the survivors would need their positions in the AND
-list anyway; a second Tantivy query is cheap. On the sets measured the two designs score the
-same today (BENCHMARKS.md, "Keyword match any vs all"); only this one is exact by construction.
-The graph feature's anchors stay those of the ``any`` list.
+path runs once per mode asked (``matches``; a pool asks all three) per query at retrieval time:
+the ``any`` query (OR of the terms), the ``all`` query (every query word required, as OpenClaw's
+``buildFtsQuery`` joins its terms with AND, seed 002) and the ``technical`` query (the technical
+terms only: error codes, identifiers, technical names, Han bigrams re-ranking their hits;
+Lingxi's grep, seed 004); the pool holds the top ``pool_depth`` of each, and
+``with_keyword_match("all")`` is the table seen through the ``all`` list (likewise
+``technical``). So the mode is a pipeline parameter that re-scores without an index, like every
+other, and an ``all`` pipeline of depth d sees exactly Tantivy's AND top d. The alternative —
+filtering the stored OR hits by how many query terms they hold — loses every AND hit ranked
+below the OR pool depth (a document holding all words can rank under documents holding a few
+rare ones), and re-ranking the survivors would need their positions in the AND list anyway; a
+second Tantivy query is cheap. BENCHMARKS.md, "Keyword match any vs all", compares the two
+designs; only this one is exact by construction. The graph feature's anchors stay those of the
+``any`` list.
 """
 
 from __future__ import annotations

@@ -132,6 +132,18 @@ def choice(default: str, options: tuple[str, ...], label: str, help: str = "", *
                                   engine=engine))
 
 
+def read_from(default: str = ""):
+    """A field saying where the parameters were read from (the folder of their TOML, which a file
+    they name is relative to): part of their identity (equality, hash), so the same text read in
+    two folders is two configurations, but no parameter: never written to a table (``plain``),
+    never read from one (``build`` refuses it as an unknown key), never a knob."""
+    return field(default=default, metadata={"read_from": True})
+
+
+def read_from_field(f: dataclasses.Field) -> bool:
+    return bool(f.metadata.get("read_from"))
+
+
 def knob_of(f: dataclasses.Field) -> Knob | None:
     return f.metadata.get("knob")
 
@@ -243,7 +255,7 @@ def build(cls: type, data: Any, base: Any, where: str, nested: dict[str, Any] | 
     allowed ones; every value is validated by the class."""
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a table, got {type(data).__name__}")
-    names = {f.name: f for f in dataclasses.fields(cls)}
+    names = {f.name: f for f in dataclasses.fields(cls) if not read_from_field(f)}
     unknown = sorted(set(data) - set(names))
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(names)}")
@@ -275,13 +287,14 @@ def same(a: Any, b: Any) -> bool:
 
 
 def plain(obj: Any, base: Any = None) -> Any:
-    """A TOML-ready table of ``obj``: None values left out; with ``base``, only the fields
-    that differ from it (``same``; nested tables likewise)."""
+    """A TOML-ready table of ``obj``: None values and where it was read from (``read_from``)
+    left out; with ``base``, only the fields that differ from it (``same``; nested tables
+    likewise)."""
     if isinstance(obj, Params):
         out = {}
         for f in dataclasses.fields(obj):
             value = getattr(obj, f.name)
-            if value is None:
+            if value is None or read_from_field(f):
                 continue
             other = getattr(base, f.name, None) if base is not None else None
             if base is not None and same(value, other) and f.name != "name":

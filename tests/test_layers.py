@@ -3,8 +3,9 @@
 From the bottom: the engine (``retrieval``), then in ``eval/`` metrics, statistics, importers,
 stores, parameter search and export, learning, experiments, reports, and the command line on
 top (the pages sit above all of it and are not imported by it). Every import counts, at module
-level or inside a function, except those under ``if TYPE_CHECKING:`` (a store may name the type
-of what a layer above hands it, never call that layer). A registry package that scans its
+level or inside a function; one under ``if TYPE_CHECKING:`` (it names a type, never runs) counts
+for the direction but not for circles: a module may not even name a type of a layer above it (a
+store declares what it reads of what it is handed, ``eval.stores.snapshots.Evaluated``). A registry package that scans its
 modules (``retrieval.fusion``, ``eval.importers``, ``eval.export``) imports each of them, and
 importing ``a.b.c`` imports the package ``a.b`` first: both count as edges.
 """
@@ -44,14 +45,15 @@ def _modules() -> dict[str, Path]:
     return mods
 
 
-def _imports(file: Path) -> set[str]:
+def _imports(file: Path, typing: bool = False) -> set[str]:
+    """What ``file`` imports when it runs; with ``typing``, what it imports under ``if TYPE_CHECKING:``."""
     tree = ast.parse(file.read_text("utf-8"))
     typing_only = {id(node) for block in ast.walk(tree)
                    if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
                    for node in ast.walk(block)}
     found = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
+        if (id(node) in typing_only) != typing:
             continue
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
@@ -89,6 +91,20 @@ def test_no_import_points_up_a_layer():
     upward = sorted(f"{source} imports {target}" for source, targets in _graph().items() for target in targets
                     if RANK[_layer(target)] > RANK[_layer(source)])
     assert not upward, "\n".join(upward)
+
+
+def test_no_type_named_for_checking_points_up_a_layer():
+    """An import under ``if TYPE_CHECKING:`` names a type of the layer it comes from: a layer
+    below names no type of one above (a store says what it reads, it does not reach up)."""
+    mods = _modules()
+    upward = set()
+    for source, file in mods.items():
+        for target in _imports(file, typing=True):
+            while target and target not in mods:
+                target = target.rpartition(".")[0]
+            if target and RANK[_layer(target)] > RANK[_layer(source)]:
+                upward.add(f"{source} names {target}")
+    assert not upward, "\n".join(sorted(upward))
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[frozenset[str]]:

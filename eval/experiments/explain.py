@@ -77,9 +77,6 @@ class Explanation:
         """``{metric: {"total", "parts": part → Δ, "p": part → p, …}, "notes": […]}``."""
         return {**{m.metric: m.to_json() for m in self.metrics}, "notes": list(self.notes)}
 
-    def parts_of(self, metric: str) -> dict[str, float]:
-        return next(m.parts for m in self.metrics if m.metric == metric)
-
 
 def _ranx_values(rankings: dict[str, list[str]], qrels: dict, metric: str, qids: list[str]) -> np.ndarray:
     """``metric`` of stored rankings (document ids, best first) under ``qrels`` (ranx)."""

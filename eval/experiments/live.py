@@ -1,11 +1,16 @@
-"""One pipeline re-scored over a whole query set — the Tune page's hot path.
+"""One pipeline re-scored and evaluated over a whole query set: Tune's hot path (every knob
+move), and the evaluation snapshots, ``rwb check`` and the pages that set a configuration against
+a baseline read.
 
-``evaluate_config`` routes and fuses every query from the candidate table and scores all of
-them straight from the fused scores (``eval.metrics.measure.fused_values``: top-k selection and the
-metrics in one compiled pass, no ``Ranking``); ``LiveRun`` keeps the per-query values so a
-paired test against another run (``eval.statistics.significance.compare_pair``) needs no second pass. The
-ranked run a page renders (``LiveRun.run``: rankings, per-path components, routes) is built
-when it is first asked for, from the same configuration.
+``evaluate_config`` routes and fuses every query from the candidate table
+(``retrieval.pipeline.fuse``) and scores all of them straight from the fused scores
+(``eval.metrics.measure.fused_matrix``: top-k selection and the metrics in one compiled pass, no
+``Ranking``). ``LiveRun`` keeps each metric's per-query values, so a paired test against another
+run (``eval.statistics.significance.compare_pair``, called by ``eval.experiments.views``) reads
+them without scoring again. Its ranked run (``LiveRun.run``: the ranking, the scores with their
+per-path components, each query's route and profile) is ranked from the same fused scores when
+first asked for; what is derived from it (judged@k, a verdict's bounds against a baseline) is
+kept with the run. ``LiveRuns`` is the server's small LRU of runs, shared by every session.
 """
 
 from __future__ import annotations
@@ -82,7 +87,8 @@ def evaluate_config(c: Candidates, judged: Judged, config: PipelineConfig,
 
 class LiveRuns:
     """A small LRU of whole-query-set evaluations keyed by anything hashable (the workbench keys
-    them by dataset, judgments and the frozen config itself), shared by every session of the
+    them by its dataset, the pool's embedder and analyzer, the judgments' revision and the frozen
+    configuration, which holds the folder a learned model is read from), shared by every session of the
     server: looked up and updated under a lock, computed outside it (two sessions missing the
     same key at once may both compute it; both get an equal run)."""
 

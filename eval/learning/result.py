@@ -10,6 +10,7 @@ import numpy as np
 import tomli_w
 
 from eval.search.nested import NestedResult
+from eval.stores.learned import keep
 from retrieval.fusion.learned import LearnedParams, feature_weights
 from retrieval.fusion.learned.features import feature_set_id
 from retrieval.fusion.learned.model import MoEModel, TreeModel
@@ -147,6 +148,14 @@ class LearnResult(NestedResult):
     def stored_model(self) -> TreeModel | MoEModel | None:
         model = self.final.model
         return model if isinstance(model, (TreeModel, MoEModel)) else None
+
+    def keep(self, home=None) -> tuple[str | None, PipelineConfig]:
+        """The label and configuration of what was learned on all the queries, kept under
+        ``$RWB_HOME/learned/`` (``eval.stores.learned.keep``); ``(None, the default)`` when the
+        guard kept the default."""
+        if self.final.kind != "learned":
+            return None, self.final_config()
+        return keep(self.stored_model, self.to_toml, home)
 
     def to_toml(self, model_file: str = "") -> str:
         data = to_dict(self.final_config(model_file))

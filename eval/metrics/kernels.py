@@ -12,13 +12,13 @@ for bit (``tests/retrieval/test_kernels.py``).
 row of a score matrix) and each query it selects the top rows once with
 ``retrieval.kernels.select_query`` and ``within_budget`` — the same selection, ties and token
 budget as ``rank_rows`` — and accumulates the same sums for every cutoff asked, without
-building a ranking. ``finish`` is the one place the per-query sums become metric values (one formula per
-declared metric, its code taken from ``eval.metrics.definitions.CODES``); both paths use it.
+building a ranking. ``finish`` is the one place a per-query sum becomes a metric value: the
+sum divided by one of the ``SCALES``; which sum over which scale each metric is, is declared in
+``eval.metrics.definitions.DEFINITIONS`` (this module names no metric). Both paths use it.
 
 Compiled with ``cache=True``. Numba's cache is keyed on this file alone: after an edit to
 ``retrieval/kernels.py`` (whose ``select_query`` and ``within_budget`` these kernels compile
-in) or to the order of ``eval/metrics/definitions.py`` (whose codes ``finish`` compiles in as
-constants), ``make clean`` drops the cached machine code, or these keep running the old one.
+in), ``make clean`` drops the cached machine code, or these keep running the old one.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from eval.metrics.definitions import CODES
 from retrieval.kernels import buffer_size, select_query, within_budget
 
 SUMS = ("hits", "dcg", "rr", "ap", "dcg_exp")
@@ -35,9 +34,11 @@ the linear gain (the grade), the reciprocal rank of the first relevant result, �
 far)/(rank+1) over the relevant results, and the DCG sum with the exponential gain (2^grade − 1).
 Which metric reads which is declared in ``eval.metrics.definitions.DEFINITIONS``."""
 HITS, DCG, RR, AP, DCG_EXP = range(len(SUMS))
-NDCG, RECALL, PRECISION, MRR, HIT_RATE, MAP, NDCG_BURGES = (
-    CODES[name] for name in ("ndcg", "recall", "precision", "mrr", "hit_rate", "map", "ndcg_burges"))
-"""Each declared metric's formula code (``eval.metrics.definitions``), a constant of ``finish``."""
+SCALES = ("itself", "ideal", "relevant", "cutoff", "any")
+"""What a metric's sum is divided by, by code: nothing (the sum itself), the same sum of the
+ideal ordering (0 when that is 0), the query's relevant documents, the cutoff k; ``any`` is 1
+when the sum is > 0, else 0. A metric names its sum and scale in ``DEFINITIONS``."""
+ITSELF, IDEAL, RELEVANT, CUTOFF, ANY = range(len(SCALES))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -62,47 +63,42 @@ def cut_stats(rows, qidx, rank, grade, gain, gain_exp, k, disc, sums):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def finish(code, k, hits, dcg, rr, ap, dcg_exp, idcg, safe_rel, judged):
-    """One query's value of the metric with formula ``code`` (``eval.metrics.definitions.CODES``)
-    from its sums (NaN for a query that does not count)."""
+def finish(scale, k, value, idcg, safe_rel, judged):
+    """One query's metric value: its sum ``value`` over the scale with code ``scale``
+    (``SCALES``; ``idcg`` is the ideal ordering's same sum), NaN for a query that does not count."""
     if not judged:
         return np.nan
-    if code == NDCG:
-        return dcg / idcg if idcg > 0 else 0.0
-    if code == RECALL:
-        return hits / safe_rel
-    if code == PRECISION:
-        return hits / k
-    if code == MRR:
-        return rr
-    if code == HIT_RATE:
-        return 1.0 if hits > 0 else 0.0
-    if code == MAP:
-        return ap / safe_rel
-    if code == NDCG_BURGES:
-        return dcg_exp / idcg if idcg > 0 else 0.0
+    if scale == ITSELF:
+        return value
+    if scale == IDEAL:
+        return value / idcg if idcg > 0 else 0.0
+    if scale == RELEVANT:
+        return value / safe_rel
+    if scale == CUTOFF:
+        return value / k
+    if scale == ANY:
+        return 1.0 if value > 0 else 0.0
     return np.nan
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def finish_all(code, k, sums, idcg, safe_rel, judged, out):
-    """``out[q]``: ``finish`` of every query from ``cut_stats``' sums."""
+def finish_all(slot, scale, k, sums, idcg, safe_rel, judged, out):
+    """``out[q]``: ``finish`` of every query's sum ``slot`` of ``cut_stats``' sums."""
     for q in range(len(out)):
-        out[q] = finish(code, k, sums[HITS, q], sums[DCG, q], sums[RR, q], sums[AP, q],
-                        sums[DCG_EXP, q], idcg[q], safe_rel[q], judged[q])
+        out[q] = finish(scale, k, sums[slot, q], idcg[q], safe_rel[q], judged[q])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def finish_many(codes, ks, cut_of, sums, idcg, safe_rel, judged, out):
-    """``out[m, b, q]``: metric ``m`` (formula ``codes[m]`` at ``ks[m]``, from the sums of cutoff
-    ``cut_of[m]``) of configuration ``b`` on query ``q``, for the sums ``batch_sums`` wrote."""
+def finish_many(slots, scales, ks, cut_of, sums, idcg, safe_rel, judged, out):
+    """``out[m, b, q]``: metric ``m`` (sum ``slots[m]`` over scale ``scales[m]`` at ``ks[m]``, from
+    the sums of cutoff ``cut_of[m]``) of configuration ``b`` on query ``q``, for the sums
+    ``batch_sums`` wrote."""
     for m in range(out.shape[0]):
         c = cut_of[m]
         for b in range(out.shape[1]):
             for q in range(out.shape[2]):
-                out[m, b, q] = finish(codes[m], ks[m], sums[c, HITS, b, q], sums[c, DCG, b, q],
-                                      sums[c, RR, b, q], sums[c, AP, b, q], sums[c, DCG_EXP, b, q],
-                                      idcg[m, q], safe_rel[q], judged[q])
+                out[m, b, q] = finish(scales[m], ks[m], sums[c, slots[m], b, q], idcg[m, q],
+                                      safe_rel[q], judged[q])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

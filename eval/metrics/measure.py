@@ -9,9 +9,9 @@ fused scores (``retrieval.pipeline.fuse``) — top-k selection and every cutoff'
 compiled pass, no ``Ranking`` built — with the same values as ``per_query`` of the ranking.
 
 Every metric is declared once, in ``eval.metrics.definitions.DEFINITIONS`` (name, label, the
-sums it reads, whether it is also valid without ``@K``, family, definition; the code of its
-formula in ``eval.metrics.kernels.finish`` is generated from it); this module parses and scores
-the names declared there. ``tests/eval/metrics/test_measure.py`` checks every declared metric against ranx
+sum it reads and the scale it divides it by, whether it is also valid without ``@K``, family,
+definition); this module parses the names declared there and hands ``eval.metrics.kernels``
+each one's sum and scale (``FORMULAS``). ``tests/eval/metrics/test_measure.py`` checks every declared metric against ranx
 on random runs with ties.
 
 A document is relevant when its grade is > 0. Only queries with at least one relevant
@@ -29,7 +29,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from eval.metrics.definitions import DEFAULT_METRICS, DEFINED, DEFINITIONS
-from eval.metrics.kernels import SUMS, batch_sums, cut_stats, finish_all, finish_many
+from eval.metrics.kernels import SCALES, SUMS, batch_sums, cut_stats, finish_all, finish_many
 from retrieval.candidate_table import Candidates
 from retrieval.pipeline import Fused, PipelineConfig, fuse
 from retrieval.limits import MAX_DEPTH
@@ -39,6 +39,20 @@ METRICS = tuple(DEFINED)
 UNCUT = tuple(d.name for d in DEFINITIONS if d.uncut)  # names also valid without @K (k = 0 below)
 _METRIC = re.compile(r"^([a-z_]+)@(\d+)$")
 MAX_CUTOFF = MAX_DEPTH  # a ranking never holds more results than a search's largest depth
+
+
+def _formula(name: str) -> tuple[int, int]:
+    """Metric ``name``'s sum slot and scale code in the kernels (``SUMS``, ``SCALES``)."""
+    d = DEFINED[name]
+    if d.sum not in SUMS or d.scale not in SCALES or (d.scale == "ideal" and d.sum not in ("dcg", "dcg_exp")):
+        raise ValueError(f"metric {name}: its sum must be one of {list(SUMS)} and its scale one of "
+                         f"{list(SCALES)} (the ideal ordering's sum is known for dcg and dcg_exp), "
+                         f"got {d.sum!r} over {d.scale!r}")
+    return SUMS.index(d.sum), SCALES.index(d.scale)
+
+
+FORMULAS = {name: _formula(name) for name in METRICS}
+"""Each declared metric's ``(sum slot, scale code)``, what the compiled ``finish`` reads."""
 
 
 def parse_metric(name: str) -> tuple[str, int]:
@@ -188,9 +202,9 @@ def exp_gains(judged: Judged) -> np.ndarray:
 def ideal_dcg(judged: Judged, metric: str, k: int) -> np.ndarray:
     """Per query: the DCG of the ideal ordering cut at ``k`` with the gain ``metric`` reads
     (0 for a metric that reads no DCG, and for a query without relevant grades)."""
-    sums = DEFINED[metric].sums
-    exponential = "dcg_exp" in sums
-    if not exponential and "dcg" not in sums:
+    d = DEFINED[metric]
+    exponential = d.sum == "dcg_exp"
+    if d.scale != "ideal":
         return np.zeros(len(judged.judged))
     width = min(k, judged.ideal.shape[1])
     ideal = judged.ideal[:, :width]
@@ -215,7 +229,7 @@ def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_M
     qidx = np.ascontiguousarray(ranking.query_idx, dtype=np.int64)
     rank = np.ascontiguousarray(ranking.rank, dtype=np.int64)
     disc = discounts(int(rank.max(initial=-1)) + 1)
-    gain_exp = exp_gains(judged) if any("dcg_exp" in DEFINED[parse_metric(name)[0]].sums
+    gain_exp = exp_gains(judged) if any(DEFINED[parse_metric(name)[0]].sum == "dcg_exp"
                                         for name in metrics) else judged.grade
     shared: dict[int, np.ndarray] = {}  # per cutoff: the sums, computed once for all metrics
     for name in metrics:
@@ -224,7 +238,7 @@ def per_query(c: Candidates, judged: Judged, ranking: Ranking, metrics=DEFAULT_M
             shared[k] = np.zeros((len(SUMS), n_q))
             cut_stats(rows, qidx, rank, judged.grade, judged.grade, gain_exp, k, disc, shared[k])
         value = np.empty(n_q)
-        finish_all(DEFINED[metric].code, k, shared[k], ideal_dcg(judged, metric, k), safe_rel,
+        finish_all(*FORMULAS[metric], k, shared[k], ideal_dcg(judged, metric, k), safe_rel,
                    judged.judged, value)
         out[name] = value
     return out
@@ -247,7 +261,8 @@ class _Plan:
 
     names: tuple[str, ...]
     cuts: np.ndarray      # distinct cutoffs, ascending (0: the whole ranking)
-    codes: np.ndarray     # per metric: its formula's code (DEFINITIONS)
+    slots: np.ndarray     # per metric: the sum it reads (FORMULAS)
+    scales: np.ndarray    # per metric: the scale it divides that sum by (FORMULAS)
     ks: np.ndarray        # per metric: its cutoff
     cut_of: np.ndarray    # per metric: index into cuts
     exponential: bool     # some metric reads the exponential-gain DCG
@@ -270,9 +285,9 @@ def plan_of(judged: Judged, metrics: tuple[str, ...]) -> _Plan:
     cuts = np.array(sorted({k for _, k in parsed}), dtype=np.int64)
     n_q = len(judged.judged)
     idcg = np.stack([ideal_dcg(judged, metric, k) for metric, k in parsed]) if parsed else np.zeros((0, n_q))
-    codes = np.array([DEFINED[m].code for m, _ in parsed], dtype=np.int64)
-    exponential = any("dcg_exp" in DEFINED[m].sums for m, _ in parsed)
-    return _Plan(tuple(metrics), cuts, codes,
+    formulas = np.array([FORMULAS[m] for m, _ in parsed], dtype=np.int64).reshape(-1, 2)
+    exponential = any(DEFINED[m].sum == "dcg_exp" for m, _ in parsed)
+    return _Plan(tuple(metrics), cuts, np.ascontiguousarray(formulas[:, 0]), np.ascontiguousarray(formulas[:, 1]),
                  np.array([k for _, k in parsed], dtype=np.int64),
                  np.searchsorted(cuts, [k for _, k in parsed]).astype(np.int64),
                  exponential, idcg, exp_gains(judged) if exponential else judged.grade,
@@ -334,7 +349,7 @@ def fused_matrix(judged: Judged, batch: Sequence[Fused], metrics=DEFAULT_METRICS
                use_budget, budgets, plan.cuts, judged.grade, judged.grade,
                plan.gain, discounts(int(tops.max(initial=1))), sums)
     out = np.empty((len(plan.names), size, n_q))
-    finish_many(plan.codes, plan.ks, plan.cut_of, sums, plan.idcg, plan.safe_rel,
+    finish_many(plan.slots, plan.scales, plan.ks, plan.cut_of, sums, plan.idcg, plan.safe_rel,
                 judged.judged, out)
     return out
 

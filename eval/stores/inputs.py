@@ -86,17 +86,16 @@ def card_hash(dataset: Dataset) -> str:
 
 
 def _model_files(value, seen: set) -> list[str]:
-    """The sha256 of every model file a configuration's parameters name (``stored_model``'s),
+    """The sha256 of every model file a configuration's parameters name (``model_path``),
     "missing" for one that cannot be read."""
     if id(value) in seen:
         return []
     seen.add(id(value))
     out = []
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        if getattr(value, "file", "") and hasattr(value, "stored_model"):
-            from retrieval.fusion.learned import resolve_beside
+        if getattr(value, "file", "") and hasattr(value, "model_path"):
             try:
-                out.append(file_sha256(resolve_beside(value.file, getattr(value, "_folder", None))))
+                out.append(file_sha256(value.model_path()))
             except (OSError, ValueError):
                 out.append("missing")
         for item in dataclasses.fields(value):

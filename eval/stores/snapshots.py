@@ -7,7 +7,8 @@ two later shows what each returned then, whatever changed since, and which input
 One JSON file per snapshot under ``$RWB_HOME/snapshots/<identity>/`` (``eval.stores.identity``), written atomically; the
 same record is what ``rwb snapshot --out FILE`` writes and ``rwb check --against`` reads
 (``snapshot_record``, ``read_snapshot``, ``write_snapshot``), so a snapshot frozen on the pages
-gates a CI run and one frozen by the command line shows on the pages.
+gates a CI run and one frozen by the command line shows on the pages. The store reads of an
+evaluation only what ``Evaluated`` declares (a page's or a command's ``LiveRun`` is one).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from eval.stores.files import check_name, locked, read_json
 from eval.stores.inputs import Inputs, inputs_of, judgments_hash
@@ -27,10 +28,18 @@ from eval.stores.identity import claim, migrate_folder, old_key
 from retrieval.files import atomic_write_text
 from retrieval.index import rwb_home
 from retrieval.object_store import refresh_folder
-from retrieval.pipeline import to_toml
+from retrieval.pipeline import PipelineConfig, PipelineRun, to_toml
 
-if TYPE_CHECKING:  # a store keeps what a layer above made; it never calls that layer
-    from eval.experiments.live import LiveRun
+
+
+class Evaluated(Protocol):
+    """What a snapshot keeps of an evaluation: its configuration, its ranked run, each metric's
+    value per query (NaN where a query does not count) and their means."""
+
+    config: PipelineConfig
+    run: PipelineRun
+    values: dict
+    means: dict[str, float]
 
 KEEP = 10          # ranked ids kept per query
 DIGITS = 6         # per-query values and means are kept to this many decimals
@@ -47,7 +56,7 @@ def query_text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-def snapshot_record(name: str, ev: LiveRun, pool: Candidates, qrels: dict, inputs: Inputs,
+def snapshot_record(name: str, ev: Evaluated, pool: Candidates, qrels: dict, inputs: Inputs,
                     notes: str = "", queries=()) -> dict:
     """The frozen record of ``ev``'s results on ``pool``: per query the metric values and the
     top ``KEEP`` document ids, the configuration, the judgments' version and the inputs; and
@@ -142,13 +151,13 @@ class SnapshotStore:
         refresh_folder(self.folder, ".json")  # an s3:// home: the snapshots frozen by anyone
         return sorted(p.stem for p in self.folder.glob("*.json")) if self.folder.is_dir() else []
 
-    def record(self, name: str, ev: LiveRun, pool: Candidates, qrels: dict, notes: str = "") -> dict:
+    def record(self, name: str, ev: Evaluated, pool: Candidates, qrels: dict, notes: str = "") -> dict:
         """The record ``freeze`` would keep, not kept: what results not frozen (Tune's current
         knobs) are compared as."""
         inputs = inputs_of(self.dataset, qrels, ev.config, pool.embedder, pool.analyzer)
         return snapshot_record(name, ev, pool, qrels, inputs, notes, self.dataset.queries)
 
-    def freeze(self, name: str, ev: LiveRun, pool: Candidates, qrels: dict,
+    def freeze(self, name: str, ev: Evaluated, pool: Candidates, qrels: dict,
                notes: str = "") -> dict:
         """Keep ``ev``'s results on ``pool`` under ``name`` (refused when the name is taken)."""
         return self.save(self.record(name, ev, pool, qrels, notes))
@@ -172,10 +181,6 @@ class SnapshotStore:
             return check_record(record, f"snapshot {name!r}")
         except ValueError:
             raise ValueError(f"snapshot {name!r} is damaged") from None
-
-    def path_of(self, name: str) -> Path:
-        """Where the snapshot ``name`` is kept (for ``rwb check --against``)."""
-        return self._path(name)
 
 
 def compare(a: dict, b: dict, metric: str) -> list[dict]:

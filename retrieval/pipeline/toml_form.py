@@ -202,11 +202,12 @@ def from_toml(text: str, where: str = "pipeline", base_of: BaseOf | None = None)
 
 
 def read_beside(config: PipelineConfig, path: Path) -> PipelineConfig:
-    """``config``, read from the TOML file ``path``: a model file it names is read beside it."""
+    """``config``, read from the TOML file ``path``: a model file it names is read beside it
+    (the folder is part of the configuration, so the same text in two folders is two)."""
     in_folder = getattr(config.params, "in_folder", None)
-    if in_folder is not None:
-        in_folder(path.resolve().parent)
-    return config
+    if in_folder is None:
+        return config
+    return dataclasses.replace(config, params=in_folder(path.resolve().parent))
 
 
 def get_pipeline(name_or_path: str | PipelineConfig,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from tests.campaigns.conftest import one_line_error, rwb
-from tests.campaigns.test_hardening_round4 import _booster_text, _resized
+from tests.campaigns.test_hostile_files_and_signals import _booster_text, _resized
 
 NAMES = ("dense_sim", "bm25_score", "confidence", "vitality")
 

@@ -23,6 +23,7 @@ Source: seed 001 §6 (trainable MoE); Liu 2009, "Learning to Rank for Informatio
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,7 @@ from retrieval.fusion.learned.model import (
     moe_parts,
     resolve_beside,
 )
-from retrieval.params import Params, number
+from retrieval.params import Params, number, read_from
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,9 @@ class LearnedParams(Params):
     # empty: the model scores every query
     kinds: tuple[str, ...] = ()
     fallback: str = ""
+    # the folder of the TOML these were read from, which ``file`` is relative to: part of the
+    # configuration's identity (the same TOML in two folders names two models), never written
+    folder: str = read_from()
 
     def check(self) -> None:
         if self.model not in KINDS:
@@ -144,17 +148,21 @@ class LearnedParams(Params):
     def active(self, name: str) -> bool:
         """Weights are the linear model's knobs; the other models have none. The kind routing
         (``kinds``, ``fallback``) is recorded by ``rwb learn``, not a knob."""
-        if name in ("kinds", "fallback"):
+        if name in ("kinds", "fallback", "folder"):
             return False
         return name != "weights" or self.model == "linear"
 
     def in_folder(self, folder) -> "LearnedParams":
-        """These parameters with ``file`` read relative to ``folder`` (the TOML's)."""
-        object.__setattr__(self, "_folder", str(folder))
-        return self
+        """These parameters read from a TOML in ``folder``: a new configuration whose ``file``
+        is relative to it (unchanged when they name no file)."""
+        return dataclasses.replace(self, folder=str(folder)) if self.file else self
+
+    def model_path(self):
+        """The model file ``file`` names (``resolve_beside``: inside the TOML's folder)."""
+        return resolve_beside(self.file, self.folder or None)
 
     def stored_model(self) -> TreeModel | MoEModel:
-        return load_model(resolve_beside(self.file, getattr(self, "_folder", None)))
+        return load_model(self.model_path())
 
 
 def standardised_sum(

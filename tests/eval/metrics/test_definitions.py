@@ -1,5 +1,5 @@
-"""A metric is declared once (``eval.metrics.definitions``): its label, formula code, family and
-the lists the rest of the code reads are generated from that row."""
+"""A metric is declared once (``eval.metrics.definitions``): its label, formula (a sum over a
+scale), family and the lists the rest of the code reads are generated from that row."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ BY_HAND = {"ndcg": 0.5, "recall": 0.5, "mrr": 0.5, "precision": 0.4, "hit_rate":
            "ndcg_burges": 0.8}
 
 
-def test_every_declared_metric_has_its_own_label_and_code():
-    from eval.metrics.definitions import CODES, DEFINITIONS, metric_label
+def test_every_declared_metric_has_its_own_label_and_formula():
+    from eval.metrics.definitions import DEFINITIONS, metric_label
+    from eval.metrics.measure import FORMULAS
 
     assert METRICS == tuple(d.name for d in DEFINITIONS)          # measure parses what is declared
-    assert sorted(CODES.values()) == list(range(len(DEFINITIONS)))
+    assert tuple(FORMULAS) == METRICS
+    assert len(set(FORMULAS.values())) == len(METRICS)            # no two metrics are one formula
     labels = [d.label for d in DEFINITIONS]
     assert len(set(labels)) == len(labels) and not {d.name for d in DEFINITIONS} & set(labels)
     for d in DEFINITIONS:
@@ -28,15 +30,29 @@ def test_every_declared_metric_has_its_own_label_and_code():
 
 
 @pytest.mark.parametrize("name", list(BY_HAND))
-def test_the_kernel_computes_each_declared_metric_by_its_code(name):
-    """``finish``'s constants come from the declaration: each code gives that metric's formula."""
-    from eval.metrics.definitions import CODES
+def test_the_kernel_computes_each_declared_metric_from_its_sum_and_scale(name):
+    """``finish`` knows sums and scales, no metric: each declared pair gives that metric's value."""
+    from eval.metrics.measure import FORMULAS
 
     values = SUMS
-    got = kernels.finish(CODES[name], values["k"], values["hits"], values["dcg"], values["rr"], values["ap"],
-                         values["dcg_exp"], values["idcg"], values["safe_rel"], values["judged"])
+    slot, scale = FORMULAS[name]
+    got = kernels.finish(scale, values["k"], values[kernels.SUMS[slot]], values["idcg"], values["safe_rel"],
+                         values["judged"])
     assert got == pytest.approx(BY_HAND[name])
     assert set(BY_HAND) == set(METRICS)                           # every declared metric is checked
+
+
+def test_a_formula_the_kernels_cannot_compute_is_refused(monkeypatch):
+    """The ideal ordering's sum is known for the DCG sums only: hits over the ideal is refused."""
+    from eval.metrics import measure
+    from eval.metrics.definitions import DEFINED, Definition
+
+    monkeypatch.setitem(DEFINED, "odd", Definition("odd", "Odd", "hits", "ideal", False, False, "—"))
+    with pytest.raises(ValueError, match="^metric odd: its sum must be one of"):
+        measure._formula("odd")
+    monkeypatch.setitem(DEFINED, "odd", Definition("odd", "Odd", "hits", "squared", False, False, "—"))
+    with pytest.raises(ValueError, match="got 'hits' over 'squared'$"):
+        measure._formula("odd")
 
 
 def test_families_default_metrics_and_warm_up_come_from_the_declaration():

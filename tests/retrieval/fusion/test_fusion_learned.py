@@ -180,6 +180,37 @@ def test_a_saved_profile_reads_its_model_beside_it(tmp_path, monkeypatch):
     assert np.allclose(run.scored.score, ranker.predict(x))
 
 
+def test_the_same_toml_in_two_folders_is_two_configurations(tmp_path):
+    """Each folder holds its own m.model.json (fitted to opposite labels): the two configurations
+    read from the same text load different models, so they are not equal and a cache keyed by
+    the configuration (Tune's live runs) keeps two entries, not one; where they were read from
+    is never written to their TOML, nor read from one."""
+    import lightgbm
+
+    c = table()
+    x = feature_matrix(c, everything_visible(c), 20, fixed_pipeline_features(c))
+    names = feature_names(c)
+    text = 'fusion = "learned"\ndepth = 20\n[learned]\nmodel = "lambdamart"\nfile = "m.model.json"\n'
+    configs = []
+    for folder, labels in (("a", [2, 0, 1]), ("b", [0, 2, 1])):
+        ranker = lightgbm.LGBMRanker(objective="lambdarank", n_estimators=5, num_leaves=3,
+                                     min_child_samples=1, num_threads=1, deterministic=True, verbose=-1)
+        ranker.fit(x, np.array(labels), group=[3])
+        (tmp_path / folder).mkdir()
+        save_model(TreeModel(names, feature_set_id(names), ranker.booster_.model_to_string(), {}),
+                   tmp_path / folder / "m.model.json")
+        (tmp_path / folder / "m.toml").write_text(text, "utf-8")
+        configs.append(get_pipeline(str(tmp_path / folder / "m.toml")))
+    a, b = configs
+    scores = [run_pipeline(c, config).scored.score for config in configs]
+    assert not np.array_equal(scores[0], scores[1])
+    assert a != b and len({a: "a", b: "b"}) == 2
+    assert a == get_pipeline(str(tmp_path / "a" / "m.toml"))
+    assert to_toml(a) == to_toml(b) and "folder" not in to_toml(a)
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['folder'\]"):
+        from_toml(text + f'folder = "{tmp_path / "b"}"\n')
+
+
 def test_a_model_file_may_not_leave_the_toml_folder(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "m.toml").write_text(
