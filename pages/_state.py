@@ -95,8 +95,9 @@ def init_shared_state() -> None:
     from pages._navigation import ensure_navigation
 
     ensure_navigation()
-    if K_DATASET not in st.session_state:        # a link names the dataset (pages/_tune_state.py writes it)
-        st.session_state[K_DATASET] = st.query_params.get("dataset") or env_dataset()
+    from pages._url import restore_workspace
+
+    restore_workspace()                          # a link names the workspace (pages/_url.py writes it)
     st.session_state.setdefault(K_DATASET_TYPED, "")
     st.session_state.setdefault(K_EMBEDDER, EMBEDDERS[0])
     st.session_state.setdefault(K_ANALYZER, DEFAULT_ANALYZER)

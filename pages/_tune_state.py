@@ -15,6 +15,7 @@ from eval.experiments.tune_state import (TuneState, Refusal, changed_params, dec
 from eval.stores.configs import resolve_config, resolve_linked
 from eval.stores.inputs import pipeline_hash
 from pages import _state as s
+from pages import _url as url
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.pipeline import PipelineConfig, with_params
 
@@ -22,6 +23,11 @@ KEY = "tune_state"
 ERROR = "tune_error"
 PENDING_QUERY = "tune_url_query"      # a query id from the URL, matched once the pool is known
 DEFAULT_SOURCE = "rrf"
+FIELDS = {"rows": url.Field("tune_rows", default="Read"),            # Grade mode and the toggles
+          "fisher": url.Field("tune_fisher", bool, default=False),
+          "list": url.Field("tune_query_list", bool, default=False),
+          "queue": url.Field("tune_queue", bool, default=False),
+          "snapshots": url.Field("tune_snapshots", bool, default=False)}
 
 
 def _from_url() -> TuneState:
@@ -52,6 +58,13 @@ def state() -> TuneState:
     if current is None:
         current = st.session_state[KEY] = _from_url()
     return current
+
+
+def restore_view() -> None:
+    """Grade mode and the toggles a link names (once per session, before they are drawn)."""
+    url.restore("tune", FIELDS)
+    if st.session_state.get("tune_rows") not in ("Read", "Grade"):
+        st.session_state["tune_rows"] = "Read"
 
 
 def has_state() -> bool:
@@ -118,7 +131,7 @@ def match_url_query(query_ids: tuple[str, ...]) -> None:
 
 def sync_url(current: TuneState, query_ids: tuple[str, ...]) -> None:
     """Write the state into the URL (only the parts that changed, so a rerun sends nothing new)."""
-    wanted: dict[str, str | list[str]] = {"dataset": s.dataset_path(), "from": current.source}
+    wanted: dict[str, str | list[str]] = {"from": current.source}
     qi = current.query_index(len(query_ids))
     if qi is not None:
         wanted["q"] = query_ids[qi]
@@ -130,13 +143,7 @@ def sync_url(current: TuneState, query_ids: tuple[str, ...]) -> None:
         changes = {}
     if changes:
         wanted["p"] = encode_changes(changes)
-    params = st.query_params
-    for key in [k for k in params if k not in wanted]:
-        del params[key]
-    for key, value in wanted.items():
-        now = params.get_all(key)
-        if now != (value if isinstance(value, list) else [value]):
-            params[key] = value
+    url.write({**wanted, **url.values(FIELDS)})
 
 
 # ---- tries: each settled configuration, kept per dataset (eval.stores.tries) -----------------

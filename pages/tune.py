@@ -42,6 +42,7 @@ if c is not None:
     tn.record_inputs(ws)
 
 # ---- page state (page-prefixed; the page runs on its own) ----------------------------------
+tn.restore_view()                 # Grade mode and the toggles a link names
 st.session_state.setdefault("tune_flash", "")
 st.session_state.setdefault("tune_rows", "Read")
 st.session_state.setdefault("tune_fisher", False)

@@ -1,0 +1,57 @@
+"""Issue 42 item 7: state kept — Evaluate's and Sweep's choices in the URL (a reload or a
+shared link opens the same view, the last sweep of those settings included), Tune's Grade mode
+and toggles in its link, a learned model kept in "Start from", a tuned configuration named apart
+in Past experiments.
+
+On tiny, the sidebar's baseline is vector; Tune opens q1 under rrf."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.pages.test_app import ROOT, frame_with, goto, run
+
+
+def reload(link: dict, page: str | None = None) -> AppTest:
+    """A new session opened on ``link`` (a reload, or the link pasted in another browser): the
+    first run opens Tune, then ``page`` with the link (AppTest switches pages after a run)."""
+    fresh = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    fresh.query_params.update(link)
+    fresh.run()
+    assert not fresh.exception
+    if page is not None:
+        fresh.query_params.clear()
+        fresh.query_params.update(link)
+        fresh = goto(fresh, page)
+    return fresh
+
+
+def test_an_evaluate_view_is_in_its_url_and_a_reload_opens_it(app):
+    at = goto(app, "pages/evaluate.py")
+    at = run(at.multiselect(key="eval_pipelines").set_value(["rrf", "weighted"]))
+    at = run(at.multiselect(key="eval_cutoffs").set_value([3, 5]))
+    at = run(at.segmented_control(key="eval_gain").set_value("exponential"))
+    at = run(at.selectbox(key="eval_correction").set_value("bonferroni"))
+    at = run(at.selectbox(key="eval_candidate").set_value("weighted"))
+    at = run(at.selectbox(key="eval_query").set_value("q3"))
+    link = dict(at.query_params)
+    assert link["pipelines"] == ["rrf", "weighted"] and link["k"] == ["3", "5"]
+    assert (link["gain"], link["correction"], link["candidate"], link["q"]) == ("exponential", "bonferroni",
+                                                                              "weighted", "q3")
+    assert link["baseline"] == "vector" and link["dataset"].endswith("tiny")
+    fresh = reload(link, "pages/evaluate.py")
+    assert fresh.multiselect(key="eval_pipelines").value == ["rrf", "weighted"]
+    assert fresh.multiselect(key="eval_cutoffs").value == [3, 5]
+    assert fresh.segmented_control(key="eval_gain").value == "exponential"
+    assert fresh.selectbox(key="eval_correction").value == "bonferroni"
+    assert fresh.selectbox(key="eval_candidate").value == "weighted"
+    assert fresh.selectbox(key="eval_query").value == "q3"
+    assert frame_with(fresh, "metric", "weighted") is not None
+
+
+def test_a_bad_evaluate_link_falls_back_to_the_defaults(app):
+    fresh = reload({"pipelines": ["nope", "rrf"], "k": ["x", "5"], "gain": "cubic", "candidate": "nope",
+                    "q": "q99"}, "pages/evaluate.py")
+    assert fresh.multiselect(key="eval_pipelines").value == ["rrf"]
+    assert fresh.segmented_control(key="eval_gain").value == "linear"
+    assert fresh.selectbox(key="eval_candidate").value == "rrf"
