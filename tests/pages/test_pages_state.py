@@ -55,3 +55,44 @@ def test_a_bad_evaluate_link_falls_back_to_the_defaults(app):
     assert fresh.multiselect(key="eval_pipelines").value == ["rrf"]
     assert fresh.segmented_control(key="eval_gain").value == "linear"
     assert fresh.selectbox(key="eval_candidate").value == "rrf"
+
+
+def test_a_sweep_is_in_its_url_and_a_reload_shows_its_last_result(app):
+    at = goto(app, "pages/sweep.py")
+    at = run(at.selectbox(key="sweep_base").set_value("rrf"))
+    at = run(at.toggle(key="sweep_rrfk_on").set_value(False))
+    at = run(at.selectbox(key="sweep_x").set_value("rrf.rrf_k"))
+    at = run(at.selectbox(key="sweep_y").set_value(""))                        # rrf_k alone
+    at = run(at.number_input(key="sweep_x_lo_rrf.rrf_k").set_value(1.0))
+    at = run(at.number_input(key="sweep_x_hi_rrf.rrf_k").set_value(101.0))
+    at = run(at.number_input(key="sweep_x_steps").set_value(5))
+    at = run(at.button(key="sweep_run").click())
+    ran = frame_with(at, "rrf.rrf_k", "ndcg@5")
+    assert sorted(ran["rrf.rrf_k"]) == [1.0, 26.0, 51.0, 76.0, 101.0]
+    link = dict(at.query_params)
+    assert (link["pipeline"], link["x"], link["y"], link["x_lo"], link["x_hi"], link["x_steps"]) == (
+        "rrf", "rrf.rrf_k", "", "1", "101", "5")
+    assert link["curve"] == "0"
+    fresh = reload(link, "pages/sweep.py")
+    assert fresh.number_input(key="sweep_x_steps").value == 5
+    assert fresh.number_input(key="sweep_x_hi_rrf.rrf_k").value == 101.0
+    shown = frame_with(fresh, "rrf.rrf_k", "ndcg@5")                 # the kept result, not "run the sweep"
+    assert shown is not None and shown.sort_values("rrf.rrf_k").equals(ran.sort_values("rrf.rrf_k"))
+    assert any("kept from before" in c.value for c in fresh.caption)
+    changed = run(fresh.number_input(key="sweep_x_steps").set_value(3))        # other settings: nothing kept
+    assert changed.session_state["sweep_result"] is not None                    # this session's result stays
+    other = reload({**link, "x_steps": "3"}, "pages/sweep.py")
+    assert frame_with(other, "rrf.rrf_k", "ndcg@5") is None
+    assert any("run the sweep" in i.value for i in other.info)
+
+
+def test_tune_grade_mode_and_toggles_survive_a_reload(app):
+    at = run(app.segmented_control(key="tune_rows").set_value("Grade"))
+    at = run(at.toggle(key="tune_query_list").set_value(True))
+    at = run(at.toggle(key="tune_fisher").set_value(True))
+    link = dict(at.query_params)
+    assert (link["rows"], link["list"], link["fisher"]) == ("Grade", "1", "1") and "queue" not in link
+    fresh = reload(link)
+    assert fresh.segmented_control(key="tune_rows").value == "Grade"
+    assert fresh.toggle(key="tune_query_list").value and fresh.toggle(key="tune_fisher").value
+    assert not fresh.toggle(key="tune_queue").value
