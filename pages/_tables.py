@@ -14,6 +14,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from eval.experiments.views import logged_name
 from eval.reports.report import detail_header, detail_rows, intent_rows, means_rows
 from eval.stores.judgments import rater_of
 from pages._markup import html as h
@@ -297,7 +298,8 @@ def folds_frame(result) -> pd.DataFrame:
 def experiments_frame(records: list[dict]) -> pd.DataFrame:
     rows = []
     for i, record in enumerate(records):
-        row = {"#": i, "time": record.get("time", ""), "name": record.get("name", ""),
+        row = {"#": i, "time": record.get("time", ""), "name": logged_name(str(record.get("name", "")),
+                                                                         str(record.get("config", ""))),
                "source": record.get("source", ""), "dataset": record.get("dataset", ""),
                "fingerprint": str(record.get("fingerprint", ""))[:10], "embedder": record.get("embedder", "")}
         for name in METRICS:

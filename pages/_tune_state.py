@@ -67,6 +67,22 @@ def restore_view() -> None:
         st.session_state["tune_rows"] = "Read"
 
 
+SEEN = "tune_sources_seen"       # starting points used in this session that no picker lists
+
+
+def start_labels(labels: list[str]) -> list[str]:
+    """``labels`` and every starting point used in this session that they lack (a pipeline
+    learned on the Sweep page, a learned file a link named), while its file is there: picking
+    another pipeline does not lose it from "Start from"."""
+    from pathlib import Path
+
+    seen = st.session_state.setdefault(SEEN, [])
+    source = state().source
+    if source not in labels and source not in seen:
+        seen.append(source)
+    return [*labels, *(x for x in seen if x not in labels and (not x.endswith(".toml") or Path(x).is_file()))]
+
+
 def has_state() -> bool:
     return st.session_state.get(KEY) is not None
 

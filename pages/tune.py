@@ -91,10 +91,8 @@ def on_save_profile(overwrite: bool = False) -> None:
 
 def header() -> None:
     """Starting point, reset, and (with an intent router) the profile being edited."""
-    labels = cfg.config_labels()
+    labels = tn.start_labels(cfg.config_labels())        # a learned pipeline stays once picked away from
     st.session_state["tune_source_pick"] = tn.state().source
-    if st.session_state["tune_source_pick"] not in labels:
-        labels.append(st.session_state["tune_source_pick"])
     row = st.columns([3, 1.25], vertical_alignment="bottom")
     row[0].selectbox("Start from", labels, key="tune_source_pick", format_func=s.format_label, on_change=on_source,
                      help="A seed pipeline, one of seed 001's profiles, or a saved profile.")
@@ -217,7 +215,7 @@ def actions() -> None:
             st.warning(f"A profile named **{md(pending)}** exists.")
             st.button(f"Overwrite {pending}", on_click=on_save_profile, args=(True,),
                       key="tune_overwrite_yes")
-    if b[1].button("Log experiment", width="stretch", disabled=c is None,
+    if b[1].button("Log experiment", key="tune_log", width="stretch", disabled=c is None,
                    help="Store config, dataset fingerprint and metrics."):
         scored = st.session_state.get(tn.SCORED)
         if scored is not None and scored[0] == tn.config():   # the scores of the knobs shown

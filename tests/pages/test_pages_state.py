@@ -96,3 +96,29 @@ def test_tune_grade_mode_and_toggles_survive_a_reload(app):
     assert fresh.segmented_control(key="tune_rows").value == "Grade"
     assert fresh.toggle(key="tune_query_list").value and fresh.toggle(key="tune_fisher").value
     assert not fresh.toggle(key="tune_queue").value
+
+
+def test_a_learned_pipeline_stays_in_start_from_after_another_is_picked(app, home):
+    from retrieval.pipeline import PIPELINES, to_toml
+
+    learned = home / "learned" / "0123456789abcdef.toml"          # as the Learn mode keeps one
+    learned.parent.mkdir(exist_ok=True)
+    learned.write_text(to_toml(PIPELINES["weighted"]), "utf-8")
+    label = str(learned.resolve())
+    fresh = reload({"from": label})
+    assert fresh.selectbox(key="tune_source_pick").value == label
+    at = run(fresh.selectbox(key="tune_source_pick").set_value("rrf"))
+    assert at.session_state["tune_state"].source == "rrf"
+    assert "▸ 0123456789abcdef.toml" in at.selectbox(key="tune_source_pick").options     # its file's name
+    at = run(at.selectbox(key="tune_source_pick").set_value(label))          # and it can be picked again
+    assert at.session_state["tune_state"].source == label
+
+
+def test_past_experiments_name_a_tuned_configuration_apart_from_its_pipeline(app):
+    log = lambda at: next(b for b in at.button if b.label == "Log experiment")    # noqa: E731
+    at = run(log(app).click())                                                    # plain rrf
+    at = run(at.slider(key="tune_k_rrf.rrf_k").set_value(10.0))
+    at = run(log(at).click())                                                     # rrf with rrf_k 10
+    at = goto(at, "pages/reports.py")
+    table = frame_with(at, "#", "name", "source")
+    assert sorted(table["name"]) == ["rrf", "rrf · tuned: rrf_k=10"]
