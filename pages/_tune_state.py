@@ -16,6 +16,7 @@ from eval.stores.configs import resolve_config, resolve_linked
 from eval.stores.inputs import pipeline_hash
 from pages import _state as s
 from pages import _url as url
+from pages._markup import fit
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.pipeline import PipelineConfig, with_params
 
@@ -81,6 +82,20 @@ def start_labels(labels: list[str]) -> list[str]:
     if source not in labels and source not in seen:
         seen.append(source)
     return [*labels, *(x for x in seen if x not in labels and (not x.endswith(".toml") or Path(x).is_file()))]
+
+
+def start_label(label: str) -> str:
+    """How "Start from" shows a starting point within its box: a pipeline file by what it is
+    (``▸ learned linear C=0.1``; its dataset and held-out figure in ``start_detail``), any
+    other label cut to the box."""
+    text = s.format_label(label)
+    return fit(text.split(" · ")[0] if label.endswith(".toml") else text, 26)
+
+
+def start_detail(label: str) -> str:
+    """The whole name of a starting point ``start_label`` shortened ("" when it shows whole)."""
+    text = s.format_label(label)
+    return text if start_label(label) != text else ""
 
 
 def has_state() -> bool:

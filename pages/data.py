@@ -10,7 +10,7 @@ from pages._preparing import named_progress, prepare_dataset
 from retrieval.embedders import model_label
 from pages import _tables as tb
 from pages._agreement import agreement_panel
-from pages._markup import code, md
+from pages._markup import code, fit, md
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -113,7 +113,7 @@ with qrels_tab:
         st.session_state.setdefault("data_query", ids[0])
         left, right = st.columns([1.5, 1], gap="large")
         with left:
-            qid = st.selectbox("Query", ids, key="data_query", format_func=lambda q: f"{q} · {text_of_q[q][:80]}")
+            qid = st.selectbox("Query", ids, key="data_query", format_func=lambda q: fit(f"{q} · {text_of_q[q]}", 80))
             frame = tb.judgments_frame(ws, qid)
             st.dataframe(frame, hide_index=True, key="data_judgments", column_config={
                 "dataset": st.column_config.TextColumn("dataset", width=70,
@@ -121,7 +121,8 @@ with qrels_tab:
                 "in effect": st.column_config.NumberColumn("in effect", format="%d", width=70,
                                                            help="grade used by every page (workbench judgments applied)"),
                 "changed": st.column_config.TextColumn("", width=30, help="changed in the workbench"),
-                "text": st.column_config.TextColumn(width="large"),
+                "doc": st.column_config.TextColumn("doc", width=65),
+                "text": st.column_config.TextColumn(width=260),      # the grid fits its column at 1400 px
             })
         with right:
             with st.container(border=True):
@@ -132,7 +133,7 @@ with qrels_tab:
                 if st.session_state.get("data_doc") not in judged_first:
                     st.session_state["data_doc"] = judged_first[0]
                 doc = st.selectbox("Document", judged_first, key="data_doc",
-                                   format_func=lambda d: f"{d} — {text_of_d[d][:60]}")
+                                   format_func=lambda d: fit(f"{d} — {text_of_d[d]}", 38))
                 current = ws.qrels().get(qid, {}).get(doc)
                 st.text_input("Rater", key=sh.K_RATER, help="who gives the grade, kept with it "
                               "(default: the OS user); Tune's grading uses the same")
@@ -166,9 +167,9 @@ with import_tab:
         st.markdown("**Import a dataset** · converted by the harness (`eval.importers`) into a new "
                     "folder, then indexed and its candidate pool retrieved")
         kinds = hx.import_kinds()
-        c1, c2 = st.columns([1.3, 2])
-        kind = c1.selectbox("Format", list(kinds), format_func=lambda k: kinds[k].summary,
-                            key="data_import_kind")
+        kind = st.selectbox("Format", list(kinds), format_func=lambda k: fit(kinds[k].summary, 100),
+                            key="data_import_kind")          # the page's width: a format's summary shows whole
+        c2 = st.container()
         importer = kinds[kind]
         source = c2.text_input("Source (file or folder)", key="data_import_source",
                                help=importer.source, disabled=importer.source is None)

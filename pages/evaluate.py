@@ -166,7 +166,9 @@ with chart_col:
     metric = st.selectbox("Metric", evaluation.metrics, key="eval_metric", format_func=sh.metric_label)
     fig = ch.intents_figure(tb.per_intent_frame(evaluation, metric), metric)
     st.plotly_chart(fig, config=ch.CONFIG, key="eval_intents")
-    st.dataframe(tb.intent_frame(evaluation, metric), hide_index=True, key="eval_intent_table")
+# the table at the page's width, under both charts: every intent's column shows at 1400 px
+st.dataframe(tb.intent_frame(evaluation, metric), hide_index=True, key="eval_intent_table",
+             column_config={"pipeline": st.column_config.TextColumn("pipeline", pinned=True)})
 
 # ---- per query scatter -------------------------------------------------------------------------
 with scatter_col:

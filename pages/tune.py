@@ -94,10 +94,12 @@ def header() -> None:
     labels = tn.start_labels(cfg.config_labels())        # a learned pipeline stays once picked away from
     st.session_state["tune_source_pick"] = tn.state().source
     row = st.columns([3, 1.25], vertical_alignment="bottom")
-    row[0].selectbox("Start from", labels, key="tune_source_pick", format_func=s.format_label, on_change=on_source,
+    row[0].selectbox("Start from", labels, key="tune_source_pick", format_func=tn.start_label, on_change=on_source,
                      help="A seed pipeline, one of seed 001's profiles, or a saved profile.")
     row[1].button("Reset", on_click=on_reset, width="stretch",
                   help="Reset every knob to the chosen starting point.")
+    if detail := tn.start_detail(tn.state().source):      # the whole name, where the box shows it cut
+        st.caption(md(detail))
 
 
 def knob_panel(config, routed: str | None) -> str | None:
