@@ -22,6 +22,7 @@ from retrieval.pipeline import PipelineConfig, with_params
 
 KEY = "tune_state"
 ERROR = "tune_error"
+ARRIVED = "tune_arrived"              # set by a page that opens Tune: it starts at its top
 PENDING_QUERY = "tune_url_query"      # a query id from the URL, matched once the pool is known
 DEFAULT_SOURCE = "rrf"
 FIELDS = {"rows": url.Field("tune_rows", default="Read"),            # Grade mode and the toggles

@@ -79,6 +79,7 @@ def open_on_tune(shown: str, qid: str) -> None:
     if label != TUNE_LABEL:
         tn.update(("source", label))
     tn.update(("query", list(c.query_ids).index(qid)))
+    st.session_state[tn.ARRIVED] = True          # Tune starts at its top, not at Evaluate's scroll
     st.switch_page("pages/tune.py")
 
 

@@ -28,6 +28,7 @@ from pages import _tries as tr
 from pages import _weights as lw
 from pages import _grading as gr
 from pages._export import export_popover
+from pages._focus import SKIP_LINK, TO_TOP
 from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
 
@@ -379,7 +380,9 @@ def live() -> None:
                        "the browser's own rendering comes on top.")
 
 
-st.html(tb.CSS)           # once per page, outside the fragment: the live HTML below carries no styles
+arrived = st.session_state.pop(tn.ARRIVED, False)      # opened from Evaluate: at the page's top
+# once per page, outside the fragment (the live HTML below carries no styles); the skip link to the knobs
+st.html(tb.CSS + SKIP_LINK + (TO_TOP if arrived else ""), unsafe_allow_javascript=True)
 st.title("Tune")
 st.caption(f"**{md(ws.dataset.name)}** · every knob re-scores the whole query set from its candidate table — "
            "no index is touched.")
