@@ -83,11 +83,14 @@ def resolve_path(path: str) -> Path:
 
 
 def dataset_choices() -> list[str]:
-    """The env default first, then every folder under ``datasets/`` holding a corpus."""
+    """The env default first, then every folder under ``datasets/`` holding a corpus, then every
+    imported one (``pages._preparing.imported_datasets``: ``$RWB_HOME/imported``)."""
+    from pages._preparing import imported_datasets
+
     found = []
     if DATASETS_DIR.is_dir():
         found = sorted(f"datasets/{p.name}" for p in DATASETS_DIR.iterdir() if (p / "corpus.jsonl").is_file())
-    return list(dict.fromkeys([env_dataset(), *found]))
+    return list(dict.fromkeys([env_dataset(), *found, *imported_datasets()]))
 
 
 def init_shared_state() -> None:

@@ -6,7 +6,7 @@ import streamlit as st
 
 from pages import _harness as hx
 from pages import _state as sh
-from pages._preparing import named_progress, prepare_dataset
+from pages._preparing import imported_root, named_progress, prepare_dataset
 from retrieval.embedders import model_label
 from pages import _tables as tb
 from pages._agreement import agreement_panel
@@ -157,7 +157,17 @@ with qrels_tab:
                            icon=":material/download:")
 
 # ---- import ----------------------------------------------------------------------------------------
+def on_kind(kinds) -> None:
+    """Another format: the default folder follows it (``$RWB_HOME/imported/<format>``) unless one was typed."""
+    defaults = {str(imported_root() / k) for k in kinds}
+    if st.session_state.get("data_import_dest", next(iter(defaults))) in defaults:
+        st.session_state["data_import_dest"] = str(imported_root() / st.session_state["data_import_kind"])
+
+
 def on_use_dataset(path: str) -> None:
+    if path in sh.dataset_choices():                # listed (an import under $RWB_HOME/imported): pick it
+        st.session_state[sh.K_DATASET] = path
+        return
     st.session_state[sh.K_DATASET] = sh.OTHER_PATH
     st.session_state[sh.K_DATASET_TYPED] = path
 
@@ -168,16 +178,18 @@ with import_tab:
                     "folder, then indexed and its candidate pool retrieved")
         kinds = hx.import_kinds()
         kind = st.selectbox("Format", list(kinds), format_func=lambda k: fit(kinds[k].summary, 100),
-                            key="data_import_kind")          # the page's width: a format's summary shows whole
+                            key="data_import_kind", on_change=on_kind,
+                            args=(kinds,))          # the page's width: a format's summary shows whole
         c2 = st.container()
         importer = kinds[kind]
         source = c2.text_input("Source (file or folder)", key="data_import_source",
                                help=importer.source, disabled=importer.source is None)
         c3, c4, c5 = st.columns([2, 1.3, 0.8], vertical_alignment="bottom")
         existing = importer.existing         # ubi: adds to a dataset (its folder, not a new one)
-        dest = c3.text_input("Dataset folder" if existing else "New dataset folder",
-                             help=importer.dest, value=ws.path if existing else "datasets/imported",
-                             key="data_import_dest_existing" if existing else "data_import_dest")
+        dest_key = "data_import_dest_existing" if existing else "data_import_dest"
+        st.session_state.setdefault(dest_key, ws.path if existing else str(imported_root() / kind))
+        dest = c3.text_input("Dataset folder" if existing else "New dataset folder", help=importer.dest,
+                             key=dest_key)
         name = c4.text_input("Name (optional)", key="data_import_name")
         force = c5.checkbox("Replace", key="data_import_force", disabled=importer.existing,
                             help="Replace the folder if it is a dataset already.")
@@ -211,9 +223,12 @@ with import_tab:
                                  + (f"; {pool.n_queries} queries retrieved" if pool else ""))
                     status.update(label=f"Imported {code(result.dest)}", state="complete")
                     st.session_state["data_imported"] = str(result.dest)
+                    st.session_state["data_flash"] = f"Imported {code(result.dest)}: {md(result.summary())}"
                 except Exception as error:  # importer and dataset errors are shown, never a traceback
                     status.update(label="Import failed", state="error", expanded=True)
                     failure = error
+            if failure is None:                 # again at once: the sidebar's Dataset list shows the import
+                st.rerun()
             if failure is not None:             # the reason in the open, not inside a collapsed box
                 st.error(f"**Import failed** — {md(type(failure).__name__)}: {md(str(failure).splitlines()[0][:300])}")
                 st.code(str(failure), language=None)

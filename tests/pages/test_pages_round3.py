@@ -87,3 +87,15 @@ def test_an_export_refusal_shows_in_an_error_box(app):
     at = run(at)
     refusals = [e.value for e in at.error if "both path weights 0" in e.value]
     assert refusals and not [e.value for e in at.info if "both path weights 0" in e.value]
+
+
+def test_evaluate_per_intent_table_spans_the_page_not_half_of_it(app):
+    """Issue 42 item 6: in the left half beside the scatter, the per-intent table of devmem's
+    six columns scrolled sideways at 1400 px ("preference" hidden); at the page's width each shows."""
+    from tests.pages.test_app import goto
+
+    at = goto(app, "pages/evaluate.py")
+    table = placed(at, lambda e: isinstance(e, Dataframe) and "pipeline" in e.value.columns
+                   and any(c.endswith(")") for c in e.value.columns))          # intent (n) columns
+    assert table is not None
+    assert not any(isinstance(block, Column) for block in table[1])            # in no column: full width

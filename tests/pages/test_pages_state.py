@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from tests.pages.test_app import ROOT, frame_with, goto, run
+from tests.pages.test_app import ROOT, app_through_main, frame_with, goto, run  # noqa: F401 (a fixture)
 
 
 def reload(link: dict, page: str | None = None) -> AppTest:
@@ -122,3 +122,21 @@ def test_past_experiments_name_a_tuned_configuration_apart_from_its_pipeline(app
     at = goto(at, "pages/reports.py")
     table = frame_with(at, "#", "name", "source")
     assert sorted(table["name"]) == ["rrf", "rrf · tuned: rrf_k=10"]
+
+
+def test_an_import_goes_under_rwb_home_by_default_and_is_listed_at_once(app_through_main, home):
+    """Issue 42 item 4: the default import folder is $RWB_HOME/imported/<format>, not inside the
+    checkout, and the imported set is in the sidebar's Dataset list as soon as it is imported."""
+    from tests.pages.test_app import TINY
+
+    at = goto(app_through_main, "pages/data.py")
+    at = run(at.selectbox(key="data_import_kind").set_value("beir"))
+    dest = home / "imported" / "beir"
+    assert at.text_input(key="data_import_dest").value == str(dest)
+    at = run(at.text_input(key="data_import_source").set_value(str(TINY)))
+    at = run(at.button(key="data_import").click())
+    assert (dest / "corpus.jsonl").is_file()
+    assert str(dest) in at.selectbox(key="rwb_dataset").options or f"…{str(dest)[-29:]}" in at.selectbox(
+        key="rwb_dataset").options                                         # listed without another click
+    at = run(at.button(key="data_use_imported").click())
+    assert at.selectbox(key="rwb_dataset").value == str(dest)               # picked there, not typed
