@@ -5,6 +5,8 @@ On tiny, Tune opens q1 under rrf against the baseline vector; q1's one judgment 
 
 from __future__ import annotations
 
+import re
+
 from streamlit.testing.v1.element_tree import Column, Dataframe
 
 from tests.pages.test_app import frame_with, run, shown_docs
@@ -95,7 +97,7 @@ def test_evaluate_per_intent_table_spans_the_page_not_half_of_it(app):
     from tests.pages.test_app import goto
 
     at = goto(app, "pages/evaluate.py")
-    table = placed(at, lambda e: isinstance(e, Dataframe) and "pipeline" in e.value.columns
-                   and any(c.endswith(")") for c in e.value.columns))          # intent (n) columns
+    table = placed(at, lambda e: isinstance(e, Dataframe) and e.value.columns[0] == "pipeline"
+                   and all(re.fullmatch(r"\S+ \(\d+\)", c) for c in e.value.columns[1:]))   # "intent (n)" columns
     assert table is not None
     assert not any(isinstance(block, Column) for block in table[1])            # in no column: full width
