@@ -96,10 +96,9 @@ def dataset_choices() -> list[str]:
 def init_shared_state() -> None:
     """Defaults for the sidebar keys, so every page also runs on its own."""
     from pages._navigation import ensure_navigation
-
-    ensure_navigation()
     from pages._url import restore_workspace
 
+    ensure_navigation()
     restore_workspace()                          # a link names the workspace (pages/_url.py writes it)
     st.session_state.setdefault(K_DATASET_TYPED, "")
     st.session_state.setdefault(K_EMBEDDER, EMBEDDERS[0])
