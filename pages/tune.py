@@ -380,9 +380,9 @@ def live() -> None:
                        "the browser's own rendering comes on top.")
 
 
+st.html(tb.CSS)           # once per page, outside the fragment: the live HTML below carries no styles
 arrived = st.session_state.pop(tn.ARRIVED, False)      # opened from Evaluate: at the page's top
-# once per page, outside the fragment (the live HTML below carries no styles); the skip link to the knobs
-st.html(tb.CSS + SKIP_LINK + (TO_TOP if arrived else ""), unsafe_allow_javascript=True)
+st.sidebar.html(SKIP_LINK + (TO_TOP if arrived else ""), unsafe_allow_javascript=True)   # scripts: no room taken
 st.title("Tune")
 st.caption(f"**{md(ws.dataset.name)}** · every knob re-scores the whole query set from its candidate table — "
            "no index is touched.")
