@@ -124,6 +124,47 @@ def run_sweep(ws: Workspace, base: PipelineConfig, specs: Sequence[ParamSpec], m
     return harness_sweep(ws.pool(), qrels, base, Space(tuple(specs)), metric, random, folds, seed, progress)
 
 
+def sweep_key(ws: Workspace, base: PipelineConfig, specs: Sequence[ParamSpec], metric: str, random: int | None,
+              folds: int, curve: bool) -> str:
+    """The key the Sweep page keeps a sweep under (``eval.stores.sweeps.settings_key``): its
+    settings and the workspace's inputs (corpus, queries, judgments, embedder, index)."""
+    import dataclasses
+
+    from eval.stores.sweeps import settings_key
+    from retrieval.pipeline import to_toml
+
+    return settings_key({"pipeline": to_toml(base), "specs": [dataclasses.asdict(s) for s in specs],
+                         "metric": metric, "random": random, "folds": folds, "curve": curve,
+                         "inputs": ws.inputs()})
+
+
+def kept_sweep(ws: Workspace, key: str, base: PipelineConfig) -> tuple[SweepResult, SweepResult | None] | None:
+    """The sweep (and its curve) kept under ``key`` (``keep_sweep``), or None (none, or unreadable)."""
+    from eval.search.sweep import from_record
+    from eval.stores.sweeps import SweepStore
+
+    try:
+        entry = SweepStore(ws.dataset).get(key)
+        if entry is None:
+            return None
+        curve = entry.get("curve")
+        return from_record(entry["result"], base), (from_record(curve, base) if curve else None)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def keep_sweep(ws: Workspace, key: str, result: SweepResult, curve: SweepResult | None) -> str | None:
+    """Keep a sweep (and its curve) for a reload of the same settings; why not, when it was not."""
+    from eval.stores.sweeps import MAX_CONFIGS, SweepStore
+
+    try:
+        if SweepStore(ws.dataset).put(key, result.to_record(), curve.to_record() if curve is not None else None):
+            return None
+        return f"more than {MAX_CONFIGS:,} settings"
+    except (OSError, ValueError) as error:
+        return str(error).splitlines()[0][:200]
+
+
 # ---- reports and imports ---------------------------------------------------------------------------
 
 def build_report(ws: Workspace, labelled: dict[str, PipelineConfig], sweep: SweepResult | None = None,

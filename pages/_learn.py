@@ -50,7 +50,7 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
                                          required=True, default="auto", help=MODEL_HELP)
         default_label = row[1].selectbox(
             "Fallback (the guard keeps it)", labels, key="learn_default",
-            format_func=lambda x: "best fixed pipeline (chosen per fold)" if x == CHOSEN else fmt(x),
+            format_func=lambda x: "best fixed (per fold)" if x == CHOSEN else fmt(x),
             help="best fixed pipeline (rwb learn's default): each training part keeps the named "
                  "fixed pipeline that scores best there, and a model must beat that one. Another "
                  "choice makes that one pipeline the floor (rwb learn --default).")

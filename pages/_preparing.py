@@ -1,9 +1,11 @@
 """A dataset's index and candidate pool built on a page, with progress that names each step and
 what it builds for (the embedding model and the BM25 analyzer): the pool every page needs
-(``require_pool``) and the builds of the Data page's import and Prepare."""
+(``require_pool``) and the builds of the Data page's import and Prepare, and where an import goes
+by default (``imported_root``: under ``$RWB_HOME``, outside the checkout) and is listed from."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 import streamlit as st
@@ -11,10 +13,25 @@ import streamlit as st
 from eval.stores.pool import STEP_NAMES, pool_path, prepare
 from pages._markup import md
 from pages._state import Workspace, resolve_path
+from retrieval.index import rwb_home
 from retrieval.bm25 import DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates
 from retrieval.dataset import load_dataset
 from retrieval.embedders import model_label
+
+
+def imported_root() -> Path:
+    """Where the Data page imports a dataset by default: ``$RWB_HOME/imported/<format>``."""
+    return rwb_home() / "imported"
+
+
+def imported_datasets() -> list[str]:
+    """Every dataset folder under ``imported_root`` (the sidebar lists them beside ``datasets/``)."""
+    root = imported_root()
+    try:
+        return sorted(str(p) for p in root.iterdir() if (p / "corpus.jsonl").is_file()) if root.is_dir() else []
+    except OSError:                 # an unreadable home: nothing listed (the pages name the problem)
+        return []
 
 
 def require_pool(ws: Workspace) -> Candidates:

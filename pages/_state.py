@@ -83,20 +83,23 @@ def resolve_path(path: str) -> Path:
 
 
 def dataset_choices() -> list[str]:
-    """The env default first, then every folder under ``datasets/`` holding a corpus."""
+    """The env default first, then every folder under ``datasets/`` holding a corpus, then every
+    imported one (``pages._preparing.imported_datasets``: ``$RWB_HOME/imported``)."""
+    from pages._preparing import imported_datasets
+
     found = []
     if DATASETS_DIR.is_dir():
         found = sorted(f"datasets/{p.name}" for p in DATASETS_DIR.iterdir() if (p / "corpus.jsonl").is_file())
-    return list(dict.fromkeys([env_dataset(), *found]))
+    return list(dict.fromkeys([env_dataset(), *found, *imported_datasets()]))
 
 
 def init_shared_state() -> None:
     """Defaults for the sidebar keys, so every page also runs on its own."""
     from pages._navigation import ensure_navigation
+    from pages._url import restore_workspace
 
     ensure_navigation()
-    if K_DATASET not in st.session_state:        # a link names the dataset (pages/_tune_state.py writes it)
-        st.session_state[K_DATASET] = st.query_params.get("dataset") or env_dataset()
+    restore_workspace()                          # a link names the workspace (pages/_url.py writes it)
     st.session_state.setdefault(K_DATASET_TYPED, "")
     st.session_state.setdefault(K_EMBEDDER, EMBEDDERS[0])
     st.session_state.setdefault(K_ANALYZER, DEFAULT_ANALYZER)

@@ -14,6 +14,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from eval.experiments.views import logged_name
 from eval.reports.report import detail_header, detail_rows, intent_rows, means_rows
 from eval.stores.judgments import rater_of
 from pages._markup import html as h
@@ -42,7 +43,7 @@ CSS = """<style>
 .rwb-cards{display:flex;gap:8px}
 .rwb-card{flex:1;border:1px solid #d0d7de;border-radius:8px;padding:6px 10px;min-width:0}
 .rwb-card .l{font-size:0.8rem;color:#57606a}.rwb-card .v{font-size:1.45rem;font-weight:600;line-height:1.3}
-.rwb-card .d{font-size:0.8rem}
+.rwb-card .d{font-size:0.8rem;line-height:1.35}.rwb-card .d span{white-space:nowrap;margin-right:5px}
 .rwb-cap{font-size:0.8rem;color:#57606a;margin:6px 0 4px}
 .rwb-cap code,.rwb-h code{font-size:0.8rem;background:#f6f8fa;padding:0 3px;border-radius:3px}
 .rwb-badges span{display:inline-block;font-size:0.8rem;border-radius:4px;padding:1px 6px;margin:0 4px 2px 0}
@@ -159,7 +160,7 @@ def summary_html(cards: list[dict], caption_html: str, badges: list[tuple[str, s
     """Metric cards, their caption (already HTML) and the query's badges, as one element;
     ``lead`` (plain text) above the cards: the figure to read first when theirs are in-sample."""
     out = f'<div class="rwb-lead"><b>{h(lead)}</b></div>' if lead else ""
-    out += cards_html(cards) if cards else ""
+    out += cards_html(cards, base=False) if cards else ""     # Tune: the baseline's value in the tooltip
     if caption_html:
         out += f'<div class="rwb-cap">{caption_html}</div>'
     if badges:
@@ -169,17 +170,22 @@ def summary_html(cards: list[dict], caption_html: str, badges: list[tuple[str, s
     return out
 
 
-def cards_html(rows: list[dict]) -> str:
-    """Metric cards: value (the current configuration), delta vs the baseline, p."""
+def cards_html(rows: list[dict], base: bool = True) -> str:
+    """Metric cards: value (the current configuration), delta vs the baseline, the baseline's
+    value (in the tooltip only, with ``base=False``: six cards in Tune's column), p. Each part
+    stays whole on its line: a narrow card breaks between parts, never inside one."""
     cards = []
     for row in rows:
         delta = row["delta"]
         colour = GREEN if delta > 1e-12 else RED if delta < -1e-12 else GREY
-        cards.append(f'<div class="rwb-card" title="{h(row.get("help", ""))}"><div class="l">{h(row["label"])}</div>'
+        p_parts = f"p {row['p_text']}".split(" · ")          # "p 0.012", then a tag such as in-sample
+        parts = ([f"base {row['baseline']:.3f}"] if base else []) + p_parts
+        title = row.get("help", "") + ("" if base else f" (baseline {row['baseline']:.3f})")
+        cards.append(f'<div class="rwb-card" title="{h(title.strip())}"><div class="l">{h(row["label"])}</div>'
                      f'<div class="v">{row["value"]:.3f}</div><div class="d"><span style="color:{colour}">'
-                     f'{"▲" if delta > 1e-12 else "▼" if delta < -1e-12 else "="} {delta:+.3f}</span>'
-                     f' <span style="color:{GREY}">· base {row["baseline"]:.3f} · p {h(row["p_text"])}</span>'
-                     f'</div></div>')
+                     f'{"▲" if delta > 1e-12 else "▼" if delta < -1e-12 else "="} {delta:+.3f}</span> '
+                     + " ".join(f'<span style="color:{GREY}">{h(part)}</span>' for part in parts)
+                     + '</div></div>')
     return f'<div class="rwb-cards">{"".join(cards)}</div>'
 
 
@@ -297,7 +303,8 @@ def folds_frame(result) -> pd.DataFrame:
 def experiments_frame(records: list[dict]) -> pd.DataFrame:
     rows = []
     for i, record in enumerate(records):
-        row = {"#": i, "time": record.get("time", ""), "name": record.get("name", ""),
+        row = {"#": i, "time": str(record.get("time", ""))[:16].replace("T", " "), "name": logged_name(str(record.get("name", "")),
+                                                                         str(record.get("config", ""))),
                "source": record.get("source", ""), "dataset": record.get("dataset", ""),
                "fingerprint": str(record.get("fingerprint", ""))[:10], "embedder": record.get("embedder", "")}
         for name in METRICS:

@@ -15,13 +15,21 @@ from eval.experiments.tune_state import (TuneState, Refusal, changed_params, dec
 from eval.stores.configs import resolve_config, resolve_linked
 from eval.stores.inputs import pipeline_hash
 from pages import _state as s
+from pages import _url as url
+from pages._markup import fit
 from retrieval.candidates import DEFAULT_POOL_DEPTH
 from retrieval.pipeline import PipelineConfig, with_params
 
 KEY = "tune_state"
 ERROR = "tune_error"
+ARRIVED = "tune_arrived"              # set by a page that opens Tune: it starts at its top
 PENDING_QUERY = "tune_url_query"      # a query id from the URL, matched once the pool is known
 DEFAULT_SOURCE = "rrf"
+FIELDS = {"rows": url.Field("tune_rows", default="Read"),            # Grade mode and the toggles
+          "fisher": url.Field("tune_fisher", bool, default=False),
+          "list": url.Field("tune_query_list", bool, default=False),
+          "queue": url.Field("tune_queue", bool, default=False),
+          "snapshots": url.Field("tune_snapshots", bool, default=False)}
 
 
 def _from_url() -> TuneState:
@@ -52,6 +60,43 @@ def state() -> TuneState:
     if current is None:
         current = st.session_state[KEY] = _from_url()
     return current
+
+
+def restore_view() -> None:
+    """Grade mode and the toggles a link names (once per session, before they are drawn)."""
+    url.restore("tune", FIELDS)
+    if st.session_state.get("tune_rows") not in ("Read", "Grade"):
+        st.session_state["tune_rows"] = "Read"
+
+
+SEEN = "tune_sources_seen"       # starting points used in this session that no picker lists
+
+
+def start_labels(labels: list[str]) -> list[str]:
+    """``labels`` and every starting point used in this session that they lack (a pipeline
+    learned on the Sweep page, a learned file a link named), while its file is there: picking
+    another pipeline does not lose it from "Start from"."""
+    from pathlib import Path
+
+    seen = st.session_state.setdefault(SEEN, [])
+    source = state().source
+    if source not in labels and source not in seen:
+        seen.append(source)
+    return [*labels, *(x for x in seen if x not in labels and (not x.endswith(".toml") or Path(x).is_file()))]
+
+
+def start_label(label: str) -> str:
+    """How "Start from" shows a starting point within its box: a pipeline file by what it is
+    (``▸ learned linear C=0.1``; its dataset and held-out figure in ``start_detail``), any
+    other label cut to the box."""
+    text = s.format_label(label)
+    return fit(text.split(" · ")[0] if label.endswith(".toml") else text, 26)
+
+
+def start_detail(label: str) -> str:
+    """The whole name of a starting point ``start_label`` shortened ("" when it shows whole)."""
+    text = s.format_label(label)
+    return text if start_label(label) != text else ""
 
 
 def has_state() -> bool:
@@ -118,7 +163,7 @@ def match_url_query(query_ids: tuple[str, ...]) -> None:
 
 def sync_url(current: TuneState, query_ids: tuple[str, ...]) -> None:
     """Write the state into the URL (only the parts that changed, so a rerun sends nothing new)."""
-    wanted: dict[str, str | list[str]] = {"dataset": s.dataset_path(), "from": current.source}
+    wanted: dict[str, str | list[str]] = {"from": current.source}
     qi = current.query_index(len(query_ids))
     if qi is not None:
         wanted["q"] = query_ids[qi]
@@ -130,13 +175,7 @@ def sync_url(current: TuneState, query_ids: tuple[str, ...]) -> None:
         changes = {}
     if changes:
         wanted["p"] = encode_changes(changes)
-    params = st.query_params
-    for key in [k for k in params if k not in wanted]:
-        del params[key]
-    for key, value in wanted.items():
-        now = params.get_all(key)
-        if now != (value if isinstance(value, list) else [value]):
-            params[key] = value
+    url.write({**wanted, **url.values(FIELDS)})
 
 
 # ---- tries: each settled configuration, kept per dataset (eval.stores.tries) -----------------

@@ -6,11 +6,11 @@ import streamlit as st
 
 from pages import _harness as hx
 from pages import _state as sh
-from pages._preparing import named_progress, prepare_dataset
+from pages._preparing import imported_root, named_progress, prepare_dataset
 from retrieval.embedders import model_label
 from pages import _tables as tb
 from pages._agreement import agreement_panel
-from pages._markup import code, md
+from pages._markup import code, fit, md
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -113,7 +113,7 @@ with qrels_tab:
         st.session_state.setdefault("data_query", ids[0])
         left, right = st.columns([1.5, 1], gap="large")
         with left:
-            qid = st.selectbox("Query", ids, key="data_query", format_func=lambda q: f"{q} · {text_of_q[q][:80]}")
+            qid = st.selectbox("Query", ids, key="data_query", format_func=lambda q: fit(f"{q} · {text_of_q[q]}", 80))
             frame = tb.judgments_frame(ws, qid)
             st.dataframe(frame, hide_index=True, key="data_judgments", column_config={
                 "dataset": st.column_config.TextColumn("dataset", width=70,
@@ -121,7 +121,8 @@ with qrels_tab:
                 "in effect": st.column_config.NumberColumn("in effect", format="%d", width=70,
                                                            help="grade used by every page (workbench judgments applied)"),
                 "changed": st.column_config.TextColumn("", width=30, help="changed in the workbench"),
-                "text": st.column_config.TextColumn(width="large"),
+                "doc": st.column_config.TextColumn("doc", width=65),
+                "text": st.column_config.TextColumn(width=260),      # the grid fits its column at 1400 px
             })
         with right:
             with st.container(border=True):
@@ -132,7 +133,7 @@ with qrels_tab:
                 if st.session_state.get("data_doc") not in judged_first:
                     st.session_state["data_doc"] = judged_first[0]
                 doc = st.selectbox("Document", judged_first, key="data_doc",
-                                   format_func=lambda d: f"{d} — {text_of_d[d][:60]}")
+                                   format_func=lambda d: fit(f"{d} — {text_of_d[d]}", 38))
                 current = ws.qrels().get(qid, {}).get(doc)
                 st.text_input("Rater", key=sh.K_RATER, help="who gives the grade, kept with it "
                               "(default: the OS user); Tune's grading uses the same")
@@ -156,7 +157,17 @@ with qrels_tab:
                            icon=":material/download:")
 
 # ---- import ----------------------------------------------------------------------------------------
+def on_kind(kinds) -> None:
+    """Another format: the default folder follows it (``$RWB_HOME/imported/<format>``) unless one was typed."""
+    defaults = {str(imported_root() / k) for k in kinds}
+    if st.session_state.get("data_import_dest", next(iter(defaults))) in defaults:
+        st.session_state["data_import_dest"] = str(imported_root() / st.session_state["data_import_kind"])
+
+
 def on_use_dataset(path: str) -> None:
+    if path in sh.dataset_choices():                # listed (an import under $RWB_HOME/imported): pick it
+        st.session_state[sh.K_DATASET] = path
+        return
     st.session_state[sh.K_DATASET] = sh.OTHER_PATH
     st.session_state[sh.K_DATASET_TYPED] = path
 
@@ -166,17 +177,19 @@ with import_tab:
         st.markdown("**Import a dataset** · converted by the harness (`eval.importers`) into a new "
                     "folder, then indexed and its candidate pool retrieved")
         kinds = hx.import_kinds()
-        c1, c2 = st.columns([1.3, 2])
-        kind = c1.selectbox("Format", list(kinds), format_func=lambda k: kinds[k].summary,
-                            key="data_import_kind")
+        kind = st.selectbox("Format", list(kinds), format_func=lambda k: fit(kinds[k].summary, 100),
+                            key="data_import_kind", on_change=on_kind,
+                            args=(kinds,))          # the page's width: a format's summary shows whole
+        c2 = st.container()
         importer = kinds[kind]
         source = c2.text_input("Source (file or folder)", key="data_import_source",
                                help=importer.source, disabled=importer.source is None)
         c3, c4, c5 = st.columns([2, 1.3, 0.8], vertical_alignment="bottom")
         existing = importer.existing         # ubi: adds to a dataset (its folder, not a new one)
-        dest = c3.text_input("Dataset folder" if existing else "New dataset folder",
-                             help=importer.dest, value=ws.path if existing else "datasets/imported",
-                             key="data_import_dest_existing" if existing else "data_import_dest")
+        dest_key = "data_import_dest_existing" if existing else "data_import_dest"
+        st.session_state.setdefault(dest_key, ws.path if existing else str(imported_root() / kind))
+        dest = c3.text_input("Dataset folder" if existing else "New dataset folder", help=importer.dest,
+                             key=dest_key)
         name = c4.text_input("Name (optional)", key="data_import_name")
         force = c5.checkbox("Replace", key="data_import_force", disabled=importer.existing,
                             help="Replace the folder if it is a dataset already.")
@@ -210,9 +223,12 @@ with import_tab:
                                  + (f"; {pool.n_queries} queries retrieved" if pool else ""))
                     status.update(label=f"Imported {code(result.dest)}", state="complete")
                     st.session_state["data_imported"] = str(result.dest)
+                    st.session_state["data_flash"] = f"Imported {code(result.dest)}: {md(result.summary())}"
                 except Exception as error:  # importer and dataset errors are shown, never a traceback
                     status.update(label="Import failed", state="error", expanded=True)
                     failure = error
+            if failure is None:                 # again at once: the sidebar's Dataset list shows the import
+                st.rerun()
             if failure is not None:             # the reason in the open, not inside a collapsed box
                 st.error(f"**Import failed** — {md(type(failure).__name__)}: {md(str(failure).splitlines()[0][:300])}")
                 st.code(str(failure), language=None)

@@ -20,10 +20,15 @@ from pages import _state as sh
 from pages._preparing import require_pool
 from pages import _tune_state as tn
 from pages import _tables as tb
+from pages import _url as url
 from pages._markup import code, md
 from retrieval.pipeline import response_for
 
 TUNE_LABEL = "tune:current"
+FIELDS = {"pipelines": url.Field("eval_pipelines", many=True), "k": url.Field("eval_cutoffs", int, many=True),
+          "gain": url.Field("eval_gain"), "correction": url.Field("eval_correction"),
+          "stat": url.Field("eval_stat_metric"), "intent_metric": url.Field("eval_metric"),
+          "candidate": url.Field("eval_candidate"), "q": url.Field("eval_query")}
 
 ws = sh.workspace()
 c = require_pool(ws)
@@ -33,12 +38,15 @@ st.title("Evaluate")
 options = cfg.config_labels()
 if tn.has_state():
     options.insert(0, TUNE_LABEL)
+url.restore("evaluate", FIELDS)         # a link's view (each value checked against its choices below)
 st.session_state.setdefault("eval_pipelines", [x for x in ("rrf", "weighted", "seed-adaptive", "seed-salience")
                                                if x in options])
 st.session_state["eval_pipelines"] = [x for x in st.session_state["eval_pipelines"] if x in options]
 st.session_state.setdefault("eval_cutoffs", list(DEFAULT_CUTOFFS))
-st.session_state.setdefault("eval_gain", "linear")
-st.session_state.setdefault("eval_correction", "holm")
+st.session_state["eval_cutoffs"] = [k for k in st.session_state["eval_cutoffs"] if k in DEFAULT_CUTOFFS]
+for key, default, allowed in (("eval_gain", "linear", GAINS), ("eval_correction", "holm", CORRECTIONS)):
+    if st.session_state.setdefault(key, default) not in allowed:
+        st.session_state[key] = default
 st.session_state.setdefault("eval_last_selection", None)
 
 
@@ -71,6 +79,7 @@ def open_on_tune(shown: str, qid: str) -> None:
     if label != TUNE_LABEL:
         tn.update(("source", label))
     tn.update(("query", list(c.query_ids).index(qid)))
+    st.session_state[tn.ARRIVED] = True          # Tune starts at its top, not at Evaluate's scroll
     st.switch_page("pages/tune.py")
 
 
@@ -158,7 +167,9 @@ with chart_col:
     metric = st.selectbox("Metric", evaluation.metrics, key="eval_metric", format_func=sh.metric_label)
     fig = ch.intents_figure(tb.per_intent_frame(evaluation, metric), metric)
     st.plotly_chart(fig, config=ch.CONFIG, key="eval_intents")
-    st.dataframe(tb.intent_frame(evaluation, metric), hide_index=True, key="eval_intent_table")
+# the table at the page's width, under both charts: every intent's column shows at 1400 px
+st.dataframe(tb.intent_frame(evaluation, metric), hide_index=True, key="eval_intent_table",
+             column_config={"pipeline": st.column_config.TextColumn("pipeline", pinned=True)})
 
 # ---- per query scatter -------------------------------------------------------------------------
 with scatter_col:
@@ -166,6 +177,7 @@ with scatter_col:
     candidates = [label for label in evaluation.results if label != base_label]
     if not candidates:
         st.info("Pick at least one pipeline to compare with the baseline.")
+        url.keep(FIELDS)
         st.stop()
     if st.session_state.get("eval_candidate") not in candidates:
         st.session_state["eval_candidate"] = candidates[0]
@@ -216,6 +228,7 @@ qid = pick[0].selectbox("Query", ids, key="eval_query",
                         format_func=lambda q: tb.query_label(c, ids.index(q)),
                         help="Clicking a point in the scatter selects it too.")
 qi = ids.index(qid)
+url.keep(FIELDS)                        # the view in the URL: a reload or a shared link opens it
 if pick[1].button("Open on Tune", icon=":material/tune:", key="eval_open_tune", width="stretch",
                   help="Tune this query: Tune opens on it under the candidate shown here."):
     open_on_tune(cand_label, qid)

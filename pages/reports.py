@@ -90,9 +90,14 @@ def compare_snapshots() -> None:
     st.markdown(f"**Per query** · {len(moved)} of {len(frame)} queries change {sh.metric_label(sh.PRIMARY)}; "
                 "first relevant rank in A → B (— = none in the top results)")
     st.dataframe(frame.sort_values("Δ nDCG@5", key=lambda x: -x.abs()), hide_index=True, key="reports_snap_table",
-                 height=300, column_config={"Δ nDCG@5": st.column_config.NumberColumn(format="%+.3f"),
-                                            "A": st.column_config.NumberColumn(format="%.3f"),
-                                            "B": st.column_config.NumberColumn(format="%.3f")})
+                 height=300, column_config={     # widths: every column shows at 1400 px
+                     "query": st.column_config.TextColumn(width=60), "text": st.column_config.TextColumn(width=250),
+                     "Δ nDCG@5": st.column_config.NumberColumn(format="%+.3f", width=85),
+                     "A": st.column_config.NumberColumn(format="%.3f", width=60),
+                     "B": st.column_config.NumberColumn(format="%.3f", width=60),
+                     "first relevant": st.column_config.TextColumn(width=100),
+                     "top-5 changed": st.column_config.NumberColumn(width=100),
+                     "top A → B": st.column_config.TextColumn(width=135)})
 
 
 def snapshot_rank_changes(c, a_ev, b_ev) -> pd.DataFrame:
@@ -177,9 +182,12 @@ datasets = f[0].multiselect("Dataset", sorted(experiments["dataset"].unique()), 
 sources = f[1].multiselect("Source", sorted(experiments["source"].unique()), key="reports_sources")
 search = f[2].text_input("Search", key="reports_search", placeholder="name, fingerprint…")
 shown = tb.filter_frame(experiments, search, dataset=datasets, source=sources).iloc[::-1]
-metric_cols = {sh.metric_label(m): st.column_config.NumberColumn(format="%.3f", width="small") for m in sh.METRICS}
+metric_cols = {sh.metric_label(m): st.column_config.NumberColumn(format="%.3f", width=64) for m in sh.METRICS}
+text = st.column_config.TextColumn
 event = st.dataframe(shown, hide_index=True, key="reports_table", on_select="rerun", selection_mode="single-row",
-                     column_config={"#": st.column_config.NumberColumn(width=40), **metric_cols})
+                     column_config={"#": st.column_config.NumberColumn(width=36), "time": text(width=112),   # fits 1400 px
+                                    "name": text(width=150), "source": text(width=62), "dataset": text(width=70),
+                                    "fingerprint": text(width=78), "embedder": text(width=72), **metric_cols})
 rows = event.selection.rows if event is not None else []
 if not rows:
     st.caption("Select a row to see its configuration.")

@@ -19,11 +19,28 @@ from pages import _state as sh
 from pages._preparing import require_pool
 from pages import _tune_state as tn
 from pages import _tables as tb
+from pages import _url as url
 from pages._markup import code, md
 from retrieval.pipeline import get_param, knobs as pipeline_knobs, with_params
 
 TUNE_LABEL = "tune:current"
 ONE_AXIS = ""          # the Y axis picker's "none": the sweep varies X alone
+FIELDS = {"mode": url.Field("sweep_page_mode", default="Sweep"), "pipeline": url.Field("sweep_base"),
+          "search": url.Field("sweep_mode"), "objective": url.Field("sweep_metric"),
+          "folds": url.Field("sweep_folds", int), "x": url.Field("sweep_x"), "y": url.Field("sweep_y"),
+          "samples": url.Field("sweep_samples", int, default=50), "curve": url.Field("sweep_rrfk_on", bool)}
+
+
+def range_fields() -> dict[str, url.Field]:
+    """Each axis's range (its keys name the knob, so that another knob starts at its own range)."""
+    out = {}
+    for axis in ("x", "y"):
+        path = st.session_state.get(f"sweep_{axis}")
+        if path:
+            out |= {f"{axis}_lo": url.Field(f"sweep_{axis}_lo_{path}", float),
+                    f"{axis}_hi": url.Field(f"sweep_{axis}_hi_{path}", float),
+                    f"{axis}_steps": url.Field(f"sweep_{axis}_steps", int, default=11)}
+    return out
 
 ws = sh.workspace()
 c = require_pool(ws)
@@ -35,12 +52,16 @@ st.caption(f"**{md(ws.dataset.name)}** · search two knobs of a pipeline over th
 options = cfg.config_labels()
 if tn.has_state():
     options.insert(0, TUNE_LABEL)
+url.restore("sweep", FIELDS)            # a link's settings (each checked against its choices below)
+url.restore("sweep_ranges", range_fields())
 st.session_state.setdefault("sweep_base", TUNE_LABEL if TUNE_LABEL in options else "rrf")
 if st.session_state["sweep_base"] not in options:
     st.session_state["sweep_base"] = "rrf"
-st.session_state.setdefault("sweep_mode", "Grid")
-st.session_state.setdefault("sweep_metric", sh.PRIMARY)
-st.session_state.setdefault("sweep_folds", 3)
+for key, default, allowed in (("sweep_mode", "Grid", ("Grid", "Random")), ("sweep_metric", sh.PRIMARY, sh.METRICS),
+                              ("sweep_folds", 3, range(2, 11)), ("sweep_samples", 50, range(1, 100_001)),
+                              ("sweep_page_mode", "Sweep", ("Sweep", "Optimise", "Learn"))):
+    if st.session_state.setdefault(key, default) not in allowed:
+        st.session_state[key] = default
 st.session_state.setdefault("sweep_result", None)
 st.session_state.setdefault("sweep_rrfk", None)
 
@@ -80,7 +101,7 @@ def on_save_config(config, label: str, name_key: str) -> None:
 
 
 page_mode = st.segmented_control(
-    "Mode", ["Sweep", "Optimise", "Learn"], key="sweep_page_mode", required=True, default="Sweep",
+    "Mode", ["Sweep", "Optimise", "Learn"], key="sweep_page_mode", required=True,
     help="Sweep: a grid or random search over two knobs. Optimise: an Optuna search over many "
          "knobs, scored by nested cross-validation. Learn: a fusion learned from the judgments "
          "(rwb learn), scored the same way.")
@@ -92,6 +113,8 @@ def flash() -> None:
 
 
 # ---- learn: eval.learning.nested.learn (a fusion learned from the judgments, nested CV) ------
+if page_mode != "Sweep":
+    url.keep({"mode": FIELDS["mode"]})
 if page_mode == "Learn":
     from pages import _learn
 
@@ -218,18 +241,22 @@ with st.container(border=True):
             knob = knobs[path].knob
             step = float(knob.step or (knob.hi - knob.lo) / 10)
             r = st.columns(3)
-            lo = r[0].number_input("from", value=float(knob.lo), key=f"{key}_lo_{path}", step=step)
-            hi = r[1].number_input("to", value=float(knob.hi), key=f"{key}_hi_{path}", step=step)
-            steps = r[2].number_input("steps", 2, 101, value=11, key=f"{key}_steps",
+            for end, value in (("lo", knob.lo), ("hi", knob.hi)):      # a link's range, else the knob's
+                st.session_state.setdefault(f"{key}_{end}_{path}", float(value))
+            if st.session_state.setdefault(f"{key}_steps", 11) not in range(2, 102):
+                st.session_state[f"{key}_steps"] = 11
+            lo = r[0].number_input("from", key=f"{key}_lo_{path}", step=step)
+            hi = r[1].number_input("to", key=f"{key}_hi_{path}", step=step)
+            steps = r[2].number_input("steps", 2, 101, key=f"{key}_steps",
                                       help="Grid resolution (a random search samples points of this grid).")
             axes[path] = (lo, hi, int(steps))
     same_axis = st.session_state["sweep_x"] == st.session_state["sweep_y"]     # never with Y none
     r = st.columns([1, 1, 2], vertical_alignment="bottom")
-    samples = r[0].number_input("Random samples", 1, 100_000, value=50, key="sweep_samples",
-                                disabled=mode == "Grid")
+    samples = r[0].number_input("Random samples", 1, 100_000, key="sweep_samples", disabled=mode == "Grid")
     curve_ref = next((ref for ref in knobs.values() if ref.knob.curve), None)  # declared by its owner
     curve_label = curve_ref.knob.label if curve_ref else "knob"
-    r[1].toggle(f"{curve_label} curve", value=curve_ref is not None, key="sweep_rrfk_on", disabled=curve_ref is None,
+    st.session_state.setdefault("sweep_rrfk_on", curve_ref is not None)
+    r[1].toggle(f"{curve_label} curve", key="sweep_rrfk_on", disabled=curve_ref is None,
                 help=f"Also sweep {curve_label} over {curve_ref.knob.lo:g}…{curve_ref.knob.hi:g} with everything "
                      "else fixed." if curve_ref else "No knob of this pipeline declares a curve of its own.")
     grid_size = int(np.prod([s for _, _, s in axes.values()]))
@@ -241,16 +268,25 @@ with st.container(border=True):
     st.caption(":orange[Pick two different knobs, or none for Y.]" if same_axis else
                f"{n_settings:,} settings × {int(folds)} folds")
 
-if go_clicked:
+url.keep({**FIELDS, **range_fields()})          # the settings in the URL: a reload or a link opens them
+random = int(samples) if mode == "Random" else None
+curve_on = bool(st.session_state.get("sweep_rrfk_on") and curve_ref is not None)
+try:
+    specs = [hx.param_spec(base, path, lo, hi, steps, knobs[path].knob.kind == "int")
+             for path, (lo, hi, steps) in axes.items()]
+    sweep_key = hx.sweep_key(ws, base, specs, metric, random, int(folds), curve_on)
+except ValueError as error:
+    specs, sweep_key = None, None
+    if go_clicked:
+        st.error(f"Sweep not run: {md(error)}", icon=":material/error:")
+if go_clicked and specs is not None:
     bar = st.progress(0.0, text="Sweeping…")
     try:
-        specs = [hx.param_spec(base, path, lo, hi, steps, knobs[path].knob.kind == "int")
-                 for path, (lo, hi, steps) in axes.items()]
         result = hx.run_sweep(
-            ws, base, specs, metric, int(samples) if mode == "Random" else None, int(folds),
+            ws, base, specs, metric, random, int(folds),
             progress=lambda done, total: bar.progress(done / total, text=f"Sweeping… {done}/{total}"))
         rrfk = None
-        if st.session_state.get("sweep_rrfk_on") and curve_ref is not None:
+        if curve_on:
             bar.progress(1.0, text=f"{curve_label} curve…")
             knob = curve_ref.knob
             rrfk = hx.run_sweep(ws, base, [hx.ParamSpec(curve_ref.path, float(knob.lo), float(knob.hi),
@@ -258,6 +294,8 @@ if go_clicked:
                                         int(folds))
         st.session_state["sweep_result"], st.session_state["sweep_rrfk"] = result, rrfk
         st.session_state["sweep_result_mode"] = mode
+        if (why := hx.keep_sweep(ws, sweep_key, result, rrfk)) is not None:
+            st.caption(f"Not kept for a reload ({md(why)}): it shows until the page is left.")
     except ValueError as error:
         st.error(f"Sweep not run: {md(error)}", icon=":material/error:")
     bar.empty()
@@ -265,6 +303,11 @@ if go_clicked:
 result: hx.SweepResult | None = st.session_state["sweep_result"]
 if result is not None and result.base != base:             # the pipeline changed: the result is stale
     st.session_state["sweep_result"] = st.session_state["sweep_rrfk"] = result = None
+if result is None and sweep_key is not None and (kept := hx.kept_sweep(ws, sweep_key, base)) is not None:
+    result, st.session_state["sweep_rrfk"] = kept          # the last sweep of these very settings
+    st.session_state["sweep_result"] = result
+    st.caption("The last sweep of these settings, kept from before (same pipeline, ranges, objective, "
+               "folds and inputs); **Run sweep** runs it again.")
 if result is None:
     st.info("Set the ranges and run the sweep.", icon=":material/grid_on:")
     st.stop()
@@ -281,18 +324,15 @@ cols[0].metric(f"best {sh.metric_label(m)}", f"{result.recommended_score:.3f}",
                delta=f"{result.recommended_score - result.base_score:+.3f}", delta_description="vs start",
                border=True, help="In-sample: the recommendation's score on all queries (optimistic) — the best "
                                  "setting, or a fixed pipeline that scores at least as high as every setting.")
-cols[1].metric("winner vs baseline", f"{vs_base['value']:.3f}",
-               delta=f"{vs_base['delta']:+.3f}",
+cols[1].metric("winner vs baseline", f"{vs_base['value']:.3f}", delta=f"{vs_base['delta']:+.3f}",
                delta_description=f"p {vs_base['p_text']}", border=True,
                help=f"The winner's {sh.metric_label(m)} on all queries; the baseline {ws.baseline.name} scores "
-                    f"{vs_base['baseline']:.3f}. "
-                    "p: paired t-test over the counted queries.")
+                    f"{vs_base['baseline']:.3f}. p: paired t-test over the counted queries.")
 held, gain, gain_p = views.sweep_held_out(c, ws.judged()[1], result)
-cols[2].metric("held-out (CV)", f"{held:.3f}", delta=f"{gain:+.3f}",
-               delta_description=f"p {hx.fmt_p(gain_p)}", border=True,
-               help="Each query scored by the winner of the folds that held it out; the delta is "
-                    "against the start pipeline on the same queries, p the paired t-test: how much "
-                    "of the gain survives on queries the sweep did not pick on.")
+cols[2].metric("held-out (CV)", f"{held:.3f}", delta=f"{gain:+.3f}", delta_description=f"p {hx.fmt_p(gain_p)}",
+               border=True, help="Each query scored by what the fold that held it out picked (a setting or a "
+                    "fixed pipeline); the delta is against the start pipeline on the same queries, p the paired "
+                    "t-test: how much of the gain survives on queries the sweep did not pick on.")
 settings_text = (f"the fixed pipeline {code(result.chosen_fixed)}, above every setting" if result.chosen_fixed
                  else " · ".join(f"{code(k)} = {v:g}" for k, v in result.best_params.items()))
 cols[3].markdown(f"**Recommended** {settings_text}  \n{len(result.scores)} settings in {result.seconds:.2f} s "

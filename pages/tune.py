@@ -28,6 +28,7 @@ from pages import _tries as tr
 from pages import _weights as lw
 from pages import _grading as gr
 from pages._export import export_popover
+from pages._focus import SKIP_LINK, TO_TOP
 from eval.stores.tries import TryStore
 from pages._markup import code, html as h, md
 from retrieval.fusion.adaptive import band_counts
@@ -43,6 +44,7 @@ if c is not None:
     tn.record_inputs(ws)
 
 # ---- page state (page-prefixed; the page runs on its own) ----------------------------------
+tn.restore_view()                 # Grade mode and the toggles a link names
 st.session_state.setdefault("tune_flash", "")
 st.session_state.setdefault("tune_rows", "Read")
 st.session_state.setdefault("tune_fisher", False)
@@ -91,15 +93,15 @@ def on_save_profile(overwrite: bool = False) -> None:
 
 def header() -> None:
     """Starting point, reset, and (with an intent router) the profile being edited."""
-    labels = cfg.config_labels()
+    labels = tn.start_labels(cfg.config_labels())        # a learned pipeline stays once picked away from
     st.session_state["tune_source_pick"] = tn.state().source
-    if st.session_state["tune_source_pick"] not in labels:
-        labels.append(st.session_state["tune_source_pick"])
     row = st.columns([3, 1.25], vertical_alignment="bottom")
-    row[0].selectbox("Start from", labels, key="tune_source_pick", format_func=s.format_label, on_change=on_source,
+    row[0].selectbox("Start from", labels, key="tune_source_pick", format_func=tn.start_label, on_change=on_source,
                      help="A seed pipeline, one of seed 001's profiles, or a saved profile.")
     row[1].button("Reset", on_click=on_reset, width="stretch",
                   help="Reset every knob to the chosen starting point.")
+    if detail := tn.start_detail(tn.state().source):      # the whole name, where the box shows it cut
+        st.caption(md(detail))
 
 
 def knob_panel(config, routed: str | None) -> str | None:
@@ -217,7 +219,7 @@ def actions() -> None:
             st.warning(f"A profile named **{md(pending)}** exists.")
             st.button(f"Overwrite {pending}", on_click=on_save_profile, args=(True,),
                       key="tune_overwrite_yes")
-    if b[1].button("Log experiment", width="stretch", disabled=c is None,
+    if b[1].button("Log experiment", key="tune_log", width="stretch", disabled=c is None,
                    help="Store config, dataset fingerprint and metrics."):
         scored = st.session_state.get(tn.SCORED)
         if scored is not None and scored[0] == tn.config():   # the scores of the knobs shown
@@ -380,6 +382,8 @@ def live() -> None:
 
 
 st.html(tb.CSS)           # once per page, outside the fragment: the live HTML below carries no styles
+arrived = st.session_state.pop(tn.ARRIVED, False)      # opened from Evaluate: at the page's top
+st.sidebar.html(SKIP_LINK + (TO_TOP if arrived else ""), unsafe_allow_javascript=True)   # scripts: no room taken
 st.title("Tune")
 st.caption(f"**{md(ws.dataset.name)}** · every knob re-scores the whole query set from its candidate table — "
            "no index is touched.")

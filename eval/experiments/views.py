@@ -265,6 +265,28 @@ def display_label(label: str) -> str:
     return f"▸ {label}"
 
 
+@functools.lru_cache(maxsize=1024)
+def logged_name(name: str, toml: str) -> str:
+    """How a logged configuration is listed: its name, and for one named after a pipeline or a
+    preset whose knobs were moved, the knobs that differ from it — ``rrf · tuned: rrf_k=10`` —
+    so a tuned ``rrf`` is not listed as plain ``rrf`` beside it."""
+    from eval.experiments.tune_state import changed_params
+    from eval.stores.configs import default_for
+    from retrieval.pipeline import from_toml
+
+    try:
+        config = from_toml(toml, name)
+        start = default_for(config)
+        changes = changed_params(config, start) if start.name == config.name else {}
+    except (ValueError, TypeError, KeyError, OSError):
+        return name
+    if not changes:
+        return name
+    words = [f"{path.rsplit('.', 1)[-1]}={value:g}" if isinstance(value, float) else
+             f"{path.rsplit('.', 1)[-1]}={value}" for path, value in changes.items()]
+    return f"{name} · tuned: {', '.join(words[:2])}" + (f" +{len(words) - 2}" if len(words) > 2 else "")
+
+
 def file_label(path: str) -> str:
     """A readable name for a pipeline file: what its ``[tuning]`` table says it is — ``learned
     linear · devmem · held-out nDCG@5 0.512`` — else the file's name (read once per version of

@@ -37,9 +37,9 @@ import numpy as np
 
 from eval.metrics.measure import BATCH_BYTES, config_values, judge, parse_metric
 from eval.search.fallback import fixed_candidates
-from eval.search.space import MAX_POINTS, Space, not_valid, point_values
+from eval.search.space import MAX_POINTS, ParamSpec, Space, SumConstraint, not_valid, point_values
 from retrieval.candidate_table import Candidates
-from retrieval.pipeline import ParamError, PipelineConfig, fits, to_toml, with_params
+from retrieval.pipeline import ParamError, PipelineConfig, fits, from_toml, to_toml, with_params
 
 if TYPE_CHECKING:
     from eval.search.executors import Executor
@@ -235,6 +235,44 @@ class SweepResult:
                        for p, s in zip(self.points, self.scores)],
             "best_toml": self.best_toml(),
         }
+
+
+    def to_record(self) -> dict:
+        """Everything ``from_record`` needs to show this result again (the ranges, points and
+        scores exactly; the configurations as TOML): what ``eval.stores.sweeps`` keeps."""
+        return {
+            "specs": [dataclasses.asdict(s) for s in self.space.specs],
+            "constraints": [[list(c.names), c.total] for c in self.space.constraints],
+            "metric": self.metric, "mode": self.mode, "seed": self.seed, "n_queries": self.n_queries,
+            "points": self.points.tolist(), "scores": self.scores.tolist(),
+            "folds": [dataclasses.asdict(f) for f in self.folds], "best_index": self.best_index,
+            "best_toml": to_toml(self.best_config), "base_score": self.base_score, "seconds": self.seconds,
+            "dataset": self.dataset, "fingerprint": self.fingerprint,
+            "fixed_tomls": [to_toml(cfg) for cfg in self.fixed], "fixed_scores": list(self.fixed_scores),
+            "chosen_fixed": self.chosen_fixed,
+        }
+
+
+def from_record(record: dict, base: PipelineConfig) -> SweepResult:
+    """The result ``SweepResult.to_record`` kept, of a sweep of ``base``; ``ValueError`` for a
+    record that is not one."""
+    try:
+        space = Space(tuple(ParamSpec(**s) for s in record["specs"]),
+                      tuple(SumConstraint(tuple(names), float(total)) for names, total in record["constraints"]))
+        points = np.asarray(record["points"], dtype=np.float64).reshape(-1, len(space.specs))
+        return SweepResult(
+            base=base, space=space, metric=str(record["metric"]), mode=str(record["mode"]),
+            seed=int(record["seed"]), n_queries=int(record["n_queries"]), points=points,
+            scores=np.asarray(record["scores"], dtype=np.float64),
+            folds=tuple(FoldResult(**f) for f in record["folds"]), best_index=int(record["best_index"]),
+            best_config=from_toml(record["best_toml"], "a kept sweep's winner"),
+            base_score=float(record["base_score"]), seconds=float(record["seconds"]),
+            dataset=str(record["dataset"]), fingerprint=str(record["fingerprint"]),
+            fixed=tuple(from_toml(t, "a kept sweep's fixed pipeline") for t in record.get("fixed_tomls", ())),
+            fixed_scores=tuple(float(v) for v in record.get("fixed_scores", ())),
+            chosen_fixed=str(record.get("chosen_fixed", "")))
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"not a kept sweep ({type(error).__name__}: {error})") from None
 
 
 def _batches(c: Candidates, judged, configs: Iterator[PipelineConfig], metric: str, total: int,

@@ -339,14 +339,17 @@ CLIPPED_JS = """() => {
   }
   return out;
 }"""
-# A data grid (st.dataframe) of fewer than 8 columns that scrolls sideways, or an HTML table that
-# is wider than its box.
+# A data grid (st.dataframe) of fewer than 8 columns, or one of the wider ones meant to fit (Past
+# experiments, Reports' per-query changes), that scrolls sideways, or an HTML table that is wider
+# than its box.
+FITTED = ".st-key-reports_table, .st-key-reports_snap_table"
 SCROLLED_JS = """() => {
   const out = [];
   for (const grid of document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')) {
     const scroller = grid.querySelector('.dvn-scroller');
     const cols = grid.querySelectorAll('[role="columnheader"]').length;
-    if (scroller && cols > 0 && cols < 8 && scroller.scrollWidth > scroller.clientWidth + 1)
+    const fitted = !!grid.closest('""" + FITTED + """');
+    if (scroller && cols > 0 && (cols < 8 || fitted) && scroller.scrollWidth > scroller.clientWidth + 1)
       out.push(`grid of ${cols} columns: ${scroller.scrollWidth} > ${scroller.clientWidth}`);
   }
   for (const table of document.querySelectorAll('[data-testid="stMain"] table')) {
@@ -359,18 +362,39 @@ SCROLLED_JS = """() => {
 }"""
 
 
+# A metric card whose delta line runs over more than two lines (its parts wrapped inside).
+WRAPPED_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .rwb-card .d')]
+  .map(d => [d.textContent.trim(), d.getBoundingClientRect().height / parseFloat(getComputedStyle(d).lineHeight)])
+  .filter(([, lines]) => lines > 2.5).map(([text, lines]) => `${text}: ${Math.round(lines)} lines`)"""
+# The options of an open picker's menu cut short by the menu.
+MENU_JS = """() => [...document.querySelectorAll('[role="option"]')]
+  .filter(o => [o, ...o.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1))
+  .map(o => o.textContent.trim().slice(0, 60))"""
+
+
 def look(pg, name: str, sizes=((1400, 900), (1920, 1080))) -> dict[str, list[str]]:
-    """Screenshots of the page as it stands at each size, and what is clipped or scrolled at the
-    first (1400×900)."""
+    """Screenshots of the page as it stands at each size, and what is clipped, scrolled or
+    wrapped at the first (1400×900)."""
     found = {}
     for width, height in sizes:
         pg.set_viewport_size({"width": width, "height": height})
         settle(pg)
         pg.screenshot(path=str(ARTIFACTS / f"{name}-{width}x{height}.png"))
         if (width, height) == sizes[0]:
-            found = {"clipped": pg.evaluate(CLIPPED_JS), "scrolled": pg.evaluate(SCROLLED_JS)}
+            found = {"clipped": pg.evaluate(CLIPPED_JS), "scrolled": pg.evaluate(SCROLLED_JS),
+                     "wrapped": pg.evaluate(WRAPPED_JS)}
     pg.set_viewport_size({"width": sizes[0][0], "height": sizes[0][1]})
     return found
+
+
+LEARNED_TABLE = """
+[tuning]
+tool = "rwb learn"
+chosen = "linear C=0.1"
+dataset = "tiny"
+metric = "ndcg@5"
+held_out = 0.512
+"""
 
 
 @pytest.fixture(scope="module")
@@ -388,10 +412,17 @@ def screen(page, server):
         context.close()
 
 
-def test_every_page_at_1400x900_has_no_clipped_label_and_no_sideways_table(screen):
+def test_every_page_at_1400x900_has_no_clipped_label_and_no_sideways_table(screen, server):
+    """Issues 33 and 42 (item 6): every page, Tune with its panes open and a learned starting
+    point, Evaluate's per-intent table, Past experiments with a logged experiment, Data's import
+    Format menu: no label, value, option or metric card cut or wrapped, no grid scrolled sideways."""
+    from retrieval.pipeline import PIPELINES, to_toml
+
     pg = screen
     problems = {}
     main = pg.get_by_test_id("stMain")
+    pg.get_by_role("button", name="Log experiment").click()          # a row in Past experiments
+    settle(pg)
     for toggle in ("Query list", "Judging queue", "Snapshots"):     # Tune with all its panes open
         main.get_by_test_id("stCheckbox").filter(has_text=toggle).click()
         settle(pg)
@@ -405,8 +436,27 @@ def test_every_page_at_1400x900_has_no_clipped_label_and_no_sideways_table(scree
             pg.get_by_text("Objective surface").wait_for(timeout=STEP_MS)
             settle(pg)
         problems[title.lower()] = look(pg, title.lower())
-    bad = {page: found for page, found in problems.items() if found["clipped"] or found["scrolled"]}
-    assert not bad, bad
+    open_page(pg, "Data")                                            # Data › Import, its Format menu open
+    main.get_by_role("tab", name=re.compile("Import")).click()
+    settle(pg)
+    problems["data-import"] = look(pg, "data-import", sizes=((1400, 900),))     # the Format picker's value
+    main.get_by_test_id("stSelectbox").filter(has_text="Format").click()
+    pg.get_by_role("option").first.wait_for(timeout=STEP_MS)
+    problems["data-import"]["menu"] = pg.evaluate(MENU_JS)                     # and its options
+    pg.keyboard.press("Escape")
+    learned = SERVER_LOG["path"].parent / "learned" / "0a1b2c3d4e5f6789.toml"   # as the Learn mode keeps one
+    learned.parent.mkdir(exist_ok=True)
+    learned.write_text(to_toml(PIPELINES["weighted"]) + LEARNED_TABLE, "utf-8")
+    pg.goto(f"{server}/?from={learned.resolve()}")
+    pg.wait_for_selector('[data-testid="stMain"] .rwb-card', timeout=STEP_MS)
+    problems["tune-learned"] = look(pg, "tune-learned", sizes=((1400, 900),))
+    named = "learned linear C=0.1 · tiny" in main.inner_text()        # its whole name, below the box
+    pg.goto(server)                                                   # a new session: rrf again
+    pg.wait_for_selector('[data-testid="stMain"] .rwb-card', timeout=STEP_MS)
+    settle(pg)
+    bad = {page: {k: v for k, v in found.items() if v} for page, found in problems.items() if any(found.values())}
+    assert not bad, json.dumps(bad, ensure_ascii=False)          # in full: pytest would cut a long dict
+    assert named
     log = SERVER_LOG["path"].read_text("utf-8", errors="replace")    # every page has run by now
     deprecated = [line for line in log.splitlines() if "deprecat" in line.lower() or "use_container_width" in line]
     assert not deprecated, deprecated[:3]
@@ -429,6 +479,36 @@ def test_query_list_row_click_opens_the_query(screen):
       .some(i => i.value.startsWith('q4 ·'))""", timeout=STEP_MS)       # the picker follows the click
     pg.wait_for_function(f"() => ({TOP_DOC_JS})() === 'd06'", timeout=STEP_MS)   # q4's ranking (rrf)
     settle(pg)
+
+
+TITLE_IN_VIEW_JS = """() => { const r = [...document.querySelectorAll('h1')].find(h => h.textContent.trim() === 'Tune')
+  ?.getBoundingClientRect(); return !!r && r.top >= 0 && r.bottom <= window.innerHeight; }"""
+FOCUS_JS = """() => { const a = document.activeElement; const knob = a && a.closest('[class*="st-key-tune_k_"]');
+  return a ? (a.id === 'rwb-skip' ? 'skip link' : knob ? 'knob' : a.tagName + ' ' + (a.getAttribute('aria-label') || '')) : ''; }"""
+
+
+def test_open_on_tune_lands_at_the_top_and_one_tab_reaches_the_knobs(screen):
+    """Issue 42 items 3 and 8: Evaluate's "Open on Tune" (at the bottom of Evaluate) opens Tune at
+    its top, not at Evaluate's scroll; from there a Tab lands on "Skip to the knobs", and Enter
+    puts the focus on Tune's first knob (26 Tab stops before)."""
+    pg = screen
+    open_page(pg, "Evaluate")
+    button = pg.get_by_role("button", name="Open on Tune")
+    button.scroll_into_view_if_needed()
+    button.click()
+    pg.get_by_role("heading", name="Tune", exact=True).wait_for(timeout=STEP_MS)
+    settle(pg)
+    assert pg.evaluate(TITLE_IN_VIEW_JS), "Tune opened scrolled away from its top"
+    stops = []
+    for _ in range(3):
+        pg.keyboard.press("Tab")
+        stops.append(pg.evaluate(FOCUS_JS))
+        if stops[-1] == "skip link":
+            pg.keyboard.press("Enter")
+            stops.append(pg.evaluate(FOCUS_JS))
+            break
+    assert stops[-1] == "knob" and len(stops) <= 3, stops
+    pg.screenshot(path=str(ARTIFACTS / "tune-from-evaluate.png"))
 
 
 # ---- issue 35 item 8: text from data is shown as text, never fetched ----------------------------

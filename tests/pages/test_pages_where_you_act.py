@@ -5,6 +5,8 @@ On tiny, Tune opens q1 under rrf against the baseline vector; q1's one judgment 
 
 from __future__ import annotations
 
+import re
+
 from streamlit.testing.v1.element_tree import Column, Dataframe
 
 from tests.pages.test_app import frame_with, run, shown_docs
@@ -87,3 +89,15 @@ def test_an_export_refusal_shows_in_an_error_box(app):
     at = run(at)
     refusals = [e.value for e in at.error if "both path weights 0" in e.value]
     assert refusals and not [e.value for e in at.info if "both path weights 0" in e.value]
+
+
+def test_evaluate_per_intent_table_spans_the_page_not_half_of_it(app):
+    """Issue 42 item 6: in the left half beside the scatter, the per-intent table of devmem's
+    six columns scrolled sideways at 1400 px ("preference" hidden); at the page's width each shows."""
+    from tests.pages.test_app import goto
+
+    at = goto(app, "pages/evaluate.py")
+    table = placed(at, lambda e: isinstance(e, Dataframe) and e.value.columns[0] == "pipeline"
+                   and all(re.fullmatch(r"\S+ \(\d+\)", c) for c in e.value.columns[1:]))   # "intent (n)" columns
+    assert table is not None
+    assert not any(isinstance(block, Column) for block in table[1])            # in no column: full width
