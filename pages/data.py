@@ -184,12 +184,12 @@ with import_tab:
         importer = kinds[kind]
         source = c2.text_input("Source (file or folder)", key="data_import_source",
                                help=importer.source, disabled=importer.source is None)
-        c3, c4, c5 = st.columns([2, 1.3, 0.8], vertical_alignment="bottom")
         existing = importer.existing         # ubi: adds to a dataset (its folder, not a new one)
         dest_key = "data_import_dest_existing" if existing else "data_import_dest"
         st.session_state.setdefault(dest_key, ws.path if existing else str(imported_root() / kind))
-        dest = c3.text_input("Dataset folder" if existing else "New dataset folder", help=importer.dest,
-                             key=dest_key)
+        dest = c2.text_input("Dataset folder" if existing else "New dataset folder", help=importer.dest,
+                             key=dest_key)   # the page's width: a folder under RWB_HOME is a long path
+        c4, c5 = st.columns([3, 1], vertical_alignment="bottom")
         name = c4.text_input("Name (optional)", key="data_import_name")
         force = c5.checkbox("Replace", key="data_import_force", disabled=importer.existing,
                             help="Replace the folder if it is a dataset already.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from tests.pages.test_app import ROOT, app_through_main, frame_with, goto, run  # noqa: F401 (a fixture)
+from tests.pages.test_app import ROOT, frame_with, goto, run
 
 
 def reload(link: dict, page: str | None = None) -> AppTest:
