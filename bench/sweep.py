@@ -61,8 +61,10 @@ def _ours_sweeps(c, qrels, folds: int):
                     (SumConstraint(("weighted.vector_weight", "weighted.text_weight"), 1.0),))
     space_r = Space((ParamSpec("rrf.rrf_k", 10.0, 100.0, 10.0),))
     base_r = PIPELINES["rrf"]
-    return [("wsum", sweep(c, qrels, base_w, space_w, METRIC, folds=folds)),
-            ("rrf", sweep(c, qrels, base_r, space_r, METRIC, folds=folds))]
+    # the grids alone (``fixed={}``): the same configurations ranx's optimize_fusion scores; a
+    # user's sweep also scores the named fixed pipelines once (eval.search.sweep)
+    return [("wsum", sweep(c, qrels, base_w, space_w, METRIC, folds=folds, fixed={})),
+            ("rrf", sweep(c, qrels, base_r, space_r, METRIC, folds=folds, fixed={}))]
 
 
 def _core_loop(c, judged, configs) -> list[float]:
