@@ -118,10 +118,12 @@ def param_spec(config: PipelineConfig, name: str, lo: float, hi: float, steps: i
 
 def run_sweep(ws: Workspace, base: PipelineConfig, specs: Sequence[ParamSpec], metric: str,
               random: int | None, folds: int, seed: int = 0,
-              progress: Callable[[int, int], None] | None = None) -> SweepResult:
-    """``eval.search.sweep.sweep`` on the pool with the workbench's merged qrels."""
+              progress: Callable[[int, int], None] | None = None, grid_alone: bool = False) -> SweepResult:
+    """``eval.search.sweep.sweep`` on the pool with the workbench's merged qrels; ``grid_alone``:
+    without the fixed pipelines (a curve, which offers only its own best value)."""
     qrels, _ = ws.judged()
-    return harness_sweep(ws.pool(), qrels, base, Space(tuple(specs)), metric, random, folds, seed, progress)
+    return harness_sweep(ws.pool(), qrels, base, Space(tuple(specs)), metric, random, folds, seed, progress,
+                         fixed={} if grid_alone else None)
 
 
 def sweep_key(ws: Workspace, base: PipelineConfig, specs: Sequence[ParamSpec], metric: str, random: int | None,

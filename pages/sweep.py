@@ -290,8 +290,7 @@ if go_clicked and specs is not None:
             bar.progress(1.0, text=f"{curve_label} curve…")
             knob = curve_ref.knob
             rrfk = hx.run_sweep(ws, base, [hx.ParamSpec(curve_ref.path, float(knob.lo), float(knob.hi),
-                                                        float(knob.step))], metric, None,
-                                        int(folds))
+                                                        float(knob.step))], metric, None, int(folds), grid_alone=True)
         st.session_state["sweep_result"], st.session_state["sweep_rrfk"] = result, rrfk
         st.session_state["sweep_result_mode"] = mode
         if (why := hx.keep_sweep(ws, sweep_key, result, rrfk)) is not None:

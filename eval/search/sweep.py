@@ -314,7 +314,9 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
         values = ", ".join(f"{k}={v:g}" for k, v in point_values(space, point).items())
         fits(config, c.pool_depth, values, "narrow the range or rerun with --pool-depth {depth}")
     fixed = dict(fixed_candidates(c, routes, base) if fixed is None else fixed)
-    head = [base, *fixed.values()]
+    # the start pipeline's row, then the fixed pipelines' (the start is scored once where it is one)
+    skip = int(bool(fixed) and next(iter(fixed.values())) == base)
+    head = [base, *list(fixed.values())[skip:]]
     n_fold = np.bincount(fold_of, minlength=folds).astype(np.float64)
     best_train = np.full(folds, -np.inf)
     best_at = np.zeros(folds, dtype=np.int64)   # a grid point's index, or −1 − a fixed pipeline's
@@ -331,7 +333,7 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
             head_rows.extend(batch[:take])
             batch = batch[take:]
             if len(head_rows) == len(head) and fixed:
-                _fold_best(judged.counted(np.stack(head_rows[1:])), fold_of, n_fold, n, -1,
+                _fold_best(judged.counted(np.stack(head_rows[1 - skip:])), fold_of, n_fold, n, -1,
                            best_train, best_at, best_test)
             if not len(batch):
                 continue
@@ -350,7 +352,7 @@ def sweep(c: Candidates, qrels: dict[str, dict[str, int]], base: PipelineConfig,
         f"{base.name} tuned by rwb sweep on {c.dataset} ({metric} {scores[best_index]:.4f} on {n} queries): "
         f"{summary}"))
     names = list(fixed)
-    fixed_scores = tuple(float(judged.counted(row).mean()) for row in head_rows[1:])
+    fixed_scores = tuple(float(judged.counted(row).mean()) for row in head_rows[1 - skip:])
     fold_results = tuple(
         FoldResult(f, int(n - n_fold[f]), int(n_fold[f]),
                    {} if best_at[f] < 0 else point_values(space, points[best_at[f]]),
