@@ -14,7 +14,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from eval.stores import configs as cfg  # noqa: E402
-from eval.stores.judgments import judgments_version  # noqa: E402
+from pages import _dataset_line as dataset_line  # noqa: E402
 from pages import _harness as hx  # noqa: E402
 from pages import _state as sh  # noqa: E402
 from pages._markup import md  # noqa: E402
@@ -90,10 +90,7 @@ def sidebar() -> None:
                          help="What every figure is computed with. implicit: click-derived "
                               "judgments (qrels/implicit.tsv, `rwb import ubi`); both: explicit "
                               "ones, implicit ones where nobody judged.")
-            source = st.session_state[sh.K_JUDGMENTS]
-            judged = sh.judgment_count(path, sh.dataset_stamp(path), judgments_version(dataset, source))
-            st.caption(f"**{md(dataset.name)}** · {len(dataset.documents)} docs · {len(dataset.queries)} queries · "
-                       f"{judged} judgments ({source})")
+            dataset_line.reserve(dataset, path, st.session_state[sh.K_JUDGMENTS])   # drawn after the page
             embedder = st.session_state[sh.K_EMBEDDER]
             default = default_embedder(dataset)
             st.caption(f"Figures use embedder **{md(embedder)}**" + (
@@ -114,8 +111,11 @@ def sidebar() -> None:
 try:  # the last guard: what a page's inputs or stores hold (a damaged profile, a read-only or
     # full RWB_HOME, a wrong-typed stored value) ends in one message, never a traceback
     sidebar()
-    hx.warm_in_server()              # a thread: the page does not wait for it
-    st.navigation(PAGES).run()
+    try:
+        st.navigation(PAGES).run()
+    finally:
+        dataset_line.draw_if_unclaimed()     # unless the page's fragment drew it (Tune: a grade)
+        hx.warm_in_server()      # after the page's first run (beside it, it slowed the first ranking)
 except (ValueError, OSError, KeyError, TypeError, RecursionError) as error:
     reason = str(error).splitlines()[0][:300] if str(error).strip() else type(error).__name__
     st.error(f"This page cannot be shown: {md(reason)}", icon=":material/error:")

@@ -304,6 +304,7 @@ def measure_session(browser, ref_url: str, url: str, n: int, presets: int, shot:
         ref_move()
     if shot is not None:
         pg.screenshot(path=str(shot))
+    grading = measure_grades(pg, slider, max(6, n // 2))
     pg.context.close()
     ref.context.close()
     sliders = [m for kind in SLIDER_KINDS for m in kinds[kind]]
@@ -311,7 +312,23 @@ def measure_session(browser, ref_url: str, url: str, n: int, presets: int, shot:
     reference = _summary(ref_moves)
     return {"first_load_s": round(first_load_s, 1), "loadavg": [load, loadavg()],
             "kinds": {k: _summary(v) for k, v in kinds.items()}, "slider": tune, "reference": reference,
-            "ratio": ratio(tune["settled_p50_ms"], reference["settled_p50_ms"])}
+            "ratio": ratio(tune["settled_p50_ms"], reference["settled_p50_ms"]), "grading": grading}
+
+
+def measure_grades(pg, slider: Slider, n: int) -> dict:
+    """Tune in Grade mode: ``n`` grade clicks on the top result (1, 2, 1, …), each followed by a
+    move of ``slider`` (interleaved, the same rows on screen); the grade's p50 over the knob's."""
+    main = pg.get_by_test_id("stMain")
+    main.get_by_role("radio", name="Grade", exact=True).click()
+    main.locator('[class*="st-key-tune_g_c_"]').first.wait_for(timeout=60_000)
+    _quiet(pg, 1000)
+    grades, knobs = [], []
+    for i in range(n):
+        row = main.locator('[class*="st-key-tune_g_c_"]').first          # the top result's grade buttons
+        grades.append(_timed(pg, row.get_by_role("radio", name=str(1 + i % 2), exact=True).click))
+        knobs.append(slider.move())
+    grade, knob = _summary(grades), _summary(knobs)
+    return {"grade": grade, "knob": knob, "ratio": ratio(grade["settled_p50_ms"], knob["settled_p50_ms"])}
 
 
 def run(ctx) -> Section:
@@ -377,12 +394,16 @@ def run(ctx) -> Section:
     if "locomo" in measured:
         section.ratios["knob_to_page_p50_ms_locomo"] = measured["locomo"]["slider"]["settled_p50_ms"]
         section.ratios["knob_ratio_locomo"] = measured["locomo"]["ratio"]
+    section.ratios["grade_ratio_vs_knob"] = max(m["grading"]["ratio"] for m in done)
+    section.ratios["grade_p50_ms"] = median([v for m in done for v in m["grading"]["grade"]["settled_ms"]])
     section.ratios["first_ranking_s"] = first_use["first_ranking_s"]
     section.ratios["first_evaluate_s"] = first_use["first_evaluate_s"]
     section.ratios["reference_page_p50_ms"] = round(median([v for m in done for v in m["reference"]["settled_ms"]]), 1)
     section.notes.append("ratio: Tune's slider moves (rrf_k, path weight, confidence factor) p50 over the p50 of the "
                          "reference page's moves interleaved with them; headline = the worse session "
                          "(quick mode: the first session only; --full adds the session after a restart)")
+    section.notes.append("grade_ratio_vs_knob: in Tune's Grade mode, a grade click on the top result p50 "
+                         "over the p50 of a knob move interleaved with it (the worse session)")
     section.notes.append("first_ranking_s: server start → Tune's first ranking on screen, after "
                          f"rwb index ({first_use['index_s']} s) built devmem's index and pool on "
                          "a fresh home; first_evaluate_s: click on Evaluate (first visit) → its "

@@ -35,7 +35,8 @@ SMOKE = ("indexing", "rescore", "sweep", "caches", "hybrid", "quality", "scale")
 KEYS = ("rescore_speedup_vs_ranx", "rescore_speedup_alternating", "sweep_speedup_vs_ranx",
         "sweep_speedup_alternating", "sweep_configs_per_s", "hybrid_latency_ratio_vs_lancedb",
         "indexing_throughput_vs_encode", "indexing_cpu_ratio_vs_encode", "reindex_speedup_vs_first_build",
-        "knob_to_page_p50_ms", "knob_ratio_vs_reference", "first_ranking_s", "first_evaluate_s")
+        "knob_to_page_p50_ms", "knob_ratio_vs_reference", "grade_ratio_vs_knob", "first_ranking_s",
+        "first_evaluate_s")
 
 
 def _summary_line(ratios: dict[str, float]) -> str:

@@ -9,6 +9,14 @@ from pages import _state as s
 from pages._markup import code, md
 
 
+def changed() -> None:
+    """A judgment changed from inside Tune's fragment: the fragment alone reruns, as for a knob
+    (it draws the sidebar's count, ``pages._dataset_line``); the whole page reruns only while the
+    Snapshots pane, outside the fragment, shows grades beside its rankings."""
+    if st.session_state.get("tune_snapshots"):
+        st.session_state["tune_full_run"] = True
+
+
 def on_grade(ws, qid: str, doc: str, key: str) -> None:
     value = st.session_state.get(key)
     if value is None:
@@ -21,7 +29,7 @@ def on_grade(ws, qid: str, doc: str, key: str) -> None:
     st.session_state["tune_flash"] = (f"Judged {md(doc)} = {value} for {md(qid)}. Undo: the button above "
                                       "the ranking, or ↶ on the row.")
     st.session_state["tune_last_grade"] = (qid, doc, int(value))
-    st.session_state["tune_full_run"] = True      # the sidebar's count changes too: a full rerun
+    changed()
 
 
 def on_undo(ws, qid: str, doc: str) -> None:
@@ -36,7 +44,7 @@ def on_undo(ws, qid: str, doc: str) -> None:
     st.session_state["tune_flash"] = ("Nothing to undo." if change is None else
                                       f"Undid {md(qid)} / {md(doc)}: {change['after']} → "
                                       f"{'—' if change['before'] is None else change['before']}.")
-    st.session_state["tune_full_run"] = True
+    changed()
 
 
 def undo_last(ws) -> None:
@@ -69,7 +77,7 @@ def on_grade_all(ws, qid: str, docs: list[str]) -> None:
                 return
             saved += 1
     st.session_state["tune_flash"] = f"Saved {saved} grade(s) for {md(qid)}."
-    st.session_state["tune_full_run"] = True
+    changed()
 
 
 def grade_row(ws, prefix: str, qid: str, result, grade, width, changed: bool = False) -> None:

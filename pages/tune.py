@@ -27,6 +27,7 @@ from pages import _snapshots as snaps
 from pages import _tries as tr
 from pages import _weights as lw
 from pages import _grading as gr
+from pages import _dataset_line as dataset_line
 from pages._export import export_popover
 from pages._focus import SKIP_LINK, TO_TOP
 from eval.stores.tries import TryStore
@@ -268,7 +269,8 @@ def live() -> None:
     if not fragment_run:
         started = st.session_state.get(s.K_RUN_STARTED, started)
     if st.session_state.pop("tune_full_run", False) and fragment_run:
-        st.rerun()       # a grade from inside the fragment: the sidebar's judgment count follows
+        st.rerun()       # a change the parts above or below the fragment show
+    dataset_line.draw_from_fragment()      # the sidebar's count follows a grade, the page does not rerun
 
     state = tn.state()                    # the one source: the knobs show it and it ranks
     config = state.config

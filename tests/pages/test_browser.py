@@ -236,6 +236,10 @@ def test_tune_grade_a_result_in_its_row(page):
     # the sidebar's count follows the grade at once, without a reload or another click (tiny: 4
     # judgments, now a fifth); a grade inside Tune's fragment used to leave it stale
     pg.get_by_test_id("stSidebar").get_by_text("5 judgments (explicit)", exact=False).wait_for(timeout=20_000)
+    # and as fast as a knob: the grade reran Tune's fragment alone, as a knob move does (the
+    # footer names the run), not the whole page as it did
+    footer = main.get_by_text("Server: this", exact=False).first.inner_text()
+    assert footer.startswith("Server: this fragment rerun took"), footer
     pg.screenshot(path=str(ARTIFACTS / "tune-grade.png"))
     main.get_by_role("radio", name="Read", exact=True).click()
     pg.wait_for_function(f"() => ({GRADE_OF_JS})('d01') === '★★'", timeout=STEP_MS)
