@@ -13,6 +13,12 @@ import streamlit as st
 os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from pages import _first_run as first_run  # noqa: E402 (Streamlit alone: it speaks before the imports below)
+
+# an emoji favicon is drawn locally (a data: URL); a ":material/…" one is fetched from fonts.gstatic.com
+st.set_page_config(page_title="Retrieval Workbench", page_icon="🔎", layout="wide")
+first_run.reserve("importing its libraries (LanceDB, Tantivy, the fusion methods)")
+
 from eval.stores import configs as cfg  # noqa: E402
 from pages import _dataset_line as dataset_line  # noqa: E402
 from pages import _harness as hx  # noqa: E402
@@ -22,8 +28,6 @@ from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER  # noqa: E402
 from retrieval.embedders import default_embedder, default_reason, language_note, language_warning  # noqa: E402
 
 sh.mark_run_start()
-# an emoji favicon is drawn locally (a data: URL); a ":material/…" one is fetched from fonts.gstatic.com
-st.set_page_config(page_title="Retrieval Workbench", page_icon="🔎", layout="wide")
 
 try:  # a non-loopback address needs RWB_ALLOW_REMOTE=1; paths are then confined to RWB_DATA_ROOT
     from retrieval.access import check_server_address
@@ -114,6 +118,7 @@ try:  # the last guard: what a page's inputs or stores hold (a damaged profile, 
     try:
         st.navigation(PAGES).run()
     finally:
+        first_run.clear()
         dataset_line.draw_if_unclaimed()     # unless the page's fragment drew it (Tune: a grade)
         hx.warm_in_server()      # after the page's first run (beside it, it slowed the first ranking)
 except (ValueError, OSError, KeyError, TypeError, RecursionError) as error:

@@ -40,9 +40,9 @@ PERMUTATIONS = views.PERMUTATIONS
 def warm_in_server() -> object:
     """Compile ranx's numba code in this server process (the part numba keeps on disk and its
     typed dictionaries and lists, which it keeps nowhere: seconds on the first Evaluate
-    otherwise), on a daemon thread started once, with the first page; ranx calls take
-    ``RANX_LOCK``, so an Evaluate that comes first waits for it rather than compiling twice.
-    Skipped under AppTest."""
+    otherwise), on a daemon thread started once, after the first page's run (the app's) or by
+    the first page that needs ranx (``ranx_ready``, which waits for it, saying so; ranx calls
+    take ``RANX_LOCK`` too). Skipped under AppTest."""
     import threading
 
     from streamlit import config
@@ -64,6 +64,16 @@ def warm_in_server() -> object:
     return thread
 
 
+def ranx_ready() -> None:
+    """Wait for ``warm_in_server``'s thread where it is still at work, saying what it prepares (the
+    first Evaluate after a server start: ranx's import and numba compilation, seconds)."""
+    thread = warm_in_server()
+    if thread is not None and thread.is_alive():
+        with st.spinner("Preparing ranx, which these figures come from: importing it and compiling its "
+                        "metrics (once per server start)…", show_time=True):
+            thread.join()
+
+
 # ---- live significance (Tune, Sweep) ------------------------------------------------------------
 
 def compare_live(base: LiveRun, cand: LiveRun, metrics: Sequence[str] = METRICS, test: str = "t") -> list[dict]:
@@ -83,7 +93,8 @@ def fisher_cached(path: str, stamp: tuple, embedder: str, analyzer: str, qrels_r
 
 # ---- the harness's ranx evaluation and significance ----------------------------------------------
 
-@st.cache_resource(max_entries=16, show_spinner="Evaluating with ranx, testing significance, bootstrapping…")
+@st.cache_resource(max_entries=16, show_spinner="Evaluating with ranx: every pipeline on every query, significance "
+                   "tests, bootstrap intervals, judgment bias…")
 def harness_experiment(path: str, stamp: tuple, embedder: str, analyzer: str, qrels_rev: tuple,
                        configs: tuple[tuple[str, PipelineConfig], ...], baseline: PipelineConfig,
                        options: ExperimentOptions) -> Experiment:
@@ -105,6 +116,7 @@ def judgments_label(path: str, stamp: tuple, qrels_rev: tuple) -> str:
 def experiment_for(ws: Workspace, labelled: dict[str, PipelineConfig],
                    options: ExperimentOptions | None = None) -> Experiment:
     """The baseline (first, under its own name) and ``labelled`` configs, as ``rwb eval`` runs them."""
+    ranx_ready()
     return harness_experiment(ws.path, ws.stamp, ws.embedder, ws.analyzer, ws.qrels_rev, tuple(labelled.items()),
                               ws.baseline, options or ExperimentOptions())
 

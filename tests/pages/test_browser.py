@@ -97,6 +97,18 @@ def browser():
             chromium.close()
 
 
+FIRST_RUN_NOTICES = ("Preparing the workbench (the first page since the server started)",
+                     "Preparing ranx, which these figures come from")
+SEEN_JS = """(() => { window.__rwbSeen = [];
+  const watch = new MutationObserver(() => {
+    const text = document.body ? document.body.textContent : '';
+    for (const notice of %s) if (text.includes(notice) && !window.__rwbSeen.includes(notice)) window.__rwbSeen.push(notice);
+    if (window.__rwbSeen.length === %d) watch.disconnect();
+  });
+  watch.observe(document, {subtree: true, childList: true, characterData: true}); })();""" % (
+    list(FIRST_RUN_NOTICES), len(FIRST_RUN_NOTICES))
+
+
 @pytest.fixture(scope="module")
 def page(server, browser):
     context = browser.new_context(viewport={"width": 1400, "height": 2400})
@@ -108,6 +120,7 @@ def page(server, browser):
             route.abort()
         context.route(re.compile(r"^(?!https?://(127\.0\.0\.1|localhost)[:/]).*"), offline)
         pg = context.new_page()
+        pg.add_init_script(SEEN_JS)
         pg.external_requests = external
         # a page URL as the server's very first request: it must still go through app.py
         pg.goto(f"{server}/evaluate")
@@ -179,6 +192,12 @@ def test_direct_page_url_runs_through_app_navigation(page):
     assert "Embedder" in sidebar and "Baseline" in sidebar                 # app.py's sidebar ran
     wait_for_charts(page, 2)                                              # per intent + per query
     page.screenshot(path=str(ARTIFACTS / "evaluate.png"))
+
+
+def test_the_first_page_after_a_server_start_says_what_it_prepares(page):
+    # the server's first page (Evaluate, from the fixture) named what it prepared while the main
+    # area would otherwise be blank: the libraries, the pool, the scoring; then ranx's warm-up
+    assert page.evaluate("window.__rwbSeen") == list(FIRST_RUN_NOTICES)
 
 
 def test_tune_knob_changes_top_result_and_metrics(page):
