@@ -58,6 +58,7 @@ JUDGMENT_SOURCES = {"explicit": "explicit (qrels + edits)", "implicit": "implici
 def sidebar() -> None:
     sh.init_shared_state()
     with st.sidebar:
+        st.html("<style>.block-container{padding-top:2.2rem}</style>")    # every page's title at one height
         st.markdown("#### :material/folder_open: Workspace")
         choices = sh.dataset_choices()
         if st.session_state[sh.K_DATASET] not in (*choices, sh.OTHER_PATH):

@@ -29,7 +29,6 @@ COMPONENT_COLOURS = {
 GREEN, RED, BLUE, GREY = "#1a7f37", "#cf222e", "#0969da", "#8c959f"
 
 CSS = """<style>
-.block-container{padding-top:2.2rem}
 .rwb-t{width:100%;border-collapse:collapse;font-size:0.85rem;table-layout:fixed}
 .rwb-t th{text-align:left;font-weight:600;color:#57606a;border-bottom:1px solid #d0d7de;padding:2px 4px}
 .rwb-t td{border-bottom:1px solid #eaeef2;padding:2px 4px;vertical-align:top;overflow:hidden}

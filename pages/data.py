@@ -71,10 +71,15 @@ with queries_tab:
         langs = f[2].multiselect("Language", sorted(queries["lang"].unique()), key="data_langs")
         shown = tb.filter_frame(queries, qtext, intent=intents, lang=langs)
         st.caption(f"{len(shown)} of {len(queries)} queries · `routed profile` is what the intent router picks")
-        st.dataframe(shown, hide_index=True, height=560, key="data_queries", column_config={
-            "text": st.column_config.TextColumn(width="large"),
-            "judged": st.column_config.NumberColumn(format="%d", width="small"),
-            "timeline": st.column_config.CheckboxColumn(width="small"),
+        st.dataframe(shown, hide_index=True, height=560, key="data_queries", column_config={   # fits 1400 px
+            "id": st.column_config.TextColumn(width=60),                       # with one column of the
+            "text": st.column_config.TextColumn(width=300),                    # dataset's own (devmem: case)
+            "intent": st.column_config.TextColumn(width=75),
+            "lang": st.column_config.TextColumn(width=45),
+            "judged": st.column_config.NumberColumn(format="%d", width=60),
+            "routed profile": st.column_config.TextColumn(width=105),
+            "fast path": st.column_config.TextColumn(width=80),
+            "timeline": st.column_config.CheckboxColumn(width=70),
         })
 
 

@@ -365,7 +365,7 @@ CLIPPED_JS = """() => {
 # A data grid (st.dataframe) of fewer than 8 columns, or one of the wider ones meant to fit (Past
 # experiments, Reports' per-query changes), that scrolls sideways, or an HTML table that is wider
 # than its box.
-FITTED = ".st-key-reports_table, .st-key-reports_snap_table"
+FITTED = ".st-key-reports_table, .st-key-reports_snap_table, .st-key-data_queries"
 SCROLLED_JS = """() => {
   const out = [];
   for (const grid of document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')) {
@@ -395,6 +395,9 @@ MENU_JS = """() => [...document.querySelectorAll('[role="option"]')]
   .map(o => o.textContent.trim().slice(0, 60))"""
 
 
+TITLE_Y: dict[str, int] = {}      # each page's title, from its top, at 1400×900 (look fills it)
+
+
 def look(pg, name: str, sizes=((1400, 900), (1920, 1080))) -> dict[str, list[str]]:
     """Screenshots of the page as it stands at each size, and what is clipped, scrolled or
     wrapped at the first (1400×900)."""
@@ -406,6 +409,8 @@ def look(pg, name: str, sizes=((1400, 900), (1920, 1080))) -> dict[str, list[str
         if (width, height) == sizes[0]:
             found = {"clipped": pg.evaluate(CLIPPED_JS), "scrolled": pg.evaluate(SCROLLED_JS),
                      "wrapped": pg.evaluate(WRAPPED_JS)}
+            TITLE_Y[name] = pg.evaluate("() => Math.round(document.querySelector('[data-testid=\"stMain\"] h1')"
+                                        ".getBoundingClientRect().y)")
     pg.set_viewport_size({"width": sizes[0][0], "height": sizes[0][1]})
     return found
 
@@ -459,8 +464,11 @@ def test_every_page_at_1400x900_has_no_clipped_label_and_no_sideways_table(scree
             pg.get_by_text("Objective surface").wait_for(timeout=STEP_MS)
             settle(pg)
         problems[title.lower()] = look(pg, title.lower())
-    open_page(pg, "Data")                                            # Data › Import, its Format menu open
-    main.get_by_role("tab", name=re.compile("Import")).click()
+    open_page(pg, "Data")
+    main.get_by_role("tab", name=re.compile("Queries")).click()      # Data › Queries: fits, no sideways scroll
+    settle(pg)
+    problems["data-queries"] = look(pg, "data-queries", sizes=((1400, 900),))
+    main.get_by_role("tab", name=re.compile("Import")).click()          # Data › Import, its Format menu open
     settle(pg)
     problems["data-import"] = look(pg, "data-import", sizes=((1400, 900),))     # the Format picker's value
     main.get_by_test_id("stSelectbox").filter(has_text="Format").click()
@@ -479,6 +487,7 @@ def test_every_page_at_1400x900_has_no_clipped_label_and_no_sideways_table(scree
     settle(pg)
     bad = {page: {k: v for k, v in found.items() if v} for page, found in problems.items() if any(found.values())}
     assert not bad, json.dumps(bad, ensure_ascii=False)          # in full: pytest would cut a long dict
+    assert len(set(TITLE_Y.values())) == 1, TITLE_Y                  # every page's title at one height
     assert named
     log = SERVER_LOG["path"].read_text("utf-8", errors="replace")    # every page has run by now
     deprecated = [line for line in log.splitlines() if "deprecat" in line.lower() or "use_container_width" in line]
