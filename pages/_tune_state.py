@@ -161,20 +161,27 @@ def match_url_query(query_ids: tuple[str, ...]) -> None:
         st.session_state[ERROR] = Refusal("link", f"this dataset has no query {qid}")
 
 
-def sync_url(current: TuneState, query_ids: tuple[str, ...]) -> None:
-    """Write the state into the URL (only the parts that changed, so a rerun sends nothing new)."""
+def knob_params(current: TuneState) -> dict[str, str | list[str]]:
+    """The knobs as a link carries them: the starting point and the parameters changed from it
+    (``_from_url`` reads them back; Evaluate's link carries them for its "Tune · current knobs")."""
     wanted: dict[str, str | list[str]] = {"from": current.source}
-    qi = current.query_index(len(query_ids))
-    if qi is not None:
-        wanted["q"] = query_ids[qi]
-    elif current.text:
-        wanted["text"] = current.text
     try:
         changes = changed_params(current.config, start_config(current.source))
     except (ValueError, OSError):
         changes = {}
     if changes:
         wanted["p"] = encode_changes(changes)
+    return wanted
+
+
+def sync_url(current: TuneState, query_ids: tuple[str, ...]) -> None:
+    """Write the state into the URL (only the parts that changed, so a rerun sends nothing new)."""
+    wanted = knob_params(current)
+    qi = current.query_index(len(query_ids))
+    if qi is not None:
+        wanted["q"] = query_ids[qi]
+    elif current.text:
+        wanted["text"] = current.text
     url.write({**wanted, **url.values(FIELDS)})
 
 

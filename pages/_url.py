@@ -112,6 +112,6 @@ def write(wanted: dict[str, str | list[str]]) -> None:
             params[key] = value
 
 
-def keep(fields: dict[str, Field]) -> None:
-    """Write the fields' current values into the URL (``write``)."""
-    write(values(fields))
+def keep(fields: dict[str, Field], extra: dict[str, str | list[str]] | None = None) -> None:
+    """Write the fields' current values, and ``extra``, into the URL (``write``)."""
+    write({**values(fields), **(extra or {})})

@@ -36,6 +36,8 @@ st.html(tb.CSS)
 st.title("Evaluate")
 
 options = cfg.config_labels()
+if TUNE_LABEL in st.query_params.get_all("pipelines"):
+    tn.state()                          # a link with Tune's knobs: a session without them takes the link's
 if tn.has_state():
     options.insert(0, TUNE_LABEL)
 url.restore("evaluate", FIELDS)         # a link's view (each value checked against its choices below)
@@ -48,6 +50,11 @@ for key, default, allowed in (("eval_gain", "linear", GAINS), ("eval_correction"
     if st.session_state.setdefault(key, default) not in allowed:
         st.session_state[key] = default
 st.session_state.setdefault("eval_last_selection", None)
+
+
+def keep_url() -> None:
+    """The view in the URL, with Tune's knobs when it shows them: a reload or a shared link opens it."""
+    url.keep(FIELDS, tn.knob_params(tn.state()) if TUNE_LABEL in st.session_state["eval_pipelines"] else None)
 
 
 def resolve(label: str):
@@ -177,7 +184,7 @@ with scatter_col:
     candidates = [label for label in evaluation.results if label != base_label]
     if not candidates:
         st.info("Pick at least one pipeline to compare with the baseline.")
-        url.keep(FIELDS)
+        keep_url()
         st.stop()
     if st.session_state.get("eval_candidate") not in candidates:
         st.session_state["eval_candidate"] = candidates[0]
@@ -228,7 +235,7 @@ qid = pick[0].selectbox("Query", ids, key="eval_query",
                         format_func=lambda q: tb.query_label(c, ids.index(q)),
                         help="Clicking a point in the scatter selects it too.")
 qi = ids.index(qid)
-url.keep(FIELDS)                        # the view in the URL: a reload or a shared link opens it
+keep_url()
 if pick[1].button("Open on Tune", icon=":material/tune:", key="eval_open_tune", width="stretch",
                   help="Tune this query: Tune opens on it under the candidate shown here."):
     open_on_tune(cand_label, qid)

@@ -140,3 +140,19 @@ def test_an_import_goes_under_rwb_home_by_default_and_is_listed_at_once(app_thro
         key="rwb_dataset").options                                         # listed without another click
     at = run(at.button(key="data_use_imported").click())
     assert at.selectbox(key="rwb_dataset").value == str(dest)               # picked there, not typed
+
+
+def test_an_evaluate_view_of_tunes_current_knobs_is_shared_with_those_knobs(app):
+    """A link to an Evaluate view that shows "Tune · current knobs" carries the knobs: another
+    session (with no Tune state of its own) opens the same configuration. On tiny, rrf with the
+    BM25 weight at 0 ranks as vector alone, so its figures are the baseline's."""
+    at = run(app.slider(key="tune_k_rrf.w_sparse").set_value(0.0))
+    at = goto(at, "pages/evaluate.py")
+    at = run(at.multiselect(key="eval_pipelines").set_value(["tune:current", "rrf"]))
+    link = dict(at.query_params)
+    assert link["from"] == "rrf" and link["p"] == "rrf.w_sparse=0.0", link
+    fresh = reload(link, "pages/evaluate.py")
+    assert fresh.multiselect(key="eval_pipelines").value == ["tune:current", "rrf"]
+    table = frame_with(fresh, "metric", "tune (current)")
+    assert list(table["tune (current)"]) == list(table["vector (baseline)"])
+    assert list(table["tune (current)"]) != list(table["rrf"])
