@@ -95,7 +95,7 @@ def sidebar() -> None:
                          help="What every figure is computed with. implicit: click-derived "
                               "judgments (qrels/implicit.tsv, `rwb import ubi`); both: explicit "
                               "ones, implicit ones where nobody judged.")
-            dataset_line.reserve(dataset, path, st.session_state[sh.K_JUDGMENTS])   # drawn after the page
+            dataset_line.draw(dataset, path, st.session_state[sh.K_JUDGMENTS])   # Tune's fragment draws it again
             embedder = st.session_state[sh.K_EMBEDDER]
             default = default_embedder(dataset)
             st.caption(f"Figures use embedder **{md(embedder)}**" + (
@@ -116,12 +116,10 @@ def sidebar() -> None:
 try:  # the last guard: what a page's inputs or stores hold (a damaged profile, a read-only or
     # full RWB_HOME, a wrong-typed stored value) ends in one message, never a traceback
     sidebar()
-    try:
-        st.navigation(PAGES).run()
-    finally:
-        first_run.clear()
-        dataset_line.draw_if_unclaimed()     # unless the page's fragment drew it (Tune: a grade)
-        hx.warm_in_server()      # after the page's first run (beside it, it slowed the first ranking)
+    page = st.navigation(PAGES)
+    first_run.prepare()          # the first run: the pool and the baseline's scores, named while they load
+    hx.warm_in_server()          # a thread, started after that (beside it, it slowed the first ranking)
+    page.run()
 except (ValueError, OSError, KeyError, TypeError, RecursionError) as error:
     reason = str(error).splitlines()[0][:300] if str(error).strip() else type(error).__name__
     st.error(f"This page cannot be shown: {md(reason)}", icon=":material/error:")

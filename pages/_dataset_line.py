@@ -1,11 +1,10 @@
 """The sidebar's dataset line (name, sizes, how many judgments the figures use).
 
-The app reserves its place in the sidebar on every full run (``reserve``). A page whose fragment
-changes judgments (Tune: its grade buttons, its judging queue) draws the line from inside that
-fragment on each of its runs (``draw_from_fragment``: Streamlit lets a fragment write into a
-container the full run created, and redraws that write in place when the fragment reruns), so
-a grade reruns the fragment alone and the count still follows it; on every other page the app
-draws it after the page (``draw_if_unclaimed``).
+The app draws it on every full run into a slot of one element (``draw``). A page whose fragment
+changes judgments (Tune: its grade buttons, its judging queue) draws it again from inside that
+fragment on each of its runs (``draw_from_fragment``): Streamlit lets a fragment write into a
+container the full run created and redraws that write in place when the fragment reruns, so a
+grade reruns the fragment alone and the count still follows it.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from pages import _state as sh
 from pages._markup import md
 
 SLOT = "rwb_dataset_line"
-CLAIMED = "rwb_dataset_line_claimed"
 
 
 def text(dataset, path: str, source: str) -> str:
@@ -26,24 +24,16 @@ def text(dataset, path: str, source: str) -> str:
             f"{judged} judgments ({source})")
 
 
-def reserve(dataset, path: str, source: str) -> None:
-    """The line's place in the sidebar (the app, every full run), filled later in the run."""
-    st.session_state[SLOT] = (st.container(), dataset, path, source)
-    st.session_state[CLAIMED] = False
+def draw(dataset, path: str, source: str) -> None:
+    """The line, in a slot a fragment can draw into again (the app's sidebar, every full run)."""
+    slot = st.empty()
+    st.session_state[SLOT] = (slot, dataset, path, source)
+    slot.caption(text(dataset, path, source))
 
 
 def draw_from_fragment() -> None:
-    """The line, drawn by the calling fragment on each of its runs (full and fragment)."""
+    """The line again, by the calling fragment, on each of its runs (full and fragment)."""
     kept = st.session_state.get(SLOT)
     if kept is not None:
-        slot, dataset, path, source = kept
-        st.session_state[CLAIMED] = True
-        slot.caption(text(dataset, path, source))
-
-
-def draw_if_unclaimed() -> None:
-    """The line, by the app after the page, where no fragment drew it this run."""
-    kept = st.session_state.get(SLOT)
-    if kept is not None and not st.session_state.get(CLAIMED):
         slot, dataset, path, source = kept
         slot.caption(text(dataset, path, source))

@@ -11,7 +11,6 @@ from typing import Callable
 import streamlit as st
 
 from eval.stores.pool import STEP_NAMES, pool_path, prepare
-from pages import _first_run as first_run
 from pages._markup import md
 from pages._state import Workspace, resolve_path
 from retrieval.index import rwb_home
@@ -55,7 +54,6 @@ def require_pool(ws: Workspace) -> Candidates:
                 bar = st.progress(0.0)
                 prepare_dataset(ws.path, ws.embedder, named_progress(bar, using, status), ws.analyzer)
             holder.empty()
-        first_run.step(f"loading the candidate pool of {md(ws.dataset.name)}")
         return ws.pool()
     except (ValueError, RuntimeError, OSError) as error:
         st.error(f"Cannot retrieve candidates for **{md(ws.dataset.name)}**: {md(error)}")

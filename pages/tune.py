@@ -28,7 +28,6 @@ from pages import _tries as tr
 from pages import _weights as lw
 from pages import _grading as gr
 from pages import _dataset_line as dataset_line
-from pages import _first_run as first_run
 from pages._export import export_popover
 from pages._focus import SKIP_LINK, TO_TOP
 from eval.stores.tries import TryStore
@@ -286,7 +285,6 @@ def live() -> None:
         if (refusal := tn.take_refusal()) is not None:      # shown once, right after the refused action
             er.refused(refusal.label, refusal.message)
 
-    first_run.step(f"scoring the {c.n_queries} queries of {ws.dataset.name}" if c is not None else "drawing Tune")
     rev = ws.qrels_rev
     base_ev = s.live_evaluation(ws.path, ws.stamp, ws.embedder, ws.analyzer, rev, ws.baseline) if c is not None else None
     qrels, judged = s.get_judged(ws.path, ws.stamp, ws.embedder, ws.analyzer, rev) if c is not None else ({}, None)

@@ -97,8 +97,7 @@ def browser():
             chromium.close()
 
 
-FIRST_RUN_NOTICES = ("Preparing the workbench (the first page since the server started)",
-                     "Preparing ranx, which these figures come from")
+FIRST_RUN_NOTICES = ("Preparing the workbench (the first page since the server started)",)
 SEEN_JS = """(() => { window.__rwbSeen = [];
   const watch = new MutationObserver(() => {
     const text = document.body ? document.body.textContent : '';
@@ -196,7 +195,8 @@ def test_direct_page_url_runs_through_app_navigation(page):
 
 def test_the_first_page_after_a_server_start_says_what_it_prepares(page):
     # the server's first page (Evaluate, from the fixture) named what it prepared while the main
-    # area would otherwise be blank: the libraries, the pool, the scoring; then ranx's warm-up
+    # area would otherwise be blank: the libraries, the pool, the baseline's scores (whether
+    # Evaluate then waits for ranx's warm-up, and says so, depends on the machine's speed)
     assert page.evaluate("window.__rwbSeen") == list(FIRST_RUN_NOTICES)
 
 
