@@ -41,7 +41,7 @@ FOLDER = "vectors"
 FILES = ("corpus.npy", "corpus_ids.txt", "queries.npy", "queries_ids.txt", "model.txt")
 HASH_BLOCK = 1 << 24
 """Bytes read at a time while hashing the sidecar (``vectors_label``)."""
-UNIT_ROWS = 1 << 16
+UNIT_ROWS = 1 << 14
 """Rows normalised at a time by ``load_vectors`` (the float64 working copy is this big)."""
 
 
@@ -164,18 +164,32 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
         raise ValueError(f"{ids_path}: no vector for {what} {clip(missing[0])}{more}")
     unit = np.empty(array.shape, dtype=np.float32)  # the one copy kept
     for start in range(0, array.shape[0], UNIT_ROWS):
-        _unit_rows(array, start, unit, array_path, ids)
+        _unit_rows(_rows(array, start), start, unit, array_path, ids)
     return dict(zip(ids, unit))
 
 
-def _unit_rows(array: np.ndarray, start: int, unit: np.ndarray, array_path: Path, ids: list[str]) -> None:
-    """Rows ``start`` to ``start + UNIT_ROWS`` of ``array`` unit-normalised into ``unit``.
+def _rows(array: np.ndarray, start: int) -> np.ndarray:
+    """Rows ``start`` to ``start + UNIT_ROWS`` of the memory-mapped ``array``, read from its file
+    (a C-ordered ``.npy``) rather than through the map: pages read through a map stay in this
+    process's resident set until it is unmapped, a whole second copy of the file by the last
+    row; a read leaves them in the page cache only."""
+    stop = min(start + UNIT_ROWS, array.shape[0])
+    if not isinstance(array, np.memmap) or not array.flags.c_contiguous or array.filename is None:
+        return array[start:stop]
+    width = array.shape[1]
+    return np.fromfile(array.filename, dtype=array.dtype, count=(stop - start) * width,
+                       offset=array.offset + start * width * array.dtype.itemsize).reshape(stop - start, width)
 
-    The norm and the division run in float64, as they always have, so a vector's float32 bits
-    do not depend on the chunking (nor changed when the chunking came): float64 also keeps a
-    float16/float32 input's tiny or huge components from under- or overflowing in the squares.
+
+def _unit_rows(rows: np.ndarray, start: int, unit: np.ndarray, array_path: Path, ids: list[str]) -> None:
+    """``rows`` (rows ``start``… of the file) unit-normalised into ``unit``.
+
+    float32 is what is kept; float64 is needed only here, for the norm and the division of
+    ``UNIT_ROWS`` rows at a time: they have always run in float64, so a vector's float32 bits
+    are those of every index built before (and do not depend on the chunking), and float64 keeps
+    a float16/float32 input's tiny or huge components from under- or overflowing in the squares.
     """
-    vectors = np.asarray(array[start:start + UNIT_ROWS], dtype=np.float64)
+    vectors = np.array(rows, dtype=np.float64)  # a copy: divided in place below
     finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():
         row = start + int(np.flatnonzero(~finite)[0])
@@ -189,7 +203,8 @@ def _unit_rows(array: np.ndarray, start: int, unit: np.ndarray, array_path: Path
             f"{array_path}: row {row} (id {clip(ids[row])}, 0-based) is a zero vector (no "
             "direction, so no cosine)"
         )
-    unit[start:start + UNIT_ROWS] = vectors / norms[:, None]
+    vectors /= norms[:, None]  # in place: the same quotients, no second float64 block
+    unit[start:start + len(vectors)] = vectors
 
 
 @dataclass

@@ -167,3 +167,50 @@ def test_bad_vectors_are_refused_naming_file_and_row(dataset, capsys, change, me
     assert main(["index", str(dataset), "--embedder", "precomputed"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rwb: error:") and err.count("\n") == 1 and message in err, err
+
+
+def test_rwb_index_opens_hashes_and_loads_the_vectors_once(dataset, monkeypatch, capsys):
+    """``rwb index`` builds the index and the pool from one open index: the vectors are hashed
+    once, loaded once, the build checked once and opened once — a second open while the first
+    handle lives would hold a second copy of the vectors. The vectors written are the loaded
+    float32 array itself, not a copy."""
+    import retrieval.index as index
+    import retrieval.precomputed as precomputed
+    import eval.stores.pool as pool
+    from retrieval.vector_store import VectorStore
+
+    calls: dict[str, int] = {}
+    built: list[np.ndarray] = []
+
+    def counted(owner, name):
+        inner = getattr(owner, name)
+
+        def spy(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            result = inner(*args, **kwargs)
+            if name == "_open_build":
+                calls["documents"] = result.embedder.documents
+            return result
+        monkeypatch.setattr(owner, name, spy)
+
+    for owner, name in ((index, "_open_build"), (index, "_check"), (precomputed, "load_vectors")):
+        counted(owner, name)
+    for owner in (precomputed, pool):
+        monkeypatch.setattr(owner, "vectors_label", lambda root, inner=precomputed.vectors_label: (
+            calls.__setitem__("vectors_label", calls.get("vectors_label", 0) + 1) or inner(root)))
+    build = VectorStore.build
+    monkeypatch.setattr(VectorStore, "build", lambda path, rows, vectors, **kw: (
+        built.append(vectors) or build(path, rows, vectors, **kw)))
+
+    assert main(["index", str(dataset), "--embedder", "precomputed"]) == 0
+    assert "candidate pool: 2 queries" in capsys.readouterr().out
+    documents = calls.pop("documents")
+    # load_vectors twice: the corpus and the queries
+    assert calls == {"vectors_label": 1, "load_vectors": 2, "_check": 1, "_open_build": 1}
+    assert built[0].dtype == np.float32 and np.shares_memory(built[0], documents["a"])
+
+    calls.clear()
+    assert main(["index", str(dataset), "--embedder", "precomputed"]) == 0  # built: checked, opened once
+    calls.pop("documents")
+    assert calls == {"vectors_label": 1, "load_vectors": 2, "_check": 1, "_open_build": 1}
+    assert len(built) == 1
