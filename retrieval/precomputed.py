@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from retrieval.embedders import EmbedderUnavailable
-from retrieval.files import resolve_inside
+from retrieval.files import mapped_rows, resolve_inside
 from retrieval.limits import clip
 
 PRECOMPUTED = "precomputed"
@@ -164,21 +164,8 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
         raise ValueError(f"{ids_path}: no vector for {what} {clip(missing[0])}{more}")
     unit = np.empty(array.shape, dtype=np.float32)  # the one copy kept
     for start in range(0, array.shape[0], UNIT_ROWS):
-        _unit_rows(_rows(array, start), start, unit, array_path, ids)
+        _unit_rows(mapped_rows(array, start, start + UNIT_ROWS), start, unit, array_path, ids)
     return dict(zip(ids, unit))
-
-
-def _rows(array: np.ndarray, start: int) -> np.ndarray:
-    """Rows ``start`` to ``start + UNIT_ROWS`` of the memory-mapped ``array``, read from its file
-    (a C-ordered ``.npy``) rather than through the map: pages read through a map stay in this
-    process's resident set until it is unmapped, a whole second copy of the file by the last
-    row; a read leaves them in the page cache only."""
-    stop = min(start + UNIT_ROWS, array.shape[0])
-    if not isinstance(array, np.memmap) or not array.flags.c_contiguous or array.filename is None:
-        return array[start:stop]
-    width = array.shape[1]
-    return np.fromfile(array.filename, dtype=array.dtype, count=(stop - start) * width,
-                       offset=array.offset + start * width * array.dtype.itemsize).reshape(stop - start, width)
 
 
 def _unit_rows(rows: np.ndarray, start: int, unit: np.ndarray, array_path: Path, ids: list[str]) -> None:
@@ -264,6 +251,11 @@ class PrecomputedEmbedder:
                 for r, i in enumerate(ids)):
             return whole
         return np.stack([self.documents[i] for i in ids])
+
+    def release_documents(self) -> None:
+        """Drop the documents' vectors once the index holds them (``retrieval.index`` writes
+        ``vectors.npy`` and then builds from that file): what is left answers queries only."""
+        self.documents = {}
 
     def encode_queries(self, queries) -> np.ndarray:
         """The vectors of queries by id (a dataset's queries) or, for others, by exact text."""

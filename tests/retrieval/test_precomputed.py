@@ -172,8 +172,9 @@ def test_bad_vectors_are_refused_naming_file_and_row(dataset, capsys, change, me
 def test_rwb_index_opens_hashes_and_loads_the_vectors_once(dataset, monkeypatch, capsys):
     """``rwb index`` builds the index and the pool from one open index: the vectors are hashed
     once, loaded once, the build checked once and opened once — a second open while the first
-    handle lives would hold a second copy of the vectors. The vectors written are the loaded
-    float32 array itself, not a copy."""
+    handle lives would hold a second copy of the vectors. LanceDB's table is written from the
+    saved ``vectors.npy``, memory-mapped (float32, no copy), and the handle keeps no copy of the
+    documents' vectors besides that file."""
     import retrieval.index as index
     import retrieval.precomputed as precomputed
     import eval.stores.pool as pool
@@ -181,6 +182,7 @@ def test_rwb_index_opens_hashes_and_loads_the_vectors_once(dataset, monkeypatch,
 
     calls: dict[str, int] = {}
     built: list[np.ndarray] = []
+    handles: list = []
 
     def counted(owner, name):
         inner = getattr(owner, name)
@@ -189,7 +191,7 @@ def test_rwb_index_opens_hashes_and_loads_the_vectors_once(dataset, monkeypatch,
             calls[name] = calls.get(name, 0) + 1
             result = inner(*args, **kwargs)
             if name == "_open_build":
-                calls["documents"] = result.embedder.documents
+                handles.append(result)
             return result
         monkeypatch.setattr(owner, name, spy)
 
@@ -204,13 +206,15 @@ def test_rwb_index_opens_hashes_and_loads_the_vectors_once(dataset, monkeypatch,
 
     assert main(["index", str(dataset), "--embedder", "precomputed"]) == 0
     assert "candidate pool: 2 queries" in capsys.readouterr().out
-    documents = calls.pop("documents")
     # load_vectors twice: the corpus and the queries
     assert calls == {"vectors_label": 1, "load_vectors": 2, "_check": 1, "_open_build": 1}
-    assert built[0].dtype == np.float32 and np.shares_memory(built[0], documents["a"])
+    (vectors,), handle = built, handles[0]
+    assert isinstance(vectors, np.memmap) and vectors.dtype == np.float32 and vectors.shape == (4, 3)
+    assert Path(vectors.filename).name == "vectors.npy" and Path(vectors.filename).parent.parent == handle.path.parent
+    assert handle.embedder.documents == {} and np.array_equal(handle.vectors, vectors)
+    assert np.linalg.norm(handle.vectors, axis=1) == pytest.approx([1, 1, 1, 1])
 
     calls.clear()
     assert main(["index", str(dataset), "--embedder", "precomputed"]) == 0  # built: checked, opened once
-    calls.pop("documents")
     assert calls == {"vectors_label": 1, "load_vectors": 2, "_check": 1, "_open_build": 1}
     assert len(built) == 1
