@@ -21,8 +21,10 @@ count in RSS while mapped (reclaimable page cache, but ``/usr/bin/time`` counts 
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,8 +78,11 @@ def run_cli(store: Path, n: int) -> dict:
     home = tempfile.mkdtemp(prefix="rwb-rss-home-")
     env = dict(os.environ, RWB_HOME=home, LANCEDB_LOG="error", PYTHONPATH=os.getcwd())
     load0 = _loadavg()
-    done = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "eval.cli", "index", str(store),
-                           "--embedder", "precomputed"], env=env, capture_output=True, text=True)
+    try:
+        done = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "eval.cli", "index", str(store),
+                               "--embedder", "precomputed"], env=env, capture_output=True, text=True)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     fields = dict(line.strip().rsplit(": ", 1) for line in done.stderr.splitlines()
                   if ": " in line and line.startswith("\t"))
     peak = int(fields["Maximum resident set size (kbytes)"]) / 1024
@@ -111,6 +116,7 @@ class _Sampler(threading.Thread):
 def run_stages(store: Path, n: int) -> list[dict]:
     """``prepare`` in this process, each stage's RSS on entry, at exit and its peak."""
     os.environ["RWB_HOME"] = tempfile.mkdtemp(prefix="rwb-rss-home-")
+    atexit.register(shutil.rmtree, os.environ["RWB_HOME"], True)
     sampler = _Sampler()
     sampler.start()
     rows: list[dict] = []

@@ -218,3 +218,23 @@ def test_rwb_index_opens_hashes_and_loads_the_vectors_once(dataset, monkeypatch,
     assert main(["index", str(dataset), "--embedder", "precomputed"]) == 0  # built: checked, opened once
     assert calls == {"vectors_label": 1, "load_vectors": 2, "_check": 1, "_open_build": 1}
     assert len(built) == 1
+
+
+@pytest.mark.parametrize("layout", ["C", "F", ">f8"])
+def test_load_vectors_reads_blocks_to_the_same_bits(tmp_path, monkeypatch, layout):
+    """The corpus is read and normalised a block of rows at a time: across block boundaries, for
+    a C-ordered, a Fortran-ordered and a big-endian file, each vector is its float64 norm's
+    quotient cast to float32, bit for bit (7 rows, blocks of 3)."""
+    import retrieval.precomputed as precomputed
+
+    monkeypatch.setattr(precomputed, "UNIT_ROWS", 3)
+    rows = np.arange(1, 22, dtype=np.float64).reshape(7, 3) * [[1], [1e-3], [1e3], [1], [2], [3], [4]]
+    array = {"C": rows.astype(np.float32), "F": np.asfortranarray(rows.astype(np.float32)),
+             ">f8": rows.astype(">f8")}[layout]
+    ids = [f"d{i}" for i in range(7)]
+    write_vectors(tmp_path, "corpus", dict(zip(ids, array)), array.dtype)
+    np.save(tmp_path / "vectors" / "corpus.npy", array)  # the layout itself, not rows rebuilt
+    got = np.stack(list(precomputed.load_vectors(tmp_path, "corpus", ids).values()))
+    wide = np.asarray(array, dtype=np.float64)
+    expected = (wide / np.linalg.norm(wide, axis=1)[:, None]).astype(np.float32)
+    assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), expected.view(np.uint32))
