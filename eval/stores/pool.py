@@ -138,7 +138,10 @@ def prepare(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER,
                             on_notice=on_notice, analyzer=analyzer)
     pool = None
     if dataset.queries:
+        encoded = getattr(handle and handle.embedder, "encoded", None)
         pool = load_pool(dataset, embedder, DEFAULT_POOL_DEPTH, progress=progress, refresh=rebuild,
                          on_notice=on_notice, analyzer=analyzer, handle=handle)
+        if encoded is not None:  # the handle's count stays the documents its index encoded (what
+            handle.embedder.encoded = encoded  # `rwb index` reports), not the queries the pool did
     return handle, pool
 
