@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import math
 import os
 import re
 import stat
@@ -282,6 +283,22 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8) atomically and durably."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def mapped_rows(array, start: int, stop: int):
+    """Rows ``start`` to ``stop`` of ``array``; of a memory-mapped C-ordered ``.npy``
+    (``np.load(..., mmap_mode="r")``) read from its file rather than through the map. Pages read
+    through a map stay in the process's resident set until it is unmapped (the whole file, once
+    every row has been read); a read leaves them in the page cache only."""
+    import numpy as np
+
+    stop = min(stop, array.shape[0])
+    if not isinstance(array, np.memmap) or not array.flags.c_contiguous or array.filename is None:
+        return array[start:stop]
+    width = math.prod(array.shape[1:])
+    rows = np.fromfile(array.filename, dtype=array.dtype, count=max(stop - start, 0) * width,
+                       offset=array.offset + start * width * array.dtype.itemsize)
+    return rows.reshape((max(stop - start, 0),) + array.shape[1:])
 
 
 def file_sha256(path: Path) -> str:

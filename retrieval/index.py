@@ -332,7 +332,10 @@ def _build_into(dataset: Dataset, builds: Path, build: Path,
             step = (lambda done, total: progress("embed", done, total)) if progress else None
             vectors = embedder.encode(texts, step)
         np.save(build / "vectors.npy", vectors)
-        VectorStore.build(build / "lance", rows, vectors)
+        del vectors  # the table is written from the file: no copy held while LanceDB builds
+        if isinstance(embedder, PrecomputedEmbedder):
+            embedder.release_documents()
+        VectorStore.build(build / "lance", rows, np.load(build / "vectors.npy", mmap_mode="r"))
         model_id = embedder.model_id
         if progress:
             progress("lance", len(docs), len(docs))
@@ -402,6 +405,8 @@ def open_index(dataset: Dataset, embedder_name: str = DEFAULT_EMBEDDER, progress
         build = current.resolve()
         if shared and not pulled:
             shared.publish(build)
+    if isinstance(embedder, PrecomputedEmbedder):  # the index holds them now (vectors.npy)
+        embedder.release_documents()
     return _open_build(dataset, embedder_name, build, manifest, embedder, degraded)
 
 

@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from retrieval.embedders import EmbedderUnavailable
-from retrieval.files import resolve_inside
+from retrieval.files import mapped_rows, resolve_inside
 from retrieval.limits import clip
 
 PRECOMPUTED = "precomputed"
@@ -41,7 +41,7 @@ FOLDER = "vectors"
 FILES = ("corpus.npy", "corpus_ids.txt", "queries.npy", "queries_ids.txt", "model.txt")
 HASH_BLOCK = 1 << 24
 """Bytes read at a time while hashing the sidecar (``vectors_label``)."""
-UNIT_ROWS = 1 << 16
+UNIT_ROWS = 1 << 14
 """Rows normalised at a time by ``load_vectors`` (the float64 working copy is this big)."""
 
 
@@ -164,18 +164,19 @@ def load_vectors(root: str | Path, kind: str, expected: Sequence[str]) -> dict[s
         raise ValueError(f"{ids_path}: no vector for {what} {clip(missing[0])}{more}")
     unit = np.empty(array.shape, dtype=np.float32)  # the one copy kept
     for start in range(0, array.shape[0], UNIT_ROWS):
-        _unit_rows(array, start, unit, array_path, ids)
+        _unit_rows(mapped_rows(array, start, start + UNIT_ROWS), start, unit, array_path, ids)
     return dict(zip(ids, unit))
 
 
-def _unit_rows(array: np.ndarray, start: int, unit: np.ndarray, array_path: Path, ids: list[str]) -> None:
-    """Rows ``start`` to ``start + UNIT_ROWS`` of ``array`` unit-normalised into ``unit``.
+def _unit_rows(rows: np.ndarray, start: int, unit: np.ndarray, array_path: Path, ids: list[str]) -> None:
+    """``rows`` (rows ``start``… of the file) unit-normalised into ``unit``.
 
-    The norm and the division run in float64, as they always have, so a vector's float32 bits
-    do not depend on the chunking (nor changed when the chunking came): float64 also keeps a
-    float16/float32 input's tiny or huge components from under- or overflowing in the squares.
+    float32 is what is kept; float64 is needed only here, for the norm and the division of
+    ``UNIT_ROWS`` rows at a time: they have always run in float64, so a vector's float32 bits
+    are those of every index built before (and do not depend on the chunking), and float64 keeps
+    a float16/float32 input's tiny or huge components from under- or overflowing in the squares.
     """
-    vectors = np.asarray(array[start:start + UNIT_ROWS], dtype=np.float64)
+    vectors = np.array(rows, dtype=np.float64)  # a copy: divided in place below
     finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():
         row = start + int(np.flatnonzero(~finite)[0])
@@ -189,7 +190,8 @@ def _unit_rows(array: np.ndarray, start: int, unit: np.ndarray, array_path: Path
             f"{array_path}: row {row} (id {clip(ids[row])}, 0-based) is a zero vector (no "
             "direction, so no cosine)"
         )
-    unit[start:start + UNIT_ROWS] = vectors / norms[:, None]
+    vectors /= norms[:, None]  # in place: the same quotients, no second float64 block
+    unit[start:start + len(vectors)] = vectors
 
 
 @dataclass
@@ -249,6 +251,11 @@ class PrecomputedEmbedder:
                 for r, i in enumerate(ids)):
             return whole
         return np.stack([self.documents[i] for i in ids])
+
+    def release_documents(self) -> None:
+        """Drop the documents' vectors once the index holds them (``retrieval.index`` writes
+        ``vectors.npy`` and then builds from that file): what is left answers queries only."""
+        self.documents = {}
 
     def encode_queries(self, queries) -> np.ndarray:
         """The vectors of queries by id (a dataset's queries) or, for others, by exact text."""

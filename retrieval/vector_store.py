@@ -26,12 +26,16 @@ from typing import Sequence
 
 import numpy as np
 
+from retrieval.files import mapped_rows
 from retrieval.limits import MAX_DEPTH, check_size
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 ANN_THRESHOLD = 100_000
-WRITE_BATCH_ROWS = 65_536
+WRITE_BATCH_ROWS = 8_192
+"""Rows per batch handed to LanceDB's ``create_table``: it reads several batches ahead of what
+it has written, so their size bounds what a build holds on top of the table (BENCHMARKS.md,
+issue 45)."""
 TABLE = "memories"
 
 
@@ -130,30 +134,50 @@ class VectorStore:
               ann_threshold: int = ANN_THRESHOLD) -> "VectorStore":
         """Write the table (and, from ``ann_threshold`` rows, its ANN index, ``ann_index``).
 
-        The vector column is an Arrow view of ``vectors`` (no copy when they are C-ordered
-        float32, as embedders return them); ``rows`` may be ``RowColumns`` so that a large
-        build holds no per-row Python objects. ``ann_threshold`` exists for tests."""
+        The table is written ``WRITE_BATCH_ROWS`` rows at a time: each batch's vector column is
+        an Arrow view of those rows of ``vectors`` (no copy when they are C-ordered float32, as
+        embedders return them), or, when ``vectors`` is a memory-mapped ``.npy``, those rows read
+        from its file (``retrieval.files.mapped_rows``), so no whole copy is held; ``rows`` may
+        be ``RowColumns`` so that a large build holds no per-row Python objects.
+        ``ann_threshold`` exists for tests."""
         import lancedb
         import pyarrow as pa
 
         columns = rows if isinstance(rows, RowColumns) else RowColumns.of(rows)
-        matrix = np.ascontiguousarray(vectors, dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[0] != len(columns):
-            raise ValueError(f"{len(columns)} rows but vectors of shape {matrix.shape}")
-        count, dim = matrix.shape
-        data = pa.table({
-            "id": pa.array(columns.id, type=pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), dim),
-            "scope": pa.array(columns.scope, type=pa.string()),
-            "project": pa.array(columns.project, type=pa.string()),
-            "grp": pa.array(columns.group, type=pa.string()),
-            "created_ts": pa.array(columns.created_ts, type=pa.float64()),
-        })
-        # handed over as a stream of zero-copy slices: given the pa.Table itself, create_table
-        # holds two more copies of it (peak 4.7 GiB for 1.5 GiB of vectors, 2.1 GiB streamed)
-        stream = pa.RecordBatchReader.from_batches(data.schema, data.to_batches(max_chunksize=WRITE_BATCH_ROWS))
+        if not isinstance(vectors, np.ndarray):
+            vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(columns):
+            raise ValueError(f"{len(columns)} rows but vectors of shape {vectors.shape}")
+        count, dim = vectors.shape
+        schema = pa.schema([("id", pa.string()), ("vector", pa.list_(pa.float32(), dim)),
+                            ("scope", pa.string()), ("project", pa.string()), ("grp", pa.string()),
+                            ("created_ts", pa.float64())])
+
+        def part(column, lo: int, hi: int, kind):
+            if isinstance(column, pa.ChunkedArray):
+                return column.slice(lo, hi - lo).combine_chunks().cast(kind)
+            if isinstance(column, pa.Array):
+                return column.slice(lo, hi - lo).cast(kind)
+            return pa.array(column[lo:hi], type=kind)
+
+        def batches():
+            for lo in range(0, count, WRITE_BATCH_ROWS):
+                hi = min(lo + WRITE_BATCH_ROWS, count)
+                matrix = np.ascontiguousarray(mapped_rows(vectors, lo, hi), dtype=np.float32)
+                yield pa.record_batch([
+                    part(columns.id, lo, hi, pa.string()),
+                    pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), dim),
+                    part(columns.scope, lo, hi, pa.string()),
+                    part(columns.project, lo, hi, pa.string()),
+                    part(columns.group, lo, hi, pa.string()),
+                    part(columns.created_ts, lo, hi, pa.float64()),
+                ], schema=schema)
+
+        # handed over as a stream of batches: given a whole pa.Table, create_table holds two more
+        # copies of it (peak 4.7 GiB for 1.5 GiB of vectors, 2.1 GiB streamed)
+        stream = pa.RecordBatchReader.from_batches(schema, batches())
         table = lancedb.connect(str(path)).create_table(TABLE, stream, mode="overwrite")
-        del data, stream
+        del stream
         if count >= ann_threshold:
             table.create_index("vector", config=ann_index(count, dim), replace=True)
         return cls(table)

@@ -26,9 +26,9 @@ from retrieval.candidates import (
 from retrieval.dataset import Dataset
 from retrieval.embedders import DEFAULT_EMBEDDER
 from retrieval.files import clean_temporaries, safe_component
-from retrieval.index import open_index, rwb_home
+from retrieval.index import IndexHandle, open_index, rwb_home
 from retrieval.object_store import ObjectStoreError, pull_missing, push
-from retrieval.precomputed import PRECOMPUTED, vectors_label
+from retrieval.precomputed import PRECOMPUTED, PrecomputedEmbedder, vectors_label
 from retrieval.limits import MAX_DEPTH, check_size
 
 POOL_VERSION = 8
@@ -43,15 +43,22 @@ def _stderr_notice(text: str) -> None:
     print(f"rwb: {text}", file=sys.stderr)
 
 
-def pool_embedder(dataset: Dataset, embedder: str) -> str:
-    """The label the pool is retrieved and stored under: ``embedder``, or the dataset's runs."""
+def pool_embedder(dataset: Dataset, embedder: str, handle: IndexHandle | None = None) -> str:
+    """The label the pool is retrieved and stored under: ``embedder``, or the dataset's runs.
+    With precomputed vectors, ``handle`` (open on them) gives the hash it was opened with, so the
+    vectors are not hashed again."""
     if has_runs(dataset.root):
         return runs_label(dataset.root)
-    return vectors_label(dataset.root) if embedder == PRECOMPUTED else embedder
+    if embedder != PRECOMPUTED:
+        return embedder
+    if handle is not None and isinstance(handle.embedder, PrecomputedEmbedder):
+        return handle.embedder.model_id
+    return vectors_label(dataset.root)
 
 
-def pool_path(dataset: Dataset, embedder: str, pool_depth: int, analyzer: str = DEFAULT_ANALYZER) -> Path:
-    embedder = pool_embedder(dataset, embedder)
+def pool_path(dataset: Dataset, embedder: str, pool_depth: int, analyzer: str = DEFAULT_ANALYZER,
+              handle: IndexHandle | None = None) -> Path:
+    embedder = pool_embedder(dataset, embedder, handle)
     key = f"{dataset.fingerprint}|{embedder}|{get_analyzer(analyzer).version}|{pool_depth}|{POOL_VERSION}"
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return rwb_home() / "candidates" / f"{safe_component(dataset.name)}-{digest}.npz"
@@ -60,17 +67,23 @@ def pool_path(dataset: Dataset, embedder: str, pool_depth: int, analyzer: str = 
 def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: int = DEFAULT_POOL_DEPTH,
               progress: Callable[[str, int, int], None] | None = None, refresh: bool = False,
               on_notice: Callable[[str], None] | None = _stderr_notice,
-              analyzer: str = DEFAULT_ANALYZER) -> Candidates:
+              analyzer: str = DEFAULT_ANALYZER, handle: IndexHandle | None = None) -> Candidates:
     """Candidates for every query of ``dataset``: from the store, or retrieved once and stored.
 
     ``analyzer`` names the BM25 analyzer (``retrieval.bm25.ANALYZERS``); each has its own index
-    and its own stored pool."""
+    and its own stored pool. ``handle``: the index of (``dataset``, ``embedder``, ``analyzer``)
+    already open in this process (``prepare``'s), retrieved from instead of opening it a second
+    time — which would load, hash and check the vectors and every file of the build again while
+    the first handle still holds them."""
     pool_depth = check_size("pool_depth", pool_depth, 1, MAX_DEPTH)
     analyzer = get_analyzer(analyzer).name
     if not dataset.queries:
         raise ValueError(f"dataset {dataset.name!r} has no queries to evaluate")
+    if handle is not None and (handle.dataset is not dataset or handle.embedder_name != embedder
+                               or handle.analyzer != analyzer):
+        handle = None  # another index than the one asked for: open that one
     notice = on_notice or (lambda text: None)
-    path = pool_path(dataset, embedder, pool_depth, analyzer)
+    path = pool_path(dataset, embedder, pool_depth, analyzer, handle)
     clean_temporaries(path)  # a killed save's temporary, even when the stored pool is reused
     if not refresh:
         pull_missing(path)  # an s3:// home: the shared pool, when there is one
@@ -88,8 +101,8 @@ def load_pool(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER, pool_depth: in
         label = runs_label(dataset.root)
         candidates = candidates_from_runs(dataset, dense, sparse, pool_depth, label, analyzer, step)
     else:
-        handle = open_index(dataset, embedder, progress=progress, on_notice=on_notice,
-                            analyzer=analyzer)
+        handle = handle or open_index(dataset, embedder, progress=progress, on_notice=on_notice,
+                                      analyzer=analyzer)
         candidates = build_candidates(handle, dataset.queries, pool_depth, progress=step)
     keyword_only = any("keyword-only" in note for notes in candidates.degraded for note in notes)
     if not keyword_only:  # a degraded pool is not kept: the next run retries the vectors
@@ -125,7 +138,10 @@ def prepare(dataset: Dataset, embedder: str = DEFAULT_EMBEDDER,
                             on_notice=on_notice, analyzer=analyzer)
     pool = None
     if dataset.queries:
+        encoded = getattr(handle and handle.embedder, "encoded", None)
         pool = load_pool(dataset, embedder, DEFAULT_POOL_DEPTH, progress=progress, refresh=rebuild,
-                         on_notice=on_notice, analyzer=analyzer)
+                         on_notice=on_notice, analyzer=analyzer, handle=handle)
+        if encoded is not None:  # the handle's count stays the documents its index encoded (what
+            handle.embedder.encoded = encoded  # `rwb index` reports), not the queries the pool did
     return handle, pool
 

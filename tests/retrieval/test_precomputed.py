@@ -167,3 +167,74 @@ def test_bad_vectors_are_refused_naming_file_and_row(dataset, capsys, change, me
     assert main(["index", str(dataset), "--embedder", "precomputed"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rwb: error:") and err.count("\n") == 1 and message in err, err
+
+
+def test_rwb_index_opens_hashes_and_loads_the_vectors_once(dataset, monkeypatch, capsys):
+    """``rwb index`` builds the index and the pool from one open index: the vectors are hashed
+    once, loaded once, the build checked once and opened once — a second open while the first
+    handle lives would hold a second copy of the vectors. LanceDB's table is written from the
+    saved ``vectors.npy``, memory-mapped (float32, no copy), and the handle keeps no copy of the
+    documents' vectors besides that file."""
+    import retrieval.index as index
+    import retrieval.precomputed as precomputed
+    import eval.stores.pool as pool
+    from retrieval.vector_store import VectorStore
+
+    calls: dict[str, int] = {}
+    built: list[np.ndarray] = []
+    handles: list = []
+
+    def counted(owner, name):
+        inner = getattr(owner, name)
+
+        def spy(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            result = inner(*args, **kwargs)
+            if name == "_open_build":
+                handles.append(result)
+            return result
+        monkeypatch.setattr(owner, name, spy)
+
+    for owner, name in ((index, "_open_build"), (index, "_check"), (precomputed, "load_vectors")):
+        counted(owner, name)
+    for owner in (precomputed, pool):
+        monkeypatch.setattr(owner, "vectors_label", lambda root, inner=precomputed.vectors_label: (
+            calls.__setitem__("vectors_label", calls.get("vectors_label", 0) + 1) or inner(root)))
+    build = VectorStore.build
+    monkeypatch.setattr(VectorStore, "build", lambda path, rows, vectors, **kw: (
+        built.append(vectors) or build(path, rows, vectors, **kw)))
+
+    assert main(["index", str(dataset), "--embedder", "precomputed"]) == 0
+    assert "candidate pool: 2 queries" in capsys.readouterr().out
+    # load_vectors twice: the corpus and the queries
+    assert calls == {"vectors_label": 1, "load_vectors": 2, "_check": 1, "_open_build": 1}
+    (vectors,), handle = built, handles[0]
+    assert isinstance(vectors, np.memmap) and vectors.dtype == np.float32 and vectors.shape == (4, 3)
+    assert Path(vectors.filename).name == "vectors.npy" and Path(vectors.filename).parent.parent == handle.path.parent
+    assert handle.embedder.documents == {} and np.array_equal(handle.vectors, vectors)
+    assert np.linalg.norm(handle.vectors, axis=1) == pytest.approx([1, 1, 1, 1])
+
+    calls.clear()
+    assert main(["index", str(dataset), "--embedder", "precomputed"]) == 0  # built: checked, opened once
+    assert calls == {"vectors_label": 1, "load_vectors": 2, "_check": 1, "_open_build": 1}
+    assert len(built) == 1
+
+
+@pytest.mark.parametrize("layout", ["C", "F", ">f8"])
+def test_load_vectors_reads_blocks_to_the_same_bits(tmp_path, monkeypatch, layout):
+    """The corpus is read and normalised a block of rows at a time: across block boundaries, for
+    a C-ordered, a Fortran-ordered and a big-endian file, each vector is its float64 norm's
+    quotient cast to float32, bit for bit (7 rows, blocks of 3)."""
+    import retrieval.precomputed as precomputed
+
+    monkeypatch.setattr(precomputed, "UNIT_ROWS", 3)
+    rows = np.arange(1, 22, dtype=np.float64).reshape(7, 3) * [[1], [1e-3], [1e3], [1], [2], [3], [4]]
+    array = {"C": rows.astype(np.float32), "F": np.asfortranarray(rows.astype(np.float32)),
+             ">f8": rows.astype(">f8")}[layout]
+    ids = [f"d{i}" for i in range(7)]
+    write_vectors(tmp_path, "corpus", dict(zip(ids, array)), array.dtype)
+    np.save(tmp_path / "vectors" / "corpus.npy", array)  # the layout itself, not rows rebuilt
+    got = np.stack(list(precomputed.load_vectors(tmp_path, "corpus", ids).values()))
+    wide = np.asarray(array, dtype=np.float64)
+    expected = (wide / np.linalg.norm(wide, axis=1)[:, None]).astype(np.float32)
+    assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), expected.view(np.uint32))
