@@ -45,7 +45,7 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
     n_judged = judged.n_judged
     labels = [CHOSEN, *(x for x in options if x != "tune:current")]
     with st.container(border=True):
-        row = st.columns([1.9, 1.4, 0.75, 0.75, 0.75], vertical_alignment="bottom")
+        row = st.columns([2.4, 1.6], vertical_alignment="bottom")      # the model's four buttons whole at 1400 px
         model = row[0].segmented_control("Model", ["auto", *MODELS], key="learn_model",
                                          required=True, default="auto", help=MODEL_HELP)
         default_label = row[1].selectbox(
@@ -54,26 +54,27 @@ def render(ws: sh.Workspace, options: list[str], fmt: Callable[[str], str],
             help="best fixed pipeline (rwb learn's default): each training part keeps the named "
                  "fixed pipeline that scores best there, and a model must beat that one. Another "
                  "choice makes that one pipeline the floor (rwb learn --default).")
-        top = max(2, min(10, n_judged))
-        folds = row[2].number_input("Outer folds", 2, top, value=min(5, top), key="learn_folds")
-        inner = row[3].number_input("Inner folds", 2, 10, value=DEFAULT_INNER_FOLDS,
-                                    key="learn_inner", help="Inside each outer training part: "
-                                    "they choose the model and guard the default.")
-        seed = row[4].number_input("Seed", 0, 1_000_000, value=0, key="learn_seed")
-        row = st.columns([1.4, 0.9, 1.1, 0.8, 1.0], vertical_alignment="bottom")
+        row = st.columns([1.3, 0.75, 0.75, 0.6, 0.8], vertical_alignment="bottom")
         fold_by = row[0].selectbox("Folds by", fold_choices(ws.dataset.queries),
                                    key="learn_fold_by", help=FOLD_BY_HELP)
-        seeds = row[1].number_input("Fold seeds", 1, MAX_REPEATS, value=1, key="learn_repeats",
+        top = max(2, min(10, n_judged))
+        folds = row[1].number_input("Outer folds", 2, top, value=min(5, top), key="learn_folds")
+        inner = row[2].number_input("Inner folds", 2, 10, value=DEFAULT_INNER_FOLDS,
+                                    key="learn_inner", help="Inside each outer training part: "
+                                    "they choose the model and guard the default.")
+        seed = row[3].number_input("Seed", 0, 1_000_000, value=0, key="learn_seed")
+        seeds = row[4].number_input("Fold seeds", 1, MAX_REPEATS, value=1, key="learn_repeats",
                                     help="Run the nested CV with this many fold seeds (seed, "
                                          "seed+1, …) and show the held-out figure's spread.")
-        transfer = row[2].toggle("Leave one kind out", value=True, key="learn_transfer",
+        row = st.columns([1.3, 0.9, 1.0], vertical_alignment="bottom")
+        transfer = row[0].toggle("Leave one kind out", value=True, key="learn_transfer",
                                  help="Run the whole procedure once more with each kind of "
                                       "query (intent) held out whole.")
-        guard = row[3].toggle("Guard", value=True, key="learn_guard",
+        guard = row[1].toggle("Guard", value=True, key="learn_guard",
                               help="Keep the default unless a model beats it in the inner "
                                    "folds by a standard error and is clearly worse on no kind "
                                    "of query (off: rwb learn --no-guard).")
-        clicked = row[4].button("Learn", type="primary", icon=":material/model_training:",
+        clicked = row[2].button("Learn", type="primary", icon=":material/model_training:",
                                 key="learn_run", width="stretch", disabled=n_judged < 2)
         st.caption(f"{int(folds)} outer folds × {int(inner)} inner · {n_judged} judged queries · "
                    "features from the candidate table, labels from the judgments every figure "

@@ -32,7 +32,7 @@ def panel(ws: s.Workspace, pool, qrels: dict, ev, base_ev, run_name: str,
             hole = row.hole
             key = f"tune_queue_{hole.query_id}_{hole.doc_id}"
             st.session_state[key] = None              # a graded pair (a 0 included) leaves the queue
-            cols = st.columns([2.2, 3.4, 0.8, 1.6], vertical_alignment="center")
+            cols = st.columns([1.9, 2.9, 0.8, 2.4], vertical_alignment="center")   # four grades whole at 1400 px
             query = row.query_text[:90] + ("…" if len(row.query_text) > 90 else "")
             cols[0].markdown(f"{code(hole.query_id)} {md(query)}", help=md(row.query_text[:500]))
             text = row.doc_text[:110] + ("…" if len(row.doc_text) > 110 else "")

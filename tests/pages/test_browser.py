@@ -389,6 +389,10 @@ SCROLLED_JS = """() => {
 WRAPPED_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .rwb-card .d')]
   .map(d => [d.textContent.trim(), d.getBoundingClientRect().height / parseFloat(getComputedStyle(d).lineHeight)])
   .filter(([, lines]) => lines > 2.5).map(([text, lines]) => `${text}: ${Math.round(lines)} lines`)"""
+# A row of buttons (a segmented control, pills) wider than its box: its last buttons cut or hidden.
+GROUPS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stButtonGroup"] [role="radiogroup"]')]
+  .filter(g => g.offsetParent !== null && g.scrollWidth > g.clientWidth + 1)
+  .map(g => `${g.getAttribute('aria-label')}: ${g.scrollWidth} > ${g.clientWidth}`)"""
 # The options of an open picker's menu cut short by the menu.
 MENU_JS = """() => [...document.querySelectorAll('[role="option"]')]
   .filter(o => [o, ...o.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1))
@@ -408,7 +412,7 @@ def look(pg, name: str, sizes=((1400, 900), (1920, 1080))) -> dict[str, list[str
         pg.screenshot(path=str(ARTIFACTS / f"{name}-{width}x{height}.png"))
         if (width, height) == sizes[0]:
             found = {"clipped": pg.evaluate(CLIPPED_JS), "scrolled": pg.evaluate(SCROLLED_JS),
-                     "wrapped": pg.evaluate(WRAPPED_JS)}
+                     "wrapped": pg.evaluate(WRAPPED_JS), "cut buttons": pg.evaluate(GROUPS_JS)}
             TITLE_Y[name] = pg.evaluate("() => Math.round(document.querySelector('[data-testid=\"stMain\"] h1')"
                                         ".getBoundingClientRect().y)")
     pg.set_viewport_size({"width": sizes[0][0], "height": sizes[0][1]})
@@ -464,6 +468,13 @@ def test_every_page_at_1400x900_has_no_clipped_label_and_no_sideways_table(scree
             pg.get_by_text("Objective surface").wait_for(timeout=STEP_MS)
             settle(pg)
         problems[title.lower()] = look(pg, title.lower())
+        if title == "Sweep":                                         # its Learn mode: every model's button whole
+            main.get_by_role("radio", name="Learn", exact=True).click()
+            main.get_by_role("button", name="Learn").wait_for(timeout=STEP_MS)
+            settle(pg)
+            problems["sweep-learn"] = look(pg, "sweep-learn", sizes=((1400, 900),))
+            main.get_by_role("radio", name="Sweep", exact=True).click()
+            settle(pg)
     open_page(pg, "Data")
     main.get_by_role("tab", name=re.compile("Queries")).click()      # Data › Queries: fits, no sideways scroll
     settle(pg)
