@@ -25,7 +25,7 @@ from pages import _harness as hx  # noqa: E402
 from pages import _state as sh  # noqa: E402
 from pages._markup import md  # noqa: E402
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER  # noqa: E402
-from retrieval.embedders import default_embedder, default_reason, language_note, language_warning  # noqa: E402
+from retrieval.embedders import MODELS, default_embedder, default_reason, language_note, language_warning  # noqa: E402
 
 sh.mark_run_start()
 
@@ -70,9 +70,9 @@ def sidebar() -> None:
             st.text_input("Dataset folder", key=sh.K_DATASET_TYPED, placeholder="path/to/dataset")
         sh.sync_embedder(sh.dataset_path())      # each dataset keeps its own embedder
         st.selectbox("Embedder", sh.EMBEDDERS, key=sh.K_EMBEDDER,
-                     help="minilm: all-MiniLM-L6-v2 (English only) · use-multilingual: USE v3 (Chinese "
-                          "too). Each dataset starts with the one its language needs and keeps the one "
-                          "you choose for it; every figure on every page uses it.")
+                     help=" · ".join(f"{name}: {MODELS[name]}" for name in sh.EMBEDDERS)
+                          + ". Each dataset starts with the one its language needs and keeps the one "
+                            "you choose for it; every figure on every page uses it.")
         sh.sync_analyzer(sh.dataset_path())      # and its own BM25 analyzer
         st.selectbox("BM25 analyzer", sh.ANALYZER_NAMES, key=sh.K_ANALYZER,
                      help=" · ".join(f"{a.name}: {a.summary}" for a in ANALYZERS.values())

@@ -1,8 +1,9 @@
 """``python -m bench.run --quick|--full``: run the benchmarks, print figures and one summary line.
 
 Quick (``make bench-quick``, < 2 min with a warm embedding cache): indexing (2 × 500 short
-docs), re-scoring and sweep on devmem, hybrid latency at 10k documents, quality on devmem
-(MiniLM), and in headless Chromium the first ranking and first Evaluate after ``rwb index`` and
+docs), ``minilm-int8`` against the float model's bare encode (64 devmem texts; full: 512 with
+LoCoMo and SciFact), re-scoring and sweep on devmem, hybrid latency at 10k documents, quality
+on devmem (MiniLM), and in headless Chromium the first ranking and first Evaluate after ``rwb index`` and
 Tune's knob loop against the reference page (first session).
 Full (``make bench``): adds LoCoMo to re-scoring and sweeps, 2,100 docs for
 indexing, hybrid latency at 10k and 100k, quality on every shared dataset with both
@@ -28,13 +29,14 @@ import traceback
 from bench.common import Section, fmt, loadavg, log, machine, now
 from bench.context import Context
 
-QUICK = ("indexing", "rescore", "sweep", "hybrid", "quality", "browser")
-FULL = ("indexing", "rescore", "sweep", "caches", "quality", "hybrid", "scale", "scaling",
+QUICK = ("indexing", "encoder", "rescore", "sweep", "hybrid", "quality", "browser")
+FULL = ("indexing", "encoder", "rescore", "sweep", "caches", "quality", "hybrid", "scale", "scaling",
         "browser", "learn", "index_scaling")
 SMOKE = ("indexing", "rescore", "sweep", "caches", "hybrid", "quality", "scale")
 KEYS = ("rescore_speedup_vs_ranx", "rescore_speedup_alternating", "sweep_speedup_vs_ranx",
         "sweep_speedup_alternating", "sweep_configs_per_s", "hybrid_latency_ratio_vs_lancedb",
-        "indexing_throughput_vs_encode", "indexing_cpu_ratio_vs_encode", "reindex_speedup_vs_first_build",
+        "indexing_throughput_vs_encode", "indexing_cpu_ratio_vs_encode", "encode_speedup_vs_float",
+        "reindex_speedup_vs_first_build",
         "knob_to_page_p50_ms", "knob_ratio_vs_reference", "grade_ratio_vs_knob", "first_ranking_s",
         "first_evaluate_s")
 

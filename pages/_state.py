@@ -33,6 +33,7 @@ from eval.stores.judgments import (Judgments, JudgmentStore, default_rater, effe
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates, build_candidates, doc_quality  # noqa: F401
 from retrieval.dataset import Dataset, DatasetError, Query, folder_stamp, load_dataset
+from retrieval.embedders import EMBEDDERS as REGISTERED_EMBEDDERS
 from retrieval.index import IndexHandle, open_index, rwb_home
 from retrieval.pipeline import PipelineConfig, from_toml
 
@@ -40,7 +41,7 @@ from retrieval.pipeline import PipelineConfig, from_toml
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS_DIR = ROOT / "datasets"
 DEFAULT_DATASET = "datasets/devmem"
-EMBEDDERS = ("minilm", "use-multilingual")
+EMBEDDERS = tuple(REGISTERED_EMBEDDERS)   # the registry's order: minilm first, the fallback
 ANALYZER_NAMES = tuple(ANALYZERS)             # the BM25 analyzers (retrieval.bm25): bigram, unigram, jieba
 METRICS: tuple[str, ...] = tuple(DEFAULT_METRICS)       # ndcg@5, recall@5, mrr@5, precision@5, hit_rate@5
 PRIMARY = "ndcg@5"

@@ -49,7 +49,8 @@ from retrieval.embedders import (
     DEFAULT_EMBEDDER, CachedEmbedder, Embedder, EmbedderUnavailable, EmbeddingCache, load_embedder,
 )
 from retrieval.files import atomic_write_text, file_sha256, fsync_dir, fsync_tree, safe_component
-from retrieval.object_store import is_s3, mirror_of, parse_home
+from retrieval.home import rwb_home  # noqa: F401  (re-exported: retrieval.index.rwb_home)
+from retrieval.object_store import is_s3
 from retrieval.precomputed import PRECOMPUTED, PrecomputedEmbedder
 from retrieval.vector_store import ExactSearch, Row, VectorStore, VectorStoreUnavailable
 
@@ -70,19 +71,6 @@ def encoding_with(wrap: Callable[[Embedder, str], Embedder]):
         yield
     finally:
         _ENCODE_WITH.reset(token)
-
-
-def rwb_home() -> Path:
-    """``$RWB_HOME`` (default ``./.rwb``); set but empty (or blank) is an error, not the
-    working folder."""
-    value = os.environ.get("RWB_HOME")
-    if value is None:
-        return Path(".rwb").resolve()
-    if not value.strip() or "\x00" in value:
-        raise ValueError("RWB_HOME is set but empty; unset it (default ./.rwb) or name a folder")
-    if is_s3(value):  # s3://bucket/prefix: its local mirror (retrieval.object_store)
-        return mirror_of(parse_home(value))
-    return Path(value).resolve()
 
 
 def _slug(text: str) -> str:

@@ -42,7 +42,8 @@ def add_quiet(p: argparse.ArgumentParser) -> None:
                    help="no progress bars, no warnings (errors still print)")
 
 
-EMBEDDER_HELP = ("minilm, use-multilingual, a model path, or precomputed (the dataset's own vectors/: no "
+EMBEDDER_HELP = ("minilm, use-multilingual, minilm-int8 (MiniLM with int8 weights on ONNX Runtime: faster, "
+                 "its own vectors), a model path, or precomputed (the dataset's own vectors/: no "
                  "model loaded). Default: by the dataset's language — minilm (English only) for English "
                  "text, use-multilingual otherwise (dataset.toml languages, else the documents' script)")
 

