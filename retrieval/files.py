@@ -29,7 +29,6 @@ import math
 import os
 import re
 import stat
-import tempfile
 import time
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Callable
@@ -203,9 +202,11 @@ def _write_through(path: Path, write: Callable[[BinaryIO], None]) -> None:
         write(handle)
 
 
-def _stage(target: Path, write: Callable[[BinaryIO], None]) -> str:
+def _stage(target: Path, write: Callable[[BinaryIO], None], staged: list[str]) -> str:
     """A fsynced temporary file beside ``target`` holding what ``write`` writes, with the mode
-    the target has (a new target: the mode the umask gives a new file)."""
+    the target has (a new target: the mode the umask gives a new file). Its name goes into
+    ``staged`` before the file is created, so a caller that an interrupt reaches anywhere in
+    here (between two bytecodes) can remove it."""
     make_folders(target.parent)
     clean_temporaries(target)
     prefix = f".{target.name}.{os.getpid()}-"
@@ -213,20 +214,22 @@ def _stage(target: Path, write: Callable[[BinaryIO], None]) -> str:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         mode = _new_file_mode()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".tmp")
-    try:
+    while True:
+        staged.append(str(target.parent / f"{prefix}{os.urandom(6).hex()}.tmp"))
         try:
-            os.fchmod(fd, mode)
-        except OSError:  # a file system without modes (a FAT stick): nothing to keep
-            pass
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return tmp
+            fd = os.open(staged[-1], os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+            break
+        except FileExistsError:         # another name (as tempfile.mkstemp retries)
+            staged.pop()
+    try:
+        os.fchmod(fd, mode)
+    except OSError:  # a file system without modes (a FAT stick): nothing to keep
+        pass
+    with os.fdopen(fd, "wb") as handle:
+        write(handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return staged[-1]
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
@@ -234,19 +237,20 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
 
     The temporary file ``.NAME.<pid>-….tmp`` sits in the target's folder (concurrent writers
     never share one), is fsynced, then renamed over the target; the folder is fsynced last.
-    On any error (a full disk included) the temporary file is removed and the target is left
-    as it was; temporaries of killed writes are removed by the next write of the same target.
-    Symlinks, devices and FIFOs follow ``output_target``'s policy.
+    On any error (a full disk, an interrupt included) the temporary file is removed and the
+    target is left as it was; temporaries of killed writes are removed by the next write of the
+    same target. Symlinks, devices and FIFOs follow ``output_target``'s policy.
     """
     target, atomic = output_target(Path(path))
     if not atomic:
         _write_through(target, write)
         return
-    tmp = _stage(target, write)
+    staged: list[str] = []
     try:
-        os.replace(tmp, target)
+        os.replace(_stage(target, write, staged), target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for tmp in staged:
+            Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(target.parent)
 
@@ -255,22 +259,23 @@ def atomic_write_files(contents: dict[Path, bytes]) -> None:
     """Write several files as one output (a report): every file is staged and fsynced first,
     and only when all are complete are they renamed into place, so a failure (a full disk)
     leaves every previous file as it was."""
-    staged: list[tuple[str, Path]] = []
+    staged: list[str] = []
+    ready: list[tuple[str, Path]] = []
     through: list[tuple[Path, bytes]] = []
     try:
         for path, data in contents.items():
             target, atomic = output_target(Path(path))
             if atomic:
-                staged.append((_stage(target, lambda handle, d=data: handle.write(d)), target))
+                ready.append((_stage(target, lambda handle, d=data: handle.write(d), staged), target))
             else:
                 through.append((target, data))
     except BaseException:
-        for tmp, _ in staged:
+        for tmp in staged:
             Path(tmp).unlink(missing_ok=True)
         raise
-    for tmp, target in staged:
+    for tmp, target in ready:
         os.replace(tmp, target)
-    for folder in {target.parent for _, target in staged}:
+    for folder in {target.parent for _, target in ready}:
         fsync_dir(folder)
     for target, data in through:
         _write_through(target, lambda handle, d=data: handle.write(d))

@@ -149,3 +149,26 @@ def test_two_files_written_as_one_output(tmp_path):
     out = {tmp_path / "a.json": b"1", tmp_path / "sub" / "b.md": b"2"}
     atomic_write_files(out)
     assert [p.read_bytes() for p in out] == [b"1", b"2"]
+
+
+def test_an_interrupt_just_as_the_temporary_file_is_created_leaves_nothing_behind(tmp_path, monkeypatch):
+    """Ctrl-C lands between any two bytecodes of our code or the standard library's below it
+    (``eval.cli.interrupts``): one that lands right after the temporary file was created,
+    inside the call that created it, still has it removed, and the target stays as it was (a
+    fresh clone's ``make test`` once found ``.q.json.<pid>-….tmp`` left by an interrupted export)."""
+    target = tmp_path / "out.json"
+    target.write_text("before")
+    real_open = os.open
+
+    def created_then_interrupted(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if str(path).endswith(".tmp"):
+            raise KeyboardInterrupt
+        return fd
+
+    monkeypatch.setattr(os, "open", created_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_text(target, "after")
+    monkeypatch.undo()
+    assert target.read_text() == "before"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
