@@ -17,9 +17,9 @@ from pages._markup import md
 SLOT = "rwb_dataset_line"
 
 
-def text(dataset, path: str, source: str) -> str:
+def text(dataset, path: str, stamp: tuple, source: str) -> str:
     """``devmem · 348 docs · 120 queries · 408 judgments (explicit)``, the name in bold."""
-    judged = sh.judgment_count(path, sh.dataset_stamp(path), sh.judgments_version(dataset, source))
+    judged = sh.judgment_count(path, stamp, sh.judgments_version(dataset, source))
     return (f"**{md(dataset.name)}** · {len(dataset.documents)} docs · {len(dataset.queries)} queries · "
             f"{judged} judgments ({source})")
 
@@ -27,13 +27,12 @@ def text(dataset, path: str, source: str) -> str:
 def draw(dataset, path: str, source: str) -> None:
     """The line, in a slot a fragment can draw into again (the app's sidebar, every full run)."""
     slot = st.empty()
-    st.session_state[SLOT] = (slot, dataset, path, source)
-    slot.caption(text(dataset, path, source))
+    st.session_state[SLOT] = (slot, dataset, path, sh.dataset_stamp(path), source)   # the folder stat once
+    slot.caption(text(*st.session_state[SLOT][1:]))
 
 
 def draw_from_fragment() -> None:
     """The line again, by the calling fragment, on each of its runs (full and fragment)."""
     kept = st.session_state.get(SLOT)
     if kept is not None:
-        slot, dataset, path, source = kept
-        slot.caption(text(dataset, path, source))
+        kept[0].caption(text(*kept[1:]))

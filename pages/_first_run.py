@@ -42,7 +42,7 @@ def prepare() -> None:
 
         ws = sh.workspace()
         built = ws.has_queries and pool_path(ws.dataset, ws.embedder, DEFAULT_POOL_DEPTH, ws.analyzer).is_file()
-        if built:                     # a pool still to build: the page builds it, with its own progress
+        if built:                     # a pool not built yet: the page builds it, with its own progress
             slot.caption(SAYS.format(f"loading the candidate pool of {md(ws.dataset.name)}"))
             c = ws.pool()
             slot.caption(SAYS.format(f"scoring its {c.n_queries:,} queries with the baseline, {md(ws.baseline.name)}"))

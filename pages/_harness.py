@@ -40,9 +40,10 @@ PERMUTATIONS = views.PERMUTATIONS
 def warm_in_server() -> object:
     """Compile ranx's numba code in this server process (the part numba keeps on disk and its
     typed dictionaries and lists, which it keeps nowhere: seconds on the first Evaluate
-    otherwise), on a daemon thread started once, after the first page's run (the app's) or by
-    the first page that needs ranx (``ranx_ready``, which waits for it, saying so; ranx calls
-    take ``RANX_LOCK`` too). Skipped under AppTest."""
+    otherwise), on a daemon thread started once: by the app after its first run's preparation
+    (``pages._first_run.prepare``), before the page; a page that needs ranx before it finished
+    waits for it, saying so (``ranx_ready``); ranx calls take ``RANX_LOCK`` too. Skipped under
+    AppTest."""
     import threading
 
     from streamlit import config

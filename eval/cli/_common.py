@@ -14,7 +14,7 @@ from eval.progress import Progress, step
 from retrieval.bm25 import ANALYZERS, DEFAULT_ANALYZER
 from retrieval.candidates import DEFAULT_POOL_DEPTH, Candidates
 from retrieval.dataset import Dataset, load_dataset
-from retrieval.embedders import default_embedder, language_note, language_warning
+from retrieval.embedders import MODELS, default_embedder, language_note, language_warning
 from retrieval.files import atomic_write_text
 from retrieval.limits import MAX_DEPTH
 from retrieval.pipeline import fits
@@ -42,8 +42,8 @@ def add_quiet(p: argparse.ArgumentParser) -> None:
                    help="no progress bars, no warnings (errors still print)")
 
 
-EMBEDDER_HELP = ("minilm, use-multilingual, minilm-int8 (MiniLM with int8 weights on ONNX Runtime: faster, "
-                 "its own vectors), a model path, or precomputed (the dataset's own vectors/: no "
+EMBEDDER_HELP = (", ".join(f"{name} ({model})" for name, model in MODELS.items())     # the registry's
+                 + ", a model path, or precomputed (the dataset's own vectors/: no "
                  "model loaded). Default: by the dataset's language — minilm (English only) for English "
                  "text, use-multilingual otherwise (dataset.toml languages, else the documents' script)")
 
